@@ -1,0 +1,36 @@
+# Two commands set everything up on a fresh machine:
+#   make demo   - create .venv if needed, install Ember with every backend, run the main demo
+#   make test   - same set-up, then run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The CPU build of torch that this machine keeps on disk; override on other platforms,
+# e.g. `make test TORCH_SPEC=torch`.
+TORCH_SPEC ?= torch==2.13.0
+PYTEST_ARGS ?= -q -n 2
+
+.PHONY: demo test install info bench clean
+
+$(VENV)/.installed: pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[all,dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(PY) -m ember demo
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+info: install
+	$(PY) -m ember info
+
+bench: install
+	$(PY) benchmarks/dispatch.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,88 @@
+"""Helpers shared by the backend packages (no framework imports here)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, Callable
+
+from ember.ops import _spec
+
+
+def build_op_tables(backend_name: str, modules: dict[str, ModuleType]) -> dict[str, dict[str, Callable]]:
+    """Collect a backend's functions per namespace, in the protocol's order.
+
+    Docstrings come from the protocol so ``help(ember.ops.add)`` reads the same on
+    every backend. An op the backend lacks is bound to a function that raises
+    ``NotImplementedError`` naming the op and backend (the protocol test fails on it).
+    """
+    tables: dict[str, dict[str, Callable]] = {}
+    for namespace, spec in _spec.NAMESPACES.items():
+        module = modules[namespace]
+        table = {}
+        for name in _spec.op_names(namespace):
+            function = getattr(module, name, None)
+            if function is None:
+                function = _missing(backend_name, namespace, name)
+            elif getattr(function, "__doc__", None) is None:
+                try:
+                    function.__doc__ = getattr(spec, name).__doc__
+                except (AttributeError, TypeError):
+                    pass
+            table[name] = function
+        tables[namespace] = table
+    return tables
+
+
+def _missing(backend_name: str, namespace: str, name: str) -> Callable:
+    qualified = name if namespace == "core" else f"{namespace}.{name}"
+
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"ember.ops.{qualified} is not implemented on the {backend_name} backend")
+
+    missing.__name__ = name
+    return missing
+
+
+def tensor_native(x: Any, backend_name: str) -> Any:
+    """The native array inside an ``ember.Tensor`` of ``backend_name``; TypeError for another backend."""
+    if x.backend != backend_name:
+        raise TypeError(
+            f"received an ember.Tensor on backend {x.backend!r} but the active backend is "
+            f"{backend_name!r}; convert it explicitly with tensor.to_backend({backend_name!r})"
+        )
+    return x._native
+
+
+def foreign_array_error(x: Any, backend_name: str) -> TypeError:
+    """The error for a native array of another framework passed to ``backend_name``'s ops."""
+    module = type(x).__module__.split(".")[0]
+    owner = {"torch": "torch", "mlx": "mlx", "numpy": "numpy"}.get(module, module)
+    return TypeError(
+        f"received a {owner} array ({type(x).__module__}.{type(x).__name__}) but the active "
+        f"backend is {backend_name!r}; convert it explicitly with "
+        f"ember.convert_to_tensor(x) or switch with ember.set_backend({owner!r})"
+    )
+
+
+def normalize_axis(axis: int, ndim: int, argument: str = "axis") -> int:
+    """``axis`` as a non-negative int; ValueError naming the argument, the axis and the rank."""
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        try:
+            axis = int(axis.__index__())
+        except AttributeError:
+            raise TypeError(f"{argument}: expected an int, received {axis!r}") from None
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{argument}={axis} is out of range for an array of rank {ndim}")
+    return axis % ndim
+
+
+def normalize_axes(axis: Any, ndim: int, argument: str = "axis") -> tuple[int, ...] | None:
+    """``axis`` (None, int or sequence) as a sorted tuple of non-negative ints, or None."""
+    if axis is None:
+        return None
+    if isinstance(axis, (list, tuple)):
+        axes = tuple(normalize_axis(a, ndim, argument) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"{argument}={tuple(axis)} repeats an axis")
+        return axes
+    return (normalize_axis(axis, ndim, argument),)
