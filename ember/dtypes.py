@@ -243,7 +243,12 @@ class finfo:
         name = standardize_dtype(dtype)
         if name not in FLOATING + COMPLEX:
             raise TypeError(f"finfo: expected a floating dtype, received {name!r}")
-        info = np.finfo(to_numpy_dtype(name))
+        if name == "bfloat16":
+            import ml_dtypes
+
+            info = ml_dtypes.finfo(ml_dtypes.bfloat16)
+        else:
+            info = np.finfo(to_numpy_dtype(name))
         self.dtype = name
         self.bits = int(info.bits)
         self.eps = float(info.eps)

@@ -1,0 +1,591 @@
+"""Shape, indexing, sorting and scatter ops of the MLX backend (re-exported by :mod:`.core`).
+
+MLX indexing has no boolean masks and reads out of bounds silently for integer
+indices, so :func:`getitem` rewrites the key first: integers are bounds-checked
+(``IndexError``), and a boolean mask becomes the integer arrays of its ``True``
+positions. That conversion needs the mask's values on the host (``mx.eval`` via
+NumPy): the result's shape depends on the data, so it cannot stay lazy.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import mlx.core as mx
+import numpy as np
+
+from ember.backends._common import normalize_axes, normalize_axis
+from ember.backends.mlx._base import (
+    FLOATS,
+    FROM_MX,
+    INTEGERS,
+    UNSIGNED,
+    A,
+    mx_dtype,
+    promote,
+    to_mx,
+    to_numpy,
+)
+
+_slice = builtins.slice  # this module defines an op named ``slice``
+
+# ---------------------------------------------------------------------------------- shape
+
+
+def reshape(x, newshape):
+    x = to_mx(x)
+    if isinstance(newshape, (int, np.integer)):
+        newshape = (int(newshape),)
+    newshape = tuple(int(d) for d in newshape)
+    known = math.prod(d for d in newshape if d != -1)
+    if newshape.count(-1) > 1 or (newshape.count(-1) == 0 and known != x.size) or (
+        newshape.count(-1) == 1 and (known == 0 or x.size % known)
+    ):
+        if not (newshape.count(-1) == 1 and known == 0 and x.size == 0):
+            raise ValueError(f"reshape: cannot reshape an array of shape {tuple(x.shape)} (size {x.size}) "
+                             f"into shape {newshape}")
+    return mx.reshape(x, newshape)
+
+
+def transpose(x, axes=None):
+    x = to_mx(x)
+    if axes is None:
+        return mx.transpose(x)
+    axes = [normalize_axis(a, x.ndim, "axes") for a in axes]
+    if sorted(axes) != list(range(x.ndim)):
+        raise ValueError(f"transpose: axes {tuple(axes)} are not a permutation of the {x.ndim} axes")
+    return mx.transpose(x, axes)
+
+
+def expand_dims(x, axis):
+    x = to_mx(x)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out_ndim = x.ndim + len(axes)
+    axes = sorted(normalize_axis(a, out_ndim) for a in axes)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"expand_dims: axis {axis} repeats an axis")
+    return mx.expand_dims(x, axes)
+
+
+def squeeze(x, axis=None):
+    x = to_mx(x)
+    if axis is None:
+        return mx.squeeze(x)
+    axes = normalize_axes(axis, x.ndim)
+    for a in axes:
+        if x.shape[a] != 1:
+            raise ValueError(f"squeeze: cannot squeeze axis {a} of shape {tuple(x.shape)}: its length is "
+                             f"{x.shape[a]}, not 1")
+    return mx.squeeze(x, list(axes)) if axes else x
+
+
+def concatenate(xs, axis=0):
+    arrays = promote(xs, "concatenate: xs")
+    if not arrays:
+        raise ValueError("concatenate: need at least one array")
+    if axis is None:
+        return mx.concatenate([mx.reshape(a, (-1,)) for a in arrays], axis=0)
+    ndim = arrays[0].ndim
+    if ndim == 0:
+        raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+    axis = normalize_axis(axis, ndim)
+    for array in arrays[1:]:
+        if array.ndim != ndim or builtins.any(
+            a != b for i, (a, b) in enumerate(zip(array.shape, arrays[0].shape)) if i != axis
+        ):
+            raise ValueError(f"concatenate: shapes {[tuple(a.shape) for a in arrays]} do not match off axis {axis}")
+    return mx.concatenate(arrays, axis=axis)
+
+
+def stack(xs, axis=0):
+    arrays = promote(xs, "stack: xs")
+    if not arrays:
+        raise ValueError("stack: need at least one array")
+    first = tuple(arrays[0].shape)
+    if builtins.any(tuple(a.shape) != first for a in arrays):
+        raise ValueError(f"stack: all arrays must have the same shape, received {[tuple(a.shape) for a in arrays]}")
+    axis = normalize_axis(axis, len(first) + 1)
+    return mx.stack(arrays, axis=axis)
+
+
+def split(x, indices_or_sections, axis=0):
+    x = to_mx(x)
+    axis = normalize_axis(axis, x.ndim)
+    length = x.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0 or length % sections:
+            raise ValueError(f"split: {sections} equal sections do not divide axis {axis} of length {length}")
+        if length == 0:
+            return [x for _ in range(sections)]
+        return mx.split(x, sections, axis=axis)
+    indices = [int(i) for i in (to_numpy(indices_or_sections).tolist() if isinstance(indices_or_sections, A)
+                                else indices_or_sections)]
+    bounds = [0] + [builtins.min(builtins.max(i if i >= 0 else i + length, 0), length) for i in indices] + [length]
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        key = [_slice(None)] * x.ndim
+        key[axis] = _slice(lo, builtins.max(lo, hi))
+        parts.append(x[tuple(key)])
+    return parts
+
+
+def tile(x, repeats):
+    x = to_mx(x)
+    reps = (int(repeats),) if isinstance(repeats, (int, np.integer)) else tuple(int(r) for r in repeats)
+    return mx.tile(x, reps)
+
+
+def repeat(x, repeats, axis=None):
+    x = to_mx(x)
+    if axis is None:
+        x = mx.reshape(x, (-1,))
+        axis = 0
+    axis = normalize_axis(axis, x.ndim)
+    if isinstance(repeats, (int, np.integer)):
+        return mx.repeat(x, int(repeats), axis=axis)
+    counts = np.asarray(to_numpy(repeats) if isinstance(repeats, A) else repeats).astype(np.int64).reshape(-1)
+    if counts.size == 1:
+        return mx.repeat(x, int(counts[0]), axis=axis)
+    if counts.size != x.shape[axis] or (counts < 0).any():
+        raise ValueError(f"repeat: repeats must be non-negative and of length {x.shape[axis]} (axis {axis}), "
+                         f"received {counts.tolist()}")
+    index = mx.array(np.repeat(np.arange(x.shape[axis], dtype=np.int32), counts))
+    return mx.take(x, index, axis=axis)
+
+
+def _pad_pairs(pad_width, ndim):
+    width = np.asarray(to_numpy(pad_width) if isinstance(pad_width, A) else pad_width, dtype=np.int64)
+    if width.ndim == 0:
+        width = np.full((ndim, 2), int(width))
+    elif width.shape == (1,) or width.shape == (2,) or width.shape == (1, 2):
+        width = np.broadcast_to(width.reshape(-1) if width.size == 2 else width.reshape(1), (ndim, 2))
+    elif width.shape != (ndim, 2):
+        raise ValueError(f"pad: pad_width of shape {width.shape} does not fit an array of rank {ndim}")
+    if (width < 0).any():
+        raise ValueError("pad: pad_width entries must be non-negative")
+    return [(int(a), int(b)) for a, b in width]
+
+
+def pad(x, pad_width, mode="constant", constant_values=0):
+    x = to_mx(x)
+    pairs = _pad_pairs(pad_width, x.ndim)
+    if mode not in ("constant", "reflect", "symmetric", "edge"):
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'symmetric' or 'edge', received {mode!r}")
+    if mode == "constant":
+        value = mx.array(constant_values, dtype=x.dtype) if not isinstance(constant_values, A) else constant_values
+        return mx.pad(x, pairs, mode="constant", constant_values=value.astype(x.dtype))
+    for a, (lo, hi) in enumerate(pairs):
+        if (lo or hi) and x.shape[a] == 0:
+            raise ValueError(f"pad: cannot pad an empty axis {a} in mode {mode!r}")
+    if mode == "reflect":
+        # NumPy reflects repeatedly when the pad is longer than the axis; build the index per axis.
+        out = x
+        for a, (lo, hi) in enumerate(pairs):
+            if lo or hi:
+                out = mx.take(out, mx.array(_reflect_index(x.shape[a], lo, hi)), axis=a)
+        return out
+    return mx.pad(x, pairs, mode=mode)
+
+
+def _reflect_index(n, lo, hi):
+    """Indices of NumPy's 'reflect' padding of an axis of length n (period 2n - 2)."""
+    positions = np.arange(-lo, n + hi)
+    if n == 1:
+        return np.zeros_like(positions, dtype=np.int32)
+    period = 2 * n - 2
+    folded = np.mod(positions, period)
+    return np.where(folded >= n, period - folded, folded).astype(np.int32)
+
+
+def flip(x, axis=None):
+    x = to_mx(x)
+    axes = range(x.ndim) if axis is None else normalize_axes(axis, x.ndim)
+    key = [_slice(None)] * x.ndim
+    for a in axes:
+        key[a] = _slice(None, None, -1)
+    return x[tuple(key)] if x.ndim else x
+
+
+def broadcast_to(x, shape):
+    x = to_mx(x)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    try:
+        np.broadcast_shapes(tuple(x.shape), shape)
+    except ValueError:
+        raise ValueError(f"broadcast_to: cannot broadcast shape {tuple(x.shape)} to {shape}") from None
+    if len(shape) < x.ndim or np.broadcast_shapes(tuple(x.shape), shape) != shape:
+        raise ValueError(f"broadcast_to: cannot broadcast shape {tuple(x.shape)} to {shape}")
+    return mx.broadcast_to(x, shape)
+
+
+def moveaxis(x, source, destination):
+    x = to_mx(x)
+    src = normalize_axes(source, x.ndim, "source")
+    dst = normalize_axes(destination, x.ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: source {source} and destination {destination} differ in length")
+    order = [a for a in range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return mx.transpose(x, order)
+
+
+def swapaxes(x, axis1, axis2):
+    x = to_mx(x)
+    return mx.swapaxes(x, normalize_axis(axis1, x.ndim, "axis1"), normalize_axis(axis2, x.ndim, "axis2"))
+
+
+def ravel(x):
+    return mx.reshape(to_mx(x), (-1,))
+
+
+# ------------------------------------------------------------------------------- indexing
+
+
+def _is_bool_mask(k):
+    if isinstance(k, A):
+        return k.dtype == mx.bool_
+    if isinstance(k, np.ndarray):
+        return k.dtype == np.bool_
+    if getattr(type(k), "__ember_tensor__", False):
+        return _is_bool_mask(to_mx(k))
+    if isinstance(k, (list, tuple)):
+        leaf = k
+        while isinstance(leaf, (list, tuple)) and len(leaf):
+            leaf = leaf[0]
+        return isinstance(leaf, (bool, np.bool_))
+    return False
+
+
+def _index_array(k, axis_size=None, axis=None):
+    """An integer index (array-like) as an int32/int64 ``mx.array``; host data is bounds-checked."""
+    if isinstance(k, A) or getattr(type(k), "__ember_tensor__", False):
+        k = to_mx(k, "key")
+        if k.dtype not in INTEGERS:
+            raise IndexError(f"getitem: index arrays must be integers or booleans, received {FROM_MX[k.dtype]}")
+        return k
+    host = np.asarray(k)
+    if host.size == 0 and host.dtype.kind not in "iu":
+        host = host.astype(np.int32)
+    if host.dtype.kind not in "iu":
+        raise IndexError(f"getitem: index arrays must be integers or booleans, received {host.dtype}")
+    if axis_size is not None and host.size:
+        bad = host[(host >= axis_size) | (host < -axis_size)]
+        if bad.size:
+            raise IndexError(f"getitem: index {int(bad.flat[0])} is out of bounds for axis {axis} with size {axis_size}")
+    if host.dtype.itemsize > 4 and host.size and (host.max() > 2**31 - 1 or host.min() < -(2**31)):
+        return mx.array(host.astype(np.int64))
+    return mx.array(host.astype(np.int32))
+
+
+def getitem(x, key):
+    x = to_mx(x)
+    if type(key) is int:  # fast path: x[i]
+        if x.ndim == 0:
+            raise IndexError("getitem: too many indices for a 0-d array")
+        n = x.shape[0]
+        if not -n <= key < n:
+            raise IndexError(f"getitem: index {key} is out of bounds for axis 0 with size {n}")
+        return x[key]
+    if type(key) is _slice:
+        return x[key]
+    key = key if type(key) is tuple else (key,)
+    # Expand boolean masks into integer arrays (NumPy: mask -> mask.nonzero()).
+    parts = []
+    for k in key:
+        if isinstance(k, (bool, np.bool_)):
+            parts.append(("scalarbool", builtins.bool(k)))
+        elif _is_bool_mask(k):
+            mask = to_numpy(k) if not isinstance(k, (list, tuple)) else np.asarray(k, dtype=bool)
+            parts.append(("mask", mask))
+        else:
+            parts.append(("other", k))
+    consumed = builtins.sum(
+        1 if kind == "other" and not (v is None or v is Ellipsis) else (v.ndim if kind == "mask" else 0)
+        for kind, v in parts
+    )
+    if consumed > x.ndim:
+        raise IndexError(f"getitem: too many indices for an array of rank {x.ndim} (key {key!r})")
+    n_ellipsis = builtins.sum(1 for kind, v in parts if kind == "other" and v is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("getitem: an index can only have a single ellipsis ('...')")
+    out_key = []
+    empty_axes = []  # positions of False scalar booleans (NumPy: a new axis of length 0)
+    axis = 0
+    for kind, v in parts:
+        if kind == "scalarbool":
+            if not v:
+                empty_axes.append(len(out_key))
+            out_key.append(None)
+        elif kind == "mask":
+            shape = tuple(x.shape[axis:axis + v.ndim])
+            if v.shape != shape:
+                raise IndexError(f"getitem: boolean index of shape {v.shape} does not match the indexed axes "
+                                 f"{tuple(range(axis, axis + v.ndim))} of shape {shape}")
+            if v.ndim == 0:
+                if not v:
+                    empty_axes.append(len(out_key))
+                out_key.append(None)
+                continue
+            out_key.extend(mx.array(i.astype(np.int32)) for i in np.nonzero(v))
+            axis += v.ndim
+        elif v is None:
+            out_key.append(None)
+        elif v is Ellipsis:
+            out_key.append(Ellipsis)
+            axis = x.ndim - (consumed - axis)
+        elif isinstance(v, _slice):
+            out_key.append(_slice(*(None if s is None else int(s) for s in (v.start, v.stop, v.step))))
+            axis += 1
+        elif isinstance(v, (int, np.integer)):
+            n = x.shape[axis]
+            i = int(v)
+            if not -n <= i < n:
+                raise IndexError(f"getitem: index {i} is out of bounds for axis {axis} with size {n}")
+            out_key.append(i)
+            axis += 1
+        elif isinstance(v, (A, np.ndarray, list, tuple)) or getattr(type(v), "__ember_tensor__", False):
+            array = _index_array(v, x.shape[axis], axis)
+            if array.ndim == 0 and not isinstance(v, A):
+                out_key.append(int(array.item()))
+            else:
+                out_key.append(array)
+            axis += 1
+        else:
+            raise IndexError(f"getitem: unsupported index {v!r} of type {type(v).__name__}")
+    out = x[tuple(out_key)] if out_key else x
+    for position in empty_axes:
+        # A False scalar index selects nothing along the new axis it adds.
+        axis_key = [_slice(None)] * out.ndim
+        axis_key[_new_axis_position(out_key, position)] = _slice(0, 0)
+        out = out[tuple(axis_key)]
+    return out
+
+
+def _new_axis_position(out_key, position):
+    """Axis of the result that the ``None`` at ``out_key[position]`` created (no advanced indices before it)."""
+    return builtins.sum(1 for k in out_key[:position] if k is None or isinstance(k, _slice))
+
+
+def take(x, indices, axis=None):
+    x = to_mx(x)
+    indices = _index_array(indices) if not isinstance(indices, (int, np.integer)) else int(indices)
+    if axis is None:
+        x = mx.reshape(x, (-1,))
+        axis = 0
+    axis = normalize_axis(axis, x.ndim)
+    if isinstance(indices, int):
+        n = x.shape[axis]
+        if not -n <= indices < n:
+            raise IndexError(f"take: index {indices} is out of bounds for axis {axis} with size {n}")
+        return mx.take(x, indices, axis=axis)
+    return mx.take(x, indices, axis=axis)
+
+
+def take_along_axis(x, indices, axis):
+    x = to_mx(x)
+    indices = _index_array(indices)
+    if axis is None:
+        x = mx.reshape(x, (-1,))
+        axis = 0
+    axis = normalize_axis(axis, x.ndim)
+    if indices.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: indices of rank {indices.ndim} do not match x of rank {x.ndim}")
+    n = x.shape[axis]
+    indices = mx.where(indices < 0, indices + n, indices)
+    return mx.take_along_axis(x, indices, axis=axis)
+
+
+def _nd_index(x, indices, op):
+    indices = _index_array(indices)
+    if indices.ndim == 0:
+        raise ValueError(f"{op}: indices must have a last axis of length k (the indexed rank)")
+    k = indices.shape[-1]
+    if k > x.ndim:
+        raise ValueError(f"{op}: indices index {k} axes but x has rank {x.ndim}")
+    return tuple(indices[..., j] for j in range(k))
+
+
+def gather(x, indices):
+    x = to_mx(x)
+    key = _nd_index(x, indices, "gather")
+    return x[key] if key else mx.broadcast_to(x, tuple(_index_array(indices).shape[:-1]) + tuple(x.shape))
+
+
+def scatter(indices, updates, shape):
+    updates = to_mx(updates, "updates")
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    out = mx.zeros(shape, dtype=updates.dtype)
+    key = _nd_index(out, indices, "scatter")
+    return out.at[key].add(updates)
+
+
+def scatter_update(x, indices, updates):
+    x = to_mx(x)
+    updates = to_mx(updates, "updates")
+    key = _nd_index(x, indices, "scatter_update")
+    out = mx.array(x)  # a new array object: item assignment below never touches ``x``
+    out[key] = updates.astype(x.dtype)
+    return out
+
+
+def scatter_add(x, indices, updates):
+    x = to_mx(x)
+    updates = to_mx(updates, "updates")
+    key = _nd_index(x, indices, "scatter_add")
+    return x.at[key].add(updates.astype(x.dtype))
+
+
+def _start_list(start_indices, ndim, op):
+    if isinstance(start_indices, (int, np.integer)):
+        start_indices = [start_indices]
+    if isinstance(start_indices, A) or getattr(type(start_indices), "__ember_tensor__", False):
+        start = to_mx(start_indices)
+        if start.size != ndim:
+            raise ValueError(f"{op}: start_indices has {start.size} entries for an array of rank {ndim}")
+        return None, start.astype(mx.int32).reshape(-1)
+    start = [int(s) for s in start_indices]
+    if len(start) != ndim:
+        raise ValueError(f"{op}: start_indices has {len(start)} entries for an array of rank {ndim}")
+    return start, None
+
+
+def slice(x, start_indices, shape):
+    x = to_mx(x)
+    sizes = [int(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape)]
+    if len(sizes) != x.ndim:
+        raise ValueError(f"slice: shape {tuple(sizes)} does not match the rank {x.ndim} of x")
+    static, dynamic = _start_list(start_indices, x.ndim, "slice")
+    if dynamic is not None:
+        return mx.slice(x, dynamic, list(range(x.ndim)), sizes)
+    key = []
+    for a, (s, n) in enumerate(zip(static, sizes)):
+        s = s + x.shape[a] if s < 0 else s
+        if n < 0:
+            n = x.shape[a] - s
+        if s < 0 or s + n > x.shape[a]:
+            raise ValueError(f"slice: block of size {n} at {s} exceeds axis {a} of size {x.shape[a]}")
+        key.append(_slice(s, s + n))
+    return x[tuple(key)]
+
+
+def slice_update(x, start_indices, updates):
+    x = to_mx(x)
+    updates = to_mx(updates, "updates").astype(x.dtype)
+    if updates.ndim != x.ndim:
+        raise ValueError(f"slice_update: updates of rank {updates.ndim} do not match x of rank {x.ndim}")
+    static, dynamic = _start_list(start_indices, x.ndim, "slice_update")
+    if dynamic is None:
+        for a, (s, n) in enumerate(zip(static, updates.shape)):
+            if s < 0 or s + n > x.shape[a]:
+                raise ValueError(f"slice_update: block of size {n} at {s} exceeds axis {a} of size {x.shape[a]}")
+        dynamic = mx.array(static, dtype=mx.int32)
+    if x.ndim == 0:
+        return updates
+    return mx.slice_update(x, updates, dynamic, list(range(x.ndim)))
+
+
+def one_hot(indices, depth, dtype=None, axis=-1):
+    indices = to_mx(indices, "indices")
+    depth = int(depth)
+    target = mx_dtype(dtype, "one_hot")
+    out = mx.equal(mx.expand_dims(indices.astype(mx.int32), -1), mx.arange(depth, dtype=mx.int32)).astype(target)
+    axis = normalize_axis(axis, out.ndim)
+    if axis != out.ndim - 1:
+        out = mx.moveaxis(out, -1, axis)
+    return out
+
+
+def _descending_argsort(x):
+    """Stable descending argsort along the last axis (ties keep their original order)."""
+    n = x.shape[-1]
+    ascending_of_reversed = mx.argsort(x[..., ::-1], axis=-1).astype(mx.int32)
+    return (n - 1) - ascending_of_reversed[..., ::-1]
+
+
+def top_k(x, k, sorted=True):
+    x = to_mx(x)
+    k = int(k)
+    if x.ndim == 0:
+        raise ValueError("top_k: x must have at least one axis")
+    if not 0 <= k <= x.shape[-1]:
+        raise ValueError(f"top_k: k={k} is out of range for a last axis of length {x.shape[-1]}")
+    work = x.astype(mx.int32) if x.dtype == mx.bool_ else x
+    indices = _descending_argsort(work)[..., :k]
+    return mx.take_along_axis(x, indices, axis=-1), indices
+
+
+def sort(x, axis=-1):
+    x = to_mx(x)
+    if axis is None:
+        return mx.sort(mx.reshape(x, (-1,)), axis=0)
+    if x.ndim == 0:
+        return x
+    return mx.sort(x, axis=normalize_axis(axis, x.ndim))
+
+
+def argsort(x, axis=-1):
+    x = to_mx(x)
+    if axis is None:
+        return mx.argsort(mx.reshape(x, (-1,)), axis=0).astype(mx.int32)
+    if x.ndim == 0:
+        return mx.zeros((), dtype=mx.int32)
+    return mx.argsort(x, axis=normalize_axis(axis, x.ndim)).astype(mx.int32)
+
+
+def nonzero(x):
+    # Data-dependent output shape: the values must come to the host.
+    host = to_numpy(to_mx(x))
+    if host.ndim == 0:
+        host = host.reshape(1)
+    return tuple(mx.array(i.astype(np.int32)) for i in np.nonzero(host))
+
+
+def _segments(data, segment_ids, num_segments, op):
+    data = to_mx(data, "data")
+    ids = _index_array(segment_ids).astype(mx.int32)
+    if ids.ndim == 0 or tuple(ids.shape) != tuple(data.shape[:ids.ndim]):
+        raise ValueError(f"{op}: segment_ids shape {tuple(ids.shape)} must be a prefix of data shape "
+                         f"{tuple(data.shape)}")
+    if ids.ndim > 1:  # TF semantics: the id axes are flattened into one
+        data = mx.reshape(data, (ids.size,) + tuple(data.shape[ids.ndim:]))
+        ids = mx.reshape(ids, (-1,))
+    if num_segments is None:
+        # The output size depends on the ids' values: bring their maximum to the host.
+        num_segments = int(mx.max(ids).item()) + 1 if ids.size else 0
+    num_segments = int(num_segments)
+    valid = (ids >= 0) & (ids < num_segments)
+    return data, mx.where(valid, ids, 0), valid, num_segments
+
+
+def _expand_to(mask, ndim):
+    return mx.reshape(mask, tuple(mask.shape) + (1,) * (ndim - 1))
+
+
+def segment_sum(data, segment_ids, num_segments=None):
+    data, ids, valid, num = _segments(data, segment_ids, num_segments, "segment_sum")
+    contribution = mx.where(_expand_to(valid, data.ndim), data, mx.zeros((), dtype=data.dtype))
+    out = mx.zeros((num,) + tuple(data.shape[1:]), dtype=data.dtype)
+    return out.at[ids].add(contribution)
+
+
+def _lowest(dtype):
+    if dtype == mx.complex64:
+        raise TypeError("segment_max: complex data is not ordered (received complex64)")
+    if dtype == mx.bool_:
+        return False
+    if dtype in FLOATS:
+        return float(mx.finfo(dtype).min)
+    if dtype in UNSIGNED:
+        return 0
+    return int(mx.iinfo(dtype).min)
+
+
+def segment_max(data, segment_ids, num_segments=None):
+    data, ids, valid, num = _segments(data, segment_ids, num_segments, "segment_max")
+    low = mx.array(_lowest(data.dtype), dtype=data.dtype)
+    contribution = mx.where(_expand_to(valid, data.ndim), data, low)
+    out = mx.full((num,) + tuple(data.shape[1:]), low, dtype=data.dtype)
+    return out.at[ids].maximum(contribution)
+

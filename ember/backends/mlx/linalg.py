@@ -1,0 +1,371 @@
+"""Linear algebra of the MLX backend (NumPy ``linalg`` semantics, batched over leading axes).
+
+MLX implements its factorisations (inv, svd, qr, cholesky, eigh, eig, solve, lu, det)
+on the CPU only, so they run with ``stream=mx.cpu``; MLX arrays live in unified
+memory, so the results are usable on the default device as they are. The factorisations
+accept float32/float64: float16/bfloat16 inputs are computed in float32 and cast back,
+integers and bools in ``floatx()``. MLX has no complex linear algebra (and no complex128),
+so complex inputs, and ``eig`` of float64 matrices (whose NumPy result is complex128),
+raise ``TypeError``.
+
+MLX's ``matmul`` accepts floating types only: integer and bool products are computed
+in float64 on the CPU (exact below 2**53) and cast back.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import mlx.core as mx
+
+from ember.backends.mlx import _f64
+from ember.backends._common import normalize_axes
+from ember.backends.mlx._base import (
+    FLOATS,
+    A,
+    INEXACT,
+    SMALL_INTS,
+    binary_same,
+    floatx,
+    normalize_axis,
+    promote,
+    to_mx,
+)
+
+_CPU = mx.cpu
+
+# ------------------------------------------------------------------------------- products
+
+
+def _exact(function, arrays):
+    """Run a product on inputs MLX's matmul rejects (ints, bool) in float64 on the CPU, cast back."""
+    dtype = arrays[0].dtype
+    if dtype in INEXACT:
+        return function(*arrays)
+    work = [mx.astype(a, mx.float64, stream=_CPU) for a in arrays]
+    out = function(*work, stream=_CPU)
+    if dtype == mx.bool_:
+        return mx.not_equal(out, 0, stream=_CPU)
+    return mx.astype(out, dtype, stream=_CPU)
+
+
+_matmul = mx.matmul
+
+
+def matmul(x1, x2):
+    if type(x1) is A and type(x2) is A:
+        dtype = x1.dtype
+        if dtype == x2.dtype and dtype in INEXACT:
+            return _matmul(x1, x2)  # MLX checks the shapes (ValueError naming both)
+    x1, x2 = binary_same(x1, x2)
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError(f"matmul: inputs must have at least one axis, received shapes {tuple(x1.shape)} and "
+                         f"{tuple(x2.shape)}")
+    k1 = x1.shape[-1]
+    k2 = x2.shape[-2] if x2.ndim > 1 else x2.shape[0]
+    if k1 != k2:
+        raise ValueError(f"matmul: contracted axes differ: {tuple(x1.shape)} @ {tuple(x2.shape)}")
+    return _exact(_matmul, (x1, x2))
+
+
+def dot(x1, x2):
+    x1, x2 = binary_same(x1, x2)
+    if x1.ndim == 0 or x2.ndim == 0:
+        return mx.multiply(x1, x2)
+    if x2.ndim == 1 or x1.ndim == 1 and x2.ndim <= 2:
+        return matmul(x1, x2)
+    if x1.shape[-1] != x2.shape[-2]:
+        raise ValueError(f"dot: shapes {tuple(x1.shape)} and {tuple(x2.shape)} are not aligned")
+    return _exact(lambda a, b, stream=None: mx.tensordot(a, b, axes=[[a.ndim - 1], [b.ndim - 2]], stream=stream),
+                  (x1, x2))
+
+
+def tensordot(x1, x2, axes=2):
+    x1, x2 = binary_same(x1, x2)
+    if isinstance(axes, int):
+        if axes < 0 or axes > builtins.min(x1.ndim, x2.ndim):
+            raise ValueError(f"tensordot: axes={axes} is out of range for ranks {x1.ndim} and {x2.ndim}")
+        spec = [list(range(x1.ndim - axes, x1.ndim)), list(range(axes))]
+    else:
+        first, second = axes
+        first = [first] if isinstance(first, int) else list(first)
+        second = [second] if isinstance(second, int) else list(second)
+        first = [normalize_axis(a, x1.ndim, "axes") for a in first]
+        second = [normalize_axis(a, x2.ndim, "axes") for a in second]
+        if len(first) != len(second) or builtins.any(x1.shape[a] != x2.shape[b] for a, b in zip(first, second)):
+            raise ValueError(f"tensordot: axes {axes} do not pair equal lengths of {tuple(x1.shape)} and "
+                             f"{tuple(x2.shape)}")
+        spec = [first, second]
+    return _exact(lambda a, b, stream=None: mx.tensordot(a, b, axes=spec, stream=stream), (x1, x2))
+
+
+def einsum(subscripts, *operands):
+    arrays = promote(operands, "einsum: operands")
+    return _exact(lambda *xs, stream=None: mx.einsum(subscripts, *xs, stream=stream), arrays)
+
+
+def outer(x1, x2):
+    x1, x2 = binary_same(x1, x2)
+    return mx.multiply(mx.reshape(x1, (-1, 1)), mx.reshape(x2, (1, -1)))
+
+
+# ------------------------------------------------------------------------- factorisations
+
+
+def _as_float(x, op, square=False):
+    """``(work array, dtype to cast results back to)`` for an MLX CPU linalg routine."""
+    x = to_mx(x)
+    dtype = x.dtype
+    if dtype == mx.complex64:
+        raise TypeError(f"linalg.{op}: complex64 is not supported on the mlx backend (MLX has no complex linalg)")
+    if dtype not in FLOATS:
+        dtype = floatx()
+    if x.ndim < 2:
+        raise ValueError(f"linalg.{op}: expected an array of rank >= 2, received shape {tuple(x.shape)}")
+    if square and x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"linalg.{op}: expected square matrices, received shape {tuple(x.shape)}")
+    work = mx.float64 if dtype == mx.float64 else mx.float32
+    return (x if x.dtype == work else x.astype(work)), dtype
+
+
+def _back(x, dtype):
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
+def solve(a, b):
+    a, dtype = _as_float(a, "solve", square=True)
+    b = to_mx(b, "b")
+    b = b.astype(a.dtype)
+    vector = b.ndim == 1
+    if vector:
+        b = mx.expand_dims(b, -1)
+    if b.shape[-2] != a.shape[-1]:
+        raise ValueError(f"linalg.solve: a of shape {tuple(a.shape)} does not match b of shape {tuple(b.shape)}")
+    batch = tuple(mx.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))) if (a.ndim > 2 or b.ndim > 2) else ()
+    a = mx.broadcast_to(a, batch + tuple(a.shape[-2:]))
+    b = mx.broadcast_to(b, batch + tuple(b.shape[-2:]))
+    out = mx.linalg.solve(a, b, stream=_CPU)
+    if vector:
+        out = out[..., 0]
+    return _back(out, dtype)
+
+
+def inv(x):
+    x, dtype = _as_float(x, "inv", square=True)
+    return _back(mx.linalg.inv(x, stream=_CPU), dtype)
+
+
+def svd(x, full_matrices=True, compute_uv=True):
+    x, dtype = _as_float(x, "svd")
+    if not compute_uv:
+        return _back(mx.linalg.svd(x, compute_uv=False, stream=_CPU), dtype)
+    u, s, vh = mx.linalg.svd(x, compute_uv=True, stream=_CPU)  # MLX gives the full matrices
+    if not full_matrices:
+        k = builtins.min(x.shape[-2], x.shape[-1])
+        u, vh = u[..., :, :k], vh[..., :k, :]
+    return _back(u, dtype), _back(s, dtype), _back(vh, dtype)
+
+
+def eigh(x):
+    x, dtype = _as_float(x, "eigh", square=True)
+    values, vectors = mx.linalg.eigh(x, stream=_CPU)
+    return _back(values, dtype), _back(vectors, dtype)
+
+
+def _complex_ok(x, op):
+    native = to_mx(x)
+    if native.dtype == mx.float64:
+        raise TypeError(f"linalg.{op}: the eigenvalues of a float64 matrix are complex128, which the mlx backend "
+                        "does not support; cast the input to float32 (complex64 results)")
+    return native
+
+
+def eig(x):
+    x, _ = _as_float(_complex_ok(x, "eig"), "eig", square=True)
+    return mx.linalg.eig(x, stream=_CPU)
+
+
+def eigvals(x):
+    x, _ = _as_float(_complex_ok(x, "eigvals"), "eigvals", square=True)
+    return mx.linalg.eigvals(x, stream=_CPU)
+
+
+def eigvalsh(x):
+    x, dtype = _as_float(x, "eigvalsh", square=True)
+    return _back(mx.linalg.eigvalsh(x, stream=_CPU), dtype)
+
+
+def det(x):
+    x, dtype = _as_float(x, "det", square=True)
+    if x.dtype == mx.float64:
+        # MLX's det exponentiates log|det| with a float32-grade exp: rebuild it accurately.
+        sign, logdet = mx.linalg.slogdet(x, stream=_CPU)
+        return sign * _f64.exp(logdet)
+    return _back(mx.linalg.det(x, stream=_CPU), dtype)
+
+
+def slogdet(x):
+    x, dtype = _as_float(x, "slogdet", square=True)
+    sign, logdet = mx.linalg.slogdet(x, stream=_CPU)
+    return _back(sign, dtype), _back(logdet, dtype)
+
+
+def _singular_values(x, row, col):
+    """Singular values of the matrices spanning axes ``(row, col)`` (CPU, float32/float64)."""
+    work = x if x.dtype in (mx.float32, mx.float64) else x.astype(mx.float32)
+    order = [a for a in range(x.ndim) if a not in (row, col)] + [row, col]
+    moved = mx.transpose(work, order)
+    return mx.linalg.svd(moved, compute_uv=False, stream=_CPU).astype(x.dtype)
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    x = to_mx(x)
+    if x.dtype == mx.complex64:
+        x = mx.abs(x)
+    elif x.dtype not in FLOATS:
+        x = x.astype(floatx())
+    ndim = x.ndim
+    if axis is None:
+        if ord is None:
+            out = mx.sqrt(mx.sum(mx.square(mx.abs(x))))
+            return mx.reshape(out, (1,) * ndim) if keepdims else out
+        if ndim == 1:
+            axes = (0,)
+        elif ndim == 2:
+            axes = (0, 1)
+        else:
+            raise ValueError(f"linalg.norm: ord={ord!r} with axis=None needs a 1-D or 2-D array, received rank {ndim}")
+    else:
+        axes = normalize_axes(axis, ndim)
+    absx = mx.abs(x)
+    if len(axes) == 1:
+        out = _vector_norm(absx, ord, axes[0])
+    elif len(axes) == 2:
+        out = _matrix_norm(x, absx, ord, axes)
+    else:
+        raise ValueError(f"linalg.norm: axis must name one or two axes, received {axis!r}")
+    if keepdims:
+        for a in sorted(axes):
+            out = mx.expand_dims(out, a)
+    return out
+
+
+def _vector_norm(absx, ord, axis):
+    if ord is None or ord == 2:
+        return mx.sqrt(mx.sum(mx.square(absx), axis=axis))
+    if isinstance(ord, str):
+        raise ValueError(f"linalg.norm: ord={ord!r} is not a vector norm")
+    if ord == math.inf:
+        return mx.max(absx, axis=axis)
+    if ord == -math.inf:
+        return mx.min(absx, axis=axis)
+    if ord == 0:
+        return mx.sum(absx != 0, axis=axis).astype(absx.dtype)
+    if ord == 1:
+        return mx.sum(absx, axis=axis)
+    p = float(ord)
+    return mx.power(mx.sum(mx.power(absx, p), axis=axis), 1.0 / p)
+
+
+def _matrix_norm(x, absx, ord, axes):
+    row, col = axes
+    if row == col:
+        raise ValueError(f"linalg.norm: duplicate axes {axes}")
+    if ord is None or ord == "fro":
+        return mx.sqrt(mx.sum(mx.square(absx), axis=list(axes)))
+    if ord == "nuc":
+        return mx.sum(_singular_values(x, row, col), axis=-1)
+    if ord in (2, -2):
+        values = _singular_values(x, row, col)
+        return mx.max(values, axis=-1) if ord == 2 else mx.min(values, axis=-1)
+    if ord in (1, -1):
+        sums = mx.sum(absx, axis=row)  # column sums
+        reduce_axis = col - 1 if col > row else col
+        return mx.max(sums, axis=reduce_axis) if ord == 1 else mx.min(sums, axis=reduce_axis)
+    if ord in (math.inf, -math.inf):
+        sums = mx.sum(absx, axis=col)  # row sums
+        reduce_axis = row - 1 if row > col else row
+        return mx.max(sums, axis=reduce_axis) if ord == math.inf else mx.min(sums, axis=reduce_axis)
+    raise ValueError(f"linalg.norm: invalid matrix norm order {ord!r}")
+
+
+def qr(x, mode="reduced"):
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"linalg.qr: mode must be 'reduced' or 'complete', received {mode!r}")
+    x, dtype = _as_float(x, "qr")
+    m, n = x.shape[-2], x.shape[-1]
+    if mode == "complete" and m > n:
+        # MLX returns the reduced factors only. Householder QR of [x | I] (m x (n+m)) has
+        # a square Q, and its first n columns of R are the complete R of x.
+        eye = mx.broadcast_to(mx.eye(m, dtype=x.dtype), tuple(x.shape[:-2]) + (m, m))
+        q, r = mx.linalg.qr(mx.concatenate([x, eye], axis=-1), stream=_CPU)
+        return _back(q, dtype), _back(r[..., :, :n], dtype)
+    q, r = mx.linalg.qr(x, stream=_CPU)
+    return _back(q, dtype), _back(r, dtype)
+
+
+def cholesky(x):
+    x, dtype = _as_float(x, "cholesky", square=True)
+    return _back(mx.linalg.cholesky(x, stream=_CPU), dtype)
+
+
+def _pinv(x, rcond):
+    m, n = x.shape[-2], x.shape[-1]
+    if m == 0 or n == 0:
+        return mx.zeros(tuple(x.shape[:-2]) + (n, m), dtype=x.dtype)
+    u, s, vh = mx.linalg.svd(x, compute_uv=True, stream=_CPU)
+    k = builtins.min(m, n)
+    u, vh = u[..., :, :k], vh[..., :k, :]
+    if rcond is None:
+        eps = 2.220446049250313e-16 if x.dtype == mx.float64 else 1.1920929e-07
+        rcond = builtins.max(1e-15, builtins.max(m, n) * eps)
+    cutoff = rcond * mx.max(s, axis=-1, keepdims=True)
+    s_inv = mx.where(s > cutoff, 1.0 / mx.where(s > cutoff, s, 1), 0).astype(x.dtype)
+    return mx.matmul(mx.swapaxes(vh, -1, -2) * mx.expand_dims(s_inv, -2), mx.swapaxes(u, -1, -2), stream=_CPU)
+
+
+def pinv(x):
+    x, dtype = _as_float(x, "pinv")
+    return _back(_pinv(x, None), dtype)
+
+
+def lstsq(a, b, rcond=None):
+    a, dtype = _as_float(a, "lstsq")
+    b = to_mx(b, "b").astype(a.dtype)
+    vector = b.ndim == 1
+    if vector:
+        b = mx.expand_dims(b, -1)
+    if b.shape[-2] != a.shape[-2]:
+        raise ValueError(f"linalg.lstsq: a of shape {tuple(a.shape)} does not match b of shape {tuple(b.shape)}")
+    out = mx.matmul(_pinv(a, rcond), b, stream=_CPU)
+    if vector:
+        out = out[..., 0]
+    return _back(out, dtype)
+
+
+# ----------------------------------------------------------------------------- diagonals
+
+
+def diag(x, k=0):
+    x = to_mx(x)
+    if x.ndim not in (1, 2):
+        raise ValueError(f"linalg.diag: expected a 1-D or 2-D array, received shape {tuple(x.shape)}")
+    return mx.diag(x, k=int(k))
+
+
+def diagonal(x, offset=0, axis1=0, axis2=1):
+    x = to_mx(x)
+    a1 = normalize_axis(axis1, x.ndim, "axis1")
+    a2 = normalize_axis(axis2, x.ndim, "axis2")
+    if a1 == a2:
+        raise ValueError("linalg.diagonal: axis1 and axis2 must differ")
+    return mx.diagonal(x, int(offset), a1, a2)
+
+
+def trace(x, offset=0, axis1=0, axis2=1):
+    d = diagonal(x, offset, axis1, axis2)
+    if d.dtype in SMALL_INTS:
+        d = d.astype(mx.int32)
+    return mx.sum(d, axis=-1)
+
