@@ -10,10 +10,7 @@ from ember import backends
 BACKENDS = backends.BACKENDS
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request):
-    """Activate each backend in turn; skip (with the reason) one that is not installed."""
-    name = request.param
+def _activate(name):
     if not backends.is_installed(name):
         pytest.skip(f"backend {name!r} is not installed (pip install \"ember[{name}]\")")
     previous = ember.get_backend()
@@ -22,6 +19,24 @@ def backend(request):
         yield name
     finally:
         ember.set_backend(previous)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    """Activate each backend in turn; skip (with the reason) one that is not installed."""
+    yield from _activate(request.param)
+
+
+@pytest.fixture
+def torch_backend():
+    """For tests of torch-only behaviour (requires_grad flags, devices): activate torch."""
+    yield from _activate("torch")
+
+
+@pytest.fixture
+def mlx_backend():
+    """For tests of MLX-only behaviour (operator patching): activate MLX."""
+    yield from _activate("mlx")
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,178 @@
+"""Shared helpers for the conformance tests: comparisons, strategies, small references.
+
+References are always computed independently of the code under test: NumPy in
+float64 on the same input values, or an equation written out in the test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from ember import backends, dtypes, ops
+
+# Modest property-test budget (the whole suite must stay fast on 2 cores). The
+# ``backend`` fixture only switches the active backend, so re-using it across
+# hypothesis examples is safe.
+PROPERTY = settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+# Default float32 tolerances (DESIGN.md "Testing and benchmarks").
+RTOL = 1e-5
+ATOL = 1e-6
+
+
+def native(x, dtype=None):
+    """``x`` (NumPy array, list or scalar) as a native array of the active backend."""
+    if dtype is not None:
+        x = np.asarray(x, dtype=dtypes.to_numpy_dtype(dtype))
+    return ops.convert_to_tensor(x)
+
+
+def f32(x):
+    """``x`` as a float32 NumPy array (the values a test feeds to a backend)."""
+    return np.asarray(x, dtype=np.float32)
+
+
+def f64(x):
+    """The float64 copy of ``x`` that references are computed on."""
+    return np.asarray(x).astype(np.float64)
+
+
+def _to_numpy(actual):
+    got = ops.to_numpy(actual)
+    assert isinstance(got, np.ndarray), f"ops.to_numpy returned {type(got).__name__}, not numpy.ndarray"
+    return got
+
+
+def assert_close(actual, expected, rtol=RTOL, atol=ATOL, dtype="float32", equal_nan=True, err_msg=""):
+    """Check a native array against a NumPy reference: dtype, shape and values.
+
+    Args:
+        actual: native array of the active backend.
+        expected: NumPy array (or scalar), usually computed in float64/complex128.
+        rtol, atol: tolerances (float32 defaults).
+        dtype: the Ember dtype name ``actual`` must have (None skips the check).
+    """
+    if dtype is not None:
+        got_dtype = ops.dtype(actual)
+        assert got_dtype == dtype, f"dtype: expected {dtype}, got {got_dtype}. {err_msg}"
+    got = _to_numpy(actual)
+    expected = np.asarray(expected)
+    assert got.shape == expected.shape, f"shape: expected {expected.shape}, got {got.shape}. {err_msg}"
+    if np.iscomplexobj(got) or np.iscomplexobj(expected):
+        got, expected = got.astype(np.complex128), expected.astype(np.complex128)
+    else:
+        got, expected = got.astype(np.float64), expected.astype(np.float64)
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, err_msg=err_msg)
+
+
+def assert_equal(actual, expected, dtype=None, err_msg=""):
+    """Exact comparison (integers, booleans, data movement ops); checks ``dtype`` when given."""
+    if dtype is not None:
+        got_dtype = ops.dtype(actual)
+        assert got_dtype == dtype, f"dtype: expected {dtype}, got {got_dtype}. {err_msg}"
+    got = _to_numpy(actual)
+    expected = np.asarray(expected)
+    assert got.shape == expected.shape, f"shape: expected {expected.shape}, got {got.shape}. {err_msg}"
+    if got.dtype.kind == "V" or str(got.dtype) == "bfloat16":
+        got = got.astype(np.float64)
+    if expected.dtype.kind == "V" or str(expected.dtype) == "bfloat16":
+        expected = expected.astype(np.float64)
+    np.testing.assert_array_equal(got, expected, err_msg=err_msg)
+
+
+@contextlib.contextmanager
+def float64_device(backend):
+    """Run float64 checks where the backend has float64: MLX only has it on its CPU
+    device (DESIGN.md), so there the default device is switched to ``cpu`` meanwhile."""
+    if backend != "mlx":
+        yield
+        return
+    original = backends.default_device("mlx")
+    backends.set_default_device("cpu", "mlx")
+    try:
+        yield
+    finally:
+        backends.set_default_device(original, "mlx")
+
+
+# --------------------------------------------------------------------- strategies
+
+
+def shapes(min_dims=0, max_dims=3, min_side=0, max_side=4):
+    """Array shapes; small by default (MLX runs on a reference BLAS here)."""
+    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
+
+
+def floats32(low, high):
+    """Finite float32 values in ``[low, high]``: no subnormals (some backends flush them)
+    and no negative zero (signed-zero corner cases are tested explicitly where they matter)."""
+    lo, hi = np.float32(low), np.float32(high)
+    if lo < low:
+        lo = np.nextafter(lo, np.float32(np.inf))
+    if hi > high:
+        hi = np.nextafter(hi, np.float32(-np.inf))
+    return st.floats(float(lo), float(hi), width=32, allow_nan=False, allow_infinity=False,
+                     allow_subnormal=False).map(lambda v: v + 0.0)
+
+
+def float_arrays(shape=None, low=-10.0, high=10.0, **shape_kwargs):
+    """float32 arrays with elements from :func:`floats32`."""
+    return hnp.arrays(np.float32, shape if shape is not None else shapes(**shape_kwargs),
+                      elements=floats32(low, high))
+
+
+@st.composite
+def array_and_axis(draw, min_dims=0, max_dims=3, min_side=0, max_side=4, low=-10.0, high=10.0,
+                   allow_tuple=True, allow_none=True):
+    """``(x, axis)`` where ``axis`` is None, an int (maybe negative) or a non-empty tuple."""
+    x = draw(float_arrays(low=low, high=high, min_dims=min_dims, max_dims=max_dims,
+                          min_side=min_side, max_side=max_side))
+    choices = []
+    if allow_none:
+        choices.append(st.none())
+    if x.ndim:
+        choices.append(st.integers(-x.ndim, x.ndim - 1))
+        if allow_tuple:
+            choices.append(hnp.valid_tuple_axes(x.ndim, min_size=1))  # mixes negative axes in
+    axis = draw(st.one_of(*choices)) if choices else None
+    return x, axis
+
+
+# ----------------------------------------------------------------- references
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    """float64 ``log(sum(exp(x)))`` with NumPy's axis/keepdims semantics (-inf for empty)."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        shift = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+        shift = np.where(np.isfinite(shift), shift, 0.0)
+        out = np.log(np.sum(np.exp(x - shift), axis=axis, keepdims=True)) + shift
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def same_padding(size, kernel, stride, dilation=1):
+    """TF/Keras "same" padding for one spatial axis: ``(left, right)``, extra on the right."""
+    effective = (kernel - 1) * dilation + 1
+    out = -(-size // stride)
+    total = max((out - 1) * stride + effective - size, 0)
+    return total // 2, total - total // 2
+
+
+def channels_last(x, data_format):
+    """Move the channel axis of a ``channels_first`` array to the end (a NumPy copy)."""
+    return np.moveaxis(x, 1, -1) if data_format == "channels_first" else x
+
+
+def channels_back(x, data_format):
+    """Inverse of :func:`channels_last`."""
+    return np.moveaxis(x, -1, 1) if data_format == "channels_first" else x
