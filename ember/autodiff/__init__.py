@@ -1,0 +1,9 @@
+"""Automatic differentiation on every backend: ``GradientTape`` and functional transforms.
+
+The NumPy engine's VJP rules live in :mod:`ember.autodiff.rules`.
+"""
+
+from ember.autodiff.functional import grad, jacobian, value_and_grad, vjp
+from ember.autodiff.tape import GradientTape, stop_gradient
+
+__all__ = ["GradientTape", "grad", "jacobian", "stop_gradient", "value_and_grad", "vjp"]

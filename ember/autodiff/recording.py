@@ -1,0 +1,221 @@
+"""Op recording for backends whose gradients come from a recorded graph (NumPy, MLX).
+
+While at least one :class:`~ember.autodiff.GradientTape` records on such a backend,
+every differentiable name in ``ember.ops`` is re-bound to a *recorder*: it runs the
+backend's own function and then offers the call to each recording tape's engine,
+which keeps it when an input is something the tape tracks. When the last tape stops
+recording, the backend's plain functions are bound again, so code outside a tape
+pays nothing.
+
+A recorded op's own implementation may call other ops (an activation written with
+``ops.exp``); those inner calls are not recorded (``_depth`` guards it): the tape
+sees the op the user called, and its VJP rule covers it.
+
+Backends plug in through three optional hooks on their ``autodiff`` module:
+``prepare_args(args)`` (e.g. turn NumPy's traced arrays back into plain ndarrays),
+``wrap_output(out)`` (e.g. mark a NumPy result as traced so Python operators on it
+are recorded too) and ``on_recording(active: bool)`` (e.g. MLX patching ``mx.array``
+operators while a tape records).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ember import backends
+
+# Ops whose result never carries a gradient: they run unrecorded even inside a tape.
+NOT_DIFFERENTIABLE = frozenset({
+    "to_numpy", "is_array", "dtype", "shape", "ndim", "size", "get_device",
+    "stop_gradient", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
+    "eye", "arange", "linspace", "sign", "round", "floor", "ceil", "isnan", "isinf",
+    "isfinite", "logical_not", "equal", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "logical_and", "logical_or", "logical_xor", "isclose", "argmax",
+    "argmin", "all", "any", "count_nonzero", "argsort", "nonzero", "one_hot",
+    "floor_divide",
+})
+# Every op of ops.random is non-differentiable except dropout, recorded as a composite
+# (a constant mask times the input) so replaying or differentiating it never redraws.
+
+_recording: list = []  # engines recording now, outermost first
+_depth = 0  # > 0 while a recorded op runs
+_installed_for = None  # backend module whose recorders are bound into ember.ops
+_cache: dict[str, dict] = {}
+
+
+def recording_engines() -> list:
+    """Engines currently recording (outermost first)."""
+    return _recording
+
+
+def is_recording() -> bool:
+    return bool(_recording)
+
+
+def start(engine: Any) -> None:
+    """Begin offering op calls to ``engine`` (binds recorders on the first one)."""
+    global _installed_for
+    if engine in _recording:
+        return
+    _recording.append(engine)
+    if len(_recording) == 1:
+        backend = backends.current()
+        from ember import ops
+
+        ops._install(_recorder_tables(backend))
+        _installed_for = backend
+        hook = getattr(_autodiff_module(backend), "on_recording", None)
+        if hook is not None:
+            hook(True)
+
+
+def stop(engine: Any) -> None:
+    """Stop offering op calls to ``engine`` (restores plain functions after the last one)."""
+    global _installed_for
+    if engine not in _recording:
+        return
+    _recording.remove(engine)
+    if not _recording and _installed_for is not None:
+        backend = _installed_for
+        _installed_for = None
+        from ember import ops
+
+        hook = getattr(_autodiff_module(backend), "on_recording", None)
+        if hook is not None:
+            hook(False)
+        if backends.current() is backend:
+            ops._install(backend.op_tables())
+
+
+def _autodiff_module(backend: Any) -> Any:
+    # The engine module of the backend (NumPy's lives in ember.autodiff, not in the backend
+    # package, so ``backend.autodiff`` would miss its hooks).
+    from ember.autodiff.tape import engine_module
+
+    return engine_module(backend.name)
+
+
+def _recorder_tables(backend: Any) -> dict:
+    tables = _cache.get(backend.name)
+    if tables is None:
+        autodiff = _autodiff_module(backend)
+        prepare = getattr(autodiff, "prepare_args", None)
+        wrap = getattr(autodiff, "wrap_output", None)
+        tables = {}
+        for namespace, table in backend.op_tables().items():
+            wrapped = {}
+            for name, function in table.items():
+                qualified = name if namespace == "core" else f"{namespace}.{name}"
+                if namespace == "random":
+                    if name == "dropout":
+                        wrapped[name] = _composite_dropout(function)
+                    continue
+                if name == "stop_gradient":
+                    wrapped[name] = _fresh_stop_gradient(function)
+                    continue
+                if name in NOT_DIFFERENTIABLE:
+                    continue
+                wrapped[name] = _recorder(qualified, function, prepare, wrap)
+            tables[namespace] = wrapped
+        _cache[backend.name] = tables
+    return tables
+
+
+def _fresh_stop_gradient(function: Callable) -> Callable:
+    """``stop_gradient`` that never hands back its (possibly tracked) input object itself.
+
+    Engines match arrays to the graph by identity, so a backend returning ``x`` unchanged
+    (NumPy's plain ndarray) would let gradients flow through the "stopped" value.
+    """
+
+    def stop_gradient(x: Any) -> Any:
+        out = function(x)
+        if out is x or out is getattr(x, "_native", None):
+            import numpy as np
+
+            if isinstance(out, np.ndarray):
+                out = out.view(np.ndarray)
+        return out
+
+    stop_gradient.__doc__ = function.__doc__
+    stop_gradient.__wrapped__ = function
+    return stop_gradient
+
+
+_PLAIN_TYPES: set = {int, float, bool, complex, str, type(None), slice}  # grown with array types seen
+
+
+def _unwrap_tensors(args: tuple) -> tuple:
+    """Replace ``ember.Tensor`` arguments (and Tensors inside lists) by their native arrays."""
+    plain = _PLAIN_TYPES
+    for arg in args:
+        kind = type(arg)
+        if kind not in plain:
+            if kind is list or kind is tuple or getattr(kind, "__ember_tensor__", False):
+                return _unwrap_slow(args)
+            plain.add(kind)  # neither a Tensor nor a sequence: never needs unwrapping
+    return args
+
+
+def _unwrap_slow(args: tuple) -> tuple:
+    out = None
+    for i, arg in enumerate(args):
+        if getattr(type(arg), "__ember_tensor__", False):
+            out = list(args) if out is None else out
+            out[i] = arg._native
+        elif type(arg) in (list, tuple) and any(getattr(type(a), "__ember_tensor__", False) for a in arg):
+            out = list(args) if out is None else out
+            out[i] = type(arg)(a._native if getattr(type(a), "__ember_tensor__", False) else a for a in arg)
+    return args if out is None else tuple(out)
+
+
+def _recorder(name: str, function: Callable, prepare: Callable | None, wrap: Callable | None) -> Callable:
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        global _depth
+        if _depth or not _recording:
+            return function(*args, **kwargs)
+        args = _unwrap_tensors(args)
+        call_kwargs = kwargs
+        if kwargs:
+            kwargs = dict(zip(kwargs, _unwrap_tensors(tuple(kwargs.values()))))
+            call_kwargs = kwargs if prepare is None else dict(zip(kwargs, prepare(tuple(kwargs.values()))))
+        call_args = args if prepare is None else prepare(args)
+        _depth += 1
+        try:
+            out = function(*call_args, **call_kwargs)
+        finally:
+            _depth -= 1
+        # Wrap before recording: the engines key slots by the identity of the object the
+        # caller receives (a wrapped view is a new object).
+        recorded_out = out if wrap is None else wrap(out)
+        kept = False
+        for engine in _recording:
+            kept = engine.record(name, function, args, kwargs, recorded_out) or kept
+        return recorded_out if kept else out
+
+    recorded.__name__ = function.__name__
+    recorded.__doc__ = function.__doc__
+    recorded.__wrapped__ = function
+    return recorded
+
+
+def _composite_dropout(function: Callable) -> Callable:
+    """Dropout inside a tape: ``x * mask`` with the mask a constant, so the gradient is the mask.
+
+    The mask is the backend's own dropout applied to ones, so it draws exactly the random
+    numbers the plain call would (same seed, same mask, with or without a tape).
+    """
+
+    def dropout(x: Any, rate: Any, noise_shape: Any = None, seed: Any = None) -> Any:
+        if _depth or not _recording:
+            return function(x, rate, noise_shape=noise_shape, seed=seed)
+        from ember import ops
+
+        (x,) = _unwrap_tensors((x,))
+        mask = function(ops.ones_like(x), rate, noise_shape=noise_shape, seed=seed)
+        return ops.multiply(x, mask)
+
+    dropout.__name__ = "dropout"
+    dropout.__doc__ = function.__doc__
+    dropout.__wrapped__ = function
+    return dropout

@@ -1,0 +1,361 @@
+"""``ember.GradientTape``: TensorFlow's tape API on every backend.
+
+The tape is a thin, backend-agnostic front over one *engine* per backend:
+
+* torch: native autograd (watching sets ``requires_grad``);
+* MLX: ops run inside the tape are recorded and, on ``gradient``, replayed as a pure
+  function of the sources for ``mx.vjp`` to differentiate;
+* NumPy: the same recording, walked backwards with Ember's VJP rules.
+
+On NumPy and MLX the tape sees every ``ember.ops`` call and every ``ember.Tensor``
+operator. MLX's own array operators (``x * w``) are recorded too while a tape is
+recording. NumPy's operators on arrays a recorded op returned are recorded as well
+(those arrays are a traced ndarray subclass); an operator applied to two plain NumPy
+arrays is invisible to any tape, and when that leaves a watched source cut off from
+the target the tape raises instead of returning a wrong gradient.
+
+Example:
+    >>> import ember
+    >>> from ember import ops
+    >>> ember.set_backend("numpy")
+    >>> x = ops.convert_to_tensor([1.0, 2.0, 3.0])
+    >>> with ember.GradientTape() as tape:
+    ...     tape.watch(x)
+    ...     y = ops.sum(ops.multiply(x, x))
+    >>> ops.to_numpy(tape.gradient(y, x)).tolist()
+    [2.0, 4.0, 6.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from typing import Any, Iterator
+
+import optree
+
+from ember import backends, dtypes
+
+_ENGINES = {
+    "numpy": "ember.autodiff.numpy_engine",
+    "torch": "ember.backends.torch.autodiff",
+    "mlx": "ember.backends.mlx.autodiff",
+}
+_active_tapes: list["GradientTape"] = []
+
+
+_engine_modules: dict[str, Any] = {}
+
+
+def engine_module(backend_name: str) -> Any:
+    """The module holding ``backend_name``'s tape engine."""
+    module = _engine_modules.get(backend_name)
+    if module is None:  # import_module costs microseconds even when loaded: cache it
+        module = _engine_modules[backend_name] = importlib.import_module(_ENGINES[backend_name])
+    return module
+
+
+def _is_tensor(value: Any) -> bool:
+    return getattr(type(value), "__ember_tensor__", False)
+
+
+def _native(value: Any) -> Any:
+    return value._native if _is_tensor(value) else value
+
+
+def _leaves(tree: Any) -> tuple[list, Any]:
+    leaves, spec = optree.tree_flatten(tree, none_is_leaf=False)
+    return leaves, spec
+
+
+class GradientTape:
+    """Records operations so gradients of a target with respect to sources can be taken.
+
+    Args:
+        persistent: allow more than one ``gradient``/``jacobian`` call.
+        watch_accessed_variables: accepted for TensorFlow compatibility. Ember has
+            no mutable variables (state lives in explicit dicts), so sources are always
+            watched explicitly with :meth:`watch`, or passed to :func:`ember.value_and_grad`.
+
+    Example:
+        >>> import ember
+        >>> from ember import ops
+        >>> ember.set_backend("numpy")
+        >>> x = ops.convert_to_tensor(3.0)
+        >>> with ember.GradientTape() as outer:
+        ...     outer.watch(x)
+        ...     with ember.GradientTape() as inner:
+        ...         inner.watch(x)
+        ...         y = ops.multiply(ops.multiply(x, x), x)
+        ...     dy = inner.gradient(y, x)
+        >>> float(outer.gradient(dy, x))  # d2(x^3)/dx2 = 6x
+        18.0
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self._persistent = bool(persistent)
+        self._watch_accessed_variables = bool(watch_accessed_variables)
+        self._backend_name: str | None = None
+        self._engine: Any = None
+        self._recording = False
+        self._used = False
+        self._watched: list[Any] = []
+
+    # --- context -----------------------------------------------------------------------
+    def __enter__(self) -> "GradientTape":
+        if self._recording:
+            raise RuntimeError("GradientTape: this tape is already recording (nested `with` on the same tape)")
+        self._ensure_engine()
+        self._engine.begin()
+        self._recording = True
+        _active_tapes.append(self)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._recording = False
+        if self in _active_tapes:
+            _active_tapes.remove(self)
+        self._engine.end()
+
+    def _ensure_engine(self) -> None:
+        backend = backends.current()
+        if self._engine is None:
+            self._backend_name = backend.name
+            self._engine = engine_module(backend.name).TapeEngine(self._persistent)
+        elif backend.name != self._backend_name:
+            raise RuntimeError(
+                f"GradientTape: this tape records on the {self._backend_name!r} backend but the active "
+                f"backend is {backend.name!r}; use a new tape after switching backends"
+            )
+
+    # --- watching ----------------------------------------------------------------------
+    def watch(self, tensor: Any) -> None:
+        """Track ``tensor`` (an array, an ``ember.Tensor`` or a pytree of them) as a source."""
+        self._ensure_engine()
+        leaves, _ = _leaves(tensor)
+        for leaf in leaves:
+            native = _native(leaf)
+            if not hasattr(native, "shape"):
+                raise TypeError(
+                    f"GradientTape.watch: expected arrays or ember.Tensors, received {type(leaf).__name__}"
+                )
+            self._engine.watch(native)
+            self._watched.append(leaf)
+
+    def watched_variables(self) -> tuple:
+        """The values watched so far, in the order they were watched."""
+        return tuple(self._watched)
+
+    @property
+    def graph(self) -> list:
+        """The recorded ops in execution order (NumPy and MLX; an empty list on torch)."""
+        return [] if self._engine is None else list(self._engine.graph)
+
+    @contextlib.contextmanager
+    def stop_recording(self) -> Iterator[None]:
+        """Temporarily stop recording inside the ``with`` block of this tape."""
+        if not self._recording:
+            raise RuntimeError("GradientTape.stop_recording: the tape is not recording")
+        self._engine.pause()
+        try:
+            yield
+        finally:
+            self._engine.resume()
+
+    def reset(self) -> None:
+        """Forget everything recorded and watched; recording continues if it was on."""
+        if self._engine is not None:
+            self._engine.reset()
+        self._watched = []
+        self._used = False
+
+    # --- gradients -----------------------------------------------------------------------
+    def gradient(
+        self,
+        target: Any,
+        sources: Any,
+        output_gradients: Any = None,
+        unconnected_gradients: str = "none",
+    ) -> Any:
+        """Gradient of ``target`` (summed over its leaves) with respect to ``sources``.
+
+        Args:
+            target: an array/Tensor or a pytree of them.
+            sources: an array/Tensor or a pytree of them; the result has this structure.
+            output_gradients: cotangents for ``target`` (same structure), default ones.
+            unconnected_gradients: ``"none"`` gives None for a source the target does
+                not depend on; ``"zero"`` gives zeros.
+
+        Raises:
+            RuntimeError: a second call on a non-persistent tape.
+            TypeError: an integer or boolean source.
+        """
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError(
+                f"GradientTape.gradient: unconnected_gradients must be 'none' or 'zero', received {unconnected_gradients!r}"
+            )
+        if self._engine is None:
+            raise RuntimeError("GradientTape.gradient: nothing was recorded; use the tape in a `with` block first")
+        if self._used and not self._persistent:
+            raise RuntimeError(
+                "GradientTape.gradient: a non-persistent tape can compute gradients only once; "
+                "create it with GradientTape(persistent=True) to call gradient/jacobian repeatedly"
+            )
+        grads = self._gradient(target, sources, output_gradients, unconnected_gradients, keep=self._persistent)
+        if not self._persistent:
+            self._used = True
+            self._engine.release()
+        return grads
+
+    def _gradient(self, target: Any, sources: Any, output_gradients: Any, unconnected: str, keep: bool) -> Any:
+        from ember import ops
+
+        target_leaves, target_spec = _leaves(target)
+        source_leaves, source_spec = _leaves(sources)
+        if not target_leaves:
+            raise ValueError("GradientTape.gradient: target has no arrays")
+        for position, leaf in enumerate(source_leaves):
+            native = _native(leaf)
+            name = ops.dtype(native)
+            if name not in dtypes.FLOATING + dtypes.COMPLEX:
+                raise TypeError(
+                    f"GradientTape.gradient: source {position} has dtype {name}; gradients are defined "
+                    "only for floating or complex sources (cast it with ops.cast)"
+                )
+        if output_gradients is None:
+            out_grads = None
+        else:
+            out_grads, spec = _leaves(output_gradients)
+            if spec != target_spec:
+                raise ValueError(
+                    "GradientTape.gradient: output_gradients must have the structure of target; "
+                    f"expected {target_spec}, received {spec}"
+                )
+            out_grads = [_native(g) for g in out_grads]
+        create_graph = any(t is not self and t._recording for t in _active_tapes)
+        was_recording = self._recording
+        if was_recording:
+            self._engine.pause()
+        try:
+            natives = self._engine.gradient(
+                [_native(t) for t in target_leaves],
+                [_native(s) for s in source_leaves],
+                out_grads,
+                keep=keep,
+                create_graph=create_graph,
+            )
+        finally:
+            if was_recording:
+                self._engine.resume()
+        results = []
+        for leaf, grad in zip(source_leaves, natives):
+            if grad is None and unconnected == "zero":
+                grad = ops.zeros_like(_native(leaf))
+            if grad is not None and _is_tensor(leaf):
+                grad = type(leaf)(grad)
+            results.append(grad)
+        return optree.tree_unflatten(source_spec, results)
+
+    def jacobian(
+        self,
+        target: Any,
+        sources: Any,
+        unconnected_gradients: str = "none",
+        parallel_iterations: Any = None,
+        experimental_use_pfor: bool = True,
+    ) -> Any:
+        """Full Jacobian: for each source, an array of shape ``target.shape + source.shape``."""
+        from ember import ops
+
+        if self._used and not self._persistent:
+            raise RuntimeError("GradientTape.jacobian: a non-persistent tape can compute gradients only once")
+        target_native = _native(target)
+        source_leaves, source_spec = _leaves(sources)
+        target_shape = ops.shape(target_native)
+        n = 1
+        for d in target_shape:
+            n *= d
+        rows: list[list[Any]] = [[] for _ in source_leaves]
+        dtype = ops.dtype(target_native)
+        for i in range(n):
+            seed = ops.reshape(ops.one_hot(ops.convert_to_tensor([i]), n, dtype=dtype)[0], target_shape)
+            grads = self._gradient(target_native, [_native(s) for s in source_leaves], seed, "zero", keep=True)
+            for k, g in enumerate(grads):
+                rows[k].append(g)
+        results = []
+        for k, leaf in enumerate(source_leaves):
+            source_shape = ops.shape(_native(leaf))
+            if n:
+                stacked = ops.reshape(ops.stack(rows[k], axis=0), tuple(target_shape) + tuple(source_shape))
+            else:
+                stacked = ops.zeros(tuple(target_shape) + tuple(source_shape), dtype=dtype)
+            if unconnected_gradients == "none" and self._unconnected(target_native, _native(leaf)):
+                stacked = None
+            results.append(type(leaf)(stacked) if stacked is not None and _is_tensor(leaf) else stacked)
+        if not self._persistent:
+            self._used = True
+            self._engine.release()
+        return optree.tree_unflatten(source_spec, results)
+
+    def batch_jacobian(self, target: Any, source: Any, unconnected_gradients: str = "none", **_: Any) -> Any:
+        """Per-example Jacobian: ``target`` (b, *t) and ``source`` (b, *s) give (b, *t, *s).
+
+        Assumes example ``i`` of the target depends only on example ``i`` of the source.
+        """
+        from ember import ops
+
+        if self._used and not self._persistent:
+            raise RuntimeError("GradientTape.batch_jacobian: a non-persistent tape can compute gradients only once")
+        target_native, source_native = _native(target), _native(source)
+        t_shape, s_shape = ops.shape(target_native), ops.shape(source_native)
+        if not t_shape or not s_shape or t_shape[0] != s_shape[0]:
+            raise ValueError(
+                "GradientTape.batch_jacobian: target and source need the same leading batch dimension; "
+                f"received target {t_shape} and source {s_shape}"
+            )
+        batch, inner = t_shape[0], t_shape[1:]
+        m = 1
+        for d in inner:
+            m *= d
+        dtype = ops.dtype(target_native)
+        columns = []
+        for j in range(m):
+            seed = ops.reshape(
+                ops.broadcast_to(ops.one_hot(ops.convert_to_tensor([j]), m, dtype=dtype), (batch, m)), t_shape
+            )
+            (grad,) = self._gradient(target_native, [source_native], seed, "zero", keep=True)
+            columns.append(grad)
+        if m:
+            result = ops.reshape(ops.stack(columns, axis=1), (batch,) + tuple(inner) + tuple(s_shape[1:]))
+        else:
+            result = ops.zeros((batch,) + tuple(inner) + tuple(s_shape[1:]), dtype=dtype)
+        if unconnected_gradients == "none" and self._unconnected(target_native, source_native):
+            result = None
+        if not self._persistent:
+            self._used = True
+            self._engine.release()
+        return type(source)(result) if result is not None and _is_tensor(source) else result
+
+    def _unconnected(self, target: Any, source: Any) -> bool:
+        return not self._engine.connected(target, source)
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` as a constant: no gradient flows back through it on any backend.
+
+    Example:
+        >>> import ember
+        >>> from ember import ops
+        >>> ember.set_backend("numpy")
+        >>> x = ops.convert_to_tensor(2.0)
+        >>> with ember.GradientTape() as tape:
+        ...     tape.watch(x)
+        ...     y = ops.multiply(x, ember.stop_gradient(x))
+        >>> float(tape.gradient(y, x))
+        2.0
+    """
+    from ember import ops
+
+    if _is_tensor(x):
+        return type(x)(ops.stop_gradient(x._native))
+    return ops.stop_gradient(x)

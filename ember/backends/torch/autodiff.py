@@ -1,0 +1,218 @@
+"""The torch tape engine: ``ember.GradientTape`` over torch's native autograd.
+
+Nothing is recorded by Ember on this backend: torch's autograd already records
+every op on a tensor that requires grad, so ``ember.ops`` calls and plain torch
+code inside a tape are differentiated alike, and code outside a tape pays nothing.
+
+* ``watch(x)`` makes ``x`` require grad. A floating or complex leaf that does not
+  require grad yet has its flag flipped; the flip is remembered and undone when the
+  tape is released (after a non-persistent tape's gradient), reset or garbage
+  collected, so user tensors do not keep ``requires_grad=True``. A tensor that
+  already requires grad (a parameter, or a non-leaf result) is used as it is.
+  Several live tapes may watch the same tensor: the flag is restored when the last
+  of them lets it go. Integer and boolean tensors cannot require grad and are left
+  alone (the tape rejects them as sources).
+* Entering a tape enables torch's grad mode (so a tape records even inside
+  ``torch.no_grad()``); leaving it restores the previous mode.
+* ``stop_recording()`` is ``torch.no_grad`` for its block. torch has one global grad
+  mode, so it pauses every tape of this thread, not only the one it was called on.
+* ``gradient`` is ``torch.autograd.grad`` over the targets that require grad, with the
+  output gradients as ``grad_outputs`` (sums over targets), ``allow_unused=True`` (an
+  unconnected source gives None) and ``create_graph`` when an outer tape records, so
+  higher-order derivatives are native double backward. The graph is kept when the
+  tape is persistent, when the gradient itself is differentiated, or while another
+  tape is alive that may still differentiate through it (nested tapes).
+* A target that does not require grad depends on no watched source: every gradient
+  is None (zeros with ``unconnected_gradients="zero"``), as in TensorFlow.
+* ``reset`` un-watches (restores the flags it flipped); results computed before it keep
+  their autograd history, so unlike TensorFlow they can still be differentiated.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+
+# tensors whose requires_grad flag some live engine flipped: id -> [tensor, holders]
+_flipped: dict[int, list] = {}
+# engines that may still compute gradients (not yet released)
+_live: "weakref.WeakSet[TapeEngine]" = weakref.WeakSet()
+
+
+def _differentiable(t: torch.Tensor) -> bool:
+    return t.is_floating_point() or t.is_complex()
+
+
+class TapeEngine:
+    """One per ``GradientTape`` on the torch backend (see the module docstring)."""
+
+    def __init__(self, persistent: bool):
+        self.persistent = bool(persistent)
+        self._mine: list[int] = []  # ids in _flipped that this engine holds
+        self._modes: list[bool] = []  # grad modes to restore: begin/end and pause/resume
+        self._released = False
+        _live.add(self)
+
+    @property
+    def graph(self) -> list:
+        return []
+
+    # --- recording state -------------------------------------------------------------
+    def begin(self) -> None:
+        self._modes.append(torch.is_grad_enabled())
+        torch.set_grad_enabled(True)
+        self._released = False
+        _live.add(self)
+
+    def end(self) -> None:
+        if self._modes:
+            torch.set_grad_enabled(self._modes.pop())
+
+    def pause(self) -> None:
+        self._modes.append(torch.is_grad_enabled())
+        torch.set_grad_enabled(False)
+
+    def resume(self) -> None:
+        if self._modes:
+            torch.set_grad_enabled(self._modes.pop())
+
+    # --- sources -----------------------------------------------------------------------
+    def watch(self, native: Any) -> None:
+        if not isinstance(native, torch.Tensor):
+            raise TypeError(
+                f"GradientTape.watch (torch backend): expected a torch.Tensor, received {type(native).__name__}"
+            )
+        if not _differentiable(native):
+            return  # cannot require grad; rejected as a source by the tape
+        key = id(native)
+        entry = _flipped.get(key)
+        if entry is not None and entry[0] is native:
+            if key not in self._mine:
+                entry[1] += 1
+                self._mine.append(key)
+            return
+        if native.requires_grad:
+            return
+        native.requires_grad_(True)
+        _flipped[key] = [native, 1]
+        self._mine.append(key)
+        self._released = False
+        _live.add(self)
+
+    def record(self, name: str, function: Any, args: tuple, kwargs: dict, out: Any) -> bool:
+        return False  # torch's autograd records by itself
+
+    # --- gradients -----------------------------------------------------------------------
+    def gradient(
+        self,
+        targets: list,
+        sources: list,
+        output_gradients: list | None,
+        keep: bool,
+        create_graph: bool,
+    ) -> list:
+        outputs, seeds = [], []
+        for i, target in enumerate(targets):
+            if not isinstance(target, torch.Tensor):
+                raise TypeError(
+                    f"GradientTape.gradient (torch backend): target {i} is a {type(target).__name__}, "
+                    "not a torch.Tensor"
+                )
+            if not target.requires_grad:
+                continue  # depends on no watched source
+            seed = None if output_gradients is None else output_gradients[i]
+            if seed is None:
+                seed = torch.ones_like(target)
+            elif not isinstance(seed, torch.Tensor) or seed.dtype != target.dtype or seed.device != target.device:
+                seed = torch.as_tensor(seed, dtype=target.dtype, device=target.device)
+            if seed.shape != target.shape:
+                raise ValueError(
+                    f"GradientTape.gradient: output_gradients[{i}] has shape {tuple(seed.shape)} but its "
+                    f"target has shape {tuple(target.shape)}"
+                )
+            outputs.append(target)
+            seeds.append(seed)
+        wanted = [k for k, s in enumerate(sources) if isinstance(s, torch.Tensor) and s.requires_grad]
+        grads: list = [None] * len(sources)
+        if not outputs or not wanted:
+            return grads
+        retain = keep or create_graph or any(e is not self and not e._released for e in list(_live))
+        with torch.set_grad_enabled(create_graph):
+            found = torch.autograd.grad(
+                outputs,
+                [sources[k] for k in wanted],
+                grad_outputs=seeds,
+                retain_graph=retain,
+                create_graph=create_graph,
+                allow_unused=True,
+            )
+        for k, g in zip(wanted, found):
+            grads[k] = g
+        return grads
+
+    def connected(self, target: Any, source: Any) -> bool:
+        """Whether ``target``'s autograd graph reaches ``source``."""
+        if not (isinstance(target, torch.Tensor) and isinstance(source, torch.Tensor)):
+            return False
+        if target is source:
+            return True
+        if not (target.requires_grad and source.requires_grad):
+            return False
+        start = target.grad_fn
+        if start is None:  # a leaf other than source
+            return False
+        if source.grad_fn is None:
+            def hit(node: Any, _nr: int) -> bool:
+                return getattr(node, "variable", None) is source
+        else:
+            wanted = (source.grad_fn, source.output_nr)
+
+            def hit(node: Any, nr: int) -> bool:
+                return node is wanted[0] and nr == wanted[1]
+
+            if start is source.grad_fn and target.output_nr == source.output_nr:
+                return True
+        seen: set[int] = set()
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for child, nr in node.next_functions:
+                if child is None:
+                    continue
+                if hit(child, nr):
+                    return True
+                stack.append(child)
+        return False
+
+    # --- lifetime ------------------------------------------------------------------------
+    def _restore_flags(self) -> None:
+        mine, self._mine = self._mine, []
+        for key in mine:
+            entry = _flipped.get(key)
+            if entry is None:
+                continue
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del _flipped[key]
+                tensor = entry[0]
+                if tensor.is_leaf and tensor.requires_grad:
+                    tensor.requires_grad_(False)
+
+    def release(self) -> None:
+        self._restore_flags()
+        self._released = True
+        _live.discard(self)
+
+    def reset(self) -> None:
+        self._restore_flags()
+
+    def __del__(self) -> None:
+        try:
+            self._restore_flags()
+        except Exception:  # interpreter shutdown
+            pass
