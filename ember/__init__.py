@@ -21,15 +21,39 @@ from ember.backends import (  # noqa: E402
     using_backend,
 )
 from ember.ops import random  # noqa: E402
+from ember import activations, initializers, layers, saving  # noqa: E402
+from ember.layers import Input, clear_session  # noqa: E402
+from ember.models import Model, Sequential  # noqa: E402
+from ember.autodiff import GradientTape, grad, jacobian, stop_gradient, value_and_grad, vjp  # noqa: E402
+from ember._tensor import EmberTensor, Tensor, convert_to_tensor, is_tensor, tensor  # noqa: E402
 
 __all__ = [
     "BackendNotAvailableError",
+    "EmberTensor",
+    "GradientTape",
+    "Input",
+    "Model",
+    "Sequential",
+    "Tensor",
+    "activations",
     "available_devices",
     "backends",
+    "clear_session",
+    "convert_to_tensor",
     "dtypes",
     "get_backend",
+    "grad",
+    "initializers",
+    "is_tensor",
+    "jacobian",
+    "layers",
     "ops",
     "random",
+    "saving",
     "set_backend",
+    "stop_gradient",
+    "tensor",
     "using_backend",
+    "value_and_grad",
+    "vjp",
 ]

@@ -1,0 +1,318 @@
+"""Weight initializers, identical on every backend for the same seed.
+
+Every initializer draws its numbers from one backend-independent generator (NumPy's
+PCG64, in float64) and then converts them to the active backend's default device and
+the requested dtype. So a model built with seed 0 on NumPy has exactly the weights
+of the model built with seed 0 on torch or MLX.
+
+Seeds: ``initializer(shape, dtype, seed)``. A seed passed to the call wins (layers
+derive one per variable from their build seed with :func:`derive_seed`); otherwise
+the initializer's own ``seed``; otherwise a draw from the global stream that
+:func:`ember.initializers.set_seed` resets.
+
+Example:
+    >>> import ember
+    >>> from ember import initializers, ops
+    >>> ember.set_backend("numpy")
+    >>> w = initializers.get("glorot_uniform")((3, 2), seed=0)
+    >>> ops.shape(w), ops.dtype(w)
+    ((3, 2), 'float32')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import zlib
+from typing import Any
+
+import numpy as np
+
+from ember import dtypes
+from ember.saving.serialization import register_serializable
+
+_global = np.random.default_rng()
+
+
+def set_seed(seed: int | None) -> None:
+    """Reset the stream that initializers without any seed draw from."""
+    global _global
+    _global = np.random.default_rng(seed)
+
+
+def derive_seed(seed: int, *names: Any) -> int:
+    """A stable seed for a named sub-part (same on every run and platform)."""
+    text = "/".join(str(n) for n in (seed, *names)).encode()
+    return zlib.crc32(text) & 0x7FFFFFFF
+
+
+def _generator(seed: int | None, own_seed: int | None) -> np.random.Generator:
+    chosen = seed if seed is not None else own_seed
+    if chosen is None:
+        return _global
+    if not isinstance(chosen, (int, np.integer)) or isinstance(chosen, bool):
+        raise TypeError(f"initializer seed must be an int or None, received {chosen!r}")
+    return np.random.default_rng(int(chosen))
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise TypeError(f"initializer shape must be a tuple of ints, received {shape!r}") from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"initializer shape must be non-negative, received {shape}")
+    return shape
+
+
+def _to_backend(values: np.ndarray, dtype: Any) -> Any:
+    from ember import ops
+
+    name = dtypes.standardize_dtype(dtype)
+    return ops.convert_to_tensor(values.astype(dtypes.to_numpy_dtype(name)), dtype=name)
+
+
+def compute_fans(shape: tuple[int, ...]) -> tuple[float, float]:
+    """``(fan_in, fan_out)`` as Keras computes them (kernel layout ``(*spatial, in, out)``)."""
+    if len(shape) == 0:
+        return 1.0, 1.0
+    if len(shape) == 1:
+        return float(shape[0]), float(shape[0])
+    if len(shape) == 2:
+        return float(shape[0]), float(shape[1])
+    receptive = math.prod(shape[:-2])
+    return float(shape[-2] * receptive), float(shape[-1] * receptive)
+
+
+@dataclasses.dataclass(frozen=True)
+class Initializer:
+    """Base class: ``initializer(shape, dtype=None, seed=None)`` returns a native array."""
+
+    def __call__(self, shape: Any, dtype: Any = None, seed: int | None = None) -> Any:
+        shape = _shape(shape)
+        name = dtypes.standardize_dtype(dtype) if dtype is not None else dtypes.floatx()
+        return _to_backend(self.sample(shape, seed), name)
+
+    def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def get_config(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Initializer":
+        return cls(**config)
+
+
+@register_serializable("ember")
+@dataclasses.dataclass(frozen=True)
+class Zeros(Initializer):
+    """All zeros."""
+
+    def sample(self, shape, seed):
+        return np.zeros(shape)
+
+
+@register_serializable("ember")
+@dataclasses.dataclass(frozen=True)
+class Ones(Initializer):
+    """All ones."""
+
+    def sample(self, shape, seed):
+        return np.ones(shape)
+
+
+@register_serializable("ember")
+@dataclasses.dataclass(frozen=True)
+class Constant(Initializer):
+    """Every entry ``value``."""
+
+    value: float = 0.0
+
+    def sample(self, shape, seed):
+        return np.full(shape, self.value, dtype=np.float64)
+
+
+@register_serializable("ember")
+@dataclasses.dataclass(frozen=True)
+class RandomNormal(Initializer):
+    """Normal with ``mean`` and ``stddev``."""
+
+    mean: float = 0.0
+    stddev: float = 0.05
+    seed: int | None = None
+
+    def sample(self, shape, seed):
+        return _generator(seed, self.seed).normal(self.mean, self.stddev, size=shape)
+
+
+@register_serializable("ember")
+@dataclasses.dataclass(frozen=True)
+class RandomUniform(Initializer):
+    """Uniform in ``[minval, maxval)``."""
+
+    minval: float = -0.05
+    maxval: float = 0.05
+    seed: int | None = None
+
+    def sample(self, shape, seed):
+        return _generator(seed, self.seed).uniform(self.minval, self.maxval, size=shape)
+
+
+def _truncated_normal(rng: np.random.Generator, shape: tuple[int, ...], stddev: float) -> np.ndarray:
+    """Standard normal resampled until every entry lies within two standard deviations."""
+    values = rng.standard_normal(size=shape)
+    bad = np.abs(values) > 2.0
+    while bad.any():
+        values[bad] = rng.standard_normal(size=int(bad.sum()))
+        bad = np.abs(values) > 2.0
+    return values * stddev
+
+
+@register_serializable("ember")
+@dataclasses.dataclass(frozen=True)
+class TruncatedNormal(Initializer):
+    """Normal with ``mean``/``stddev``, redrawn beyond two standard deviations."""
+
+    mean: float = 0.0
+    stddev: float = 0.05
+    seed: int | None = None
+
+    def sample(self, shape, seed):
+        return self.mean + _truncated_normal(_generator(seed, self.seed), shape, self.stddev)
+
+
+@register_serializable("ember")
+@dataclasses.dataclass(frozen=True)
+class VarianceScaling(Initializer):
+    """Samples scaled by the fan: ``scale / fan`` variance (Keras's VarianceScaling).
+
+    Args:
+        scale: positive scaling factor.
+        mode: ``"fan_in"``, ``"fan_out"`` or ``"fan_avg"``.
+        distribution: ``"truncated_normal"``, ``"untruncated_normal"`` or ``"uniform"``.
+    """
+
+    scale: float = 1.0
+    mode: str = "fan_in"
+    distribution: str = "truncated_normal"
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.scale <= 0:
+            raise ValueError(f"VarianceScaling: scale must be positive, received {self.scale}")
+        if self.mode not in ("fan_in", "fan_out", "fan_avg"):
+            raise ValueError(f"VarianceScaling: mode must be fan_in, fan_out or fan_avg, received {self.mode!r}")
+        if self.distribution not in ("truncated_normal", "untruncated_normal", "uniform", "normal"):
+            raise ValueError(
+                "VarianceScaling: distribution must be truncated_normal, untruncated_normal or uniform, "
+                f"received {self.distribution!r}"
+            )
+
+    def sample(self, shape, seed):
+        fan_in, fan_out = compute_fans(shape)
+        fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
+        variance = self.scale / max(1.0, fan)
+        rng = _generator(seed, self.seed)
+        if self.distribution in ("truncated_normal", "normal"):
+            # 0.8796... is the stddev of a unit normal truncated to [-2, 2].
+            return _truncated_normal(rng, shape, math.sqrt(variance) / 0.87962566103423978)
+        if self.distribution == "untruncated_normal":
+            return rng.normal(0.0, math.sqrt(variance), size=shape)
+        limit = math.sqrt(3.0 * variance)
+        return rng.uniform(-limit, limit, size=shape)
+
+
+def _scaling(cls_name: str, scale: float, mode: str, distribution: str, doc: str) -> type:
+    def __init__(self, seed: int | None = None) -> None:
+        VarianceScaling.__init__(self, scale=scale, mode=mode, distribution=distribution, seed=seed)
+
+    def get_config(self) -> dict:
+        return {"seed": self.seed}
+
+    cls = type(cls_name, (VarianceScaling,), {"__init__": __init__, "get_config": get_config, "__doc__": doc})
+    return register_serializable("ember")(cls)
+
+
+GlorotUniform = _scaling("GlorotUniform", 1.0, "fan_avg", "uniform", "Uniform with limit ``sqrt(6 / (fan_in + fan_out))``.")
+GlorotNormal = _scaling("GlorotNormal", 1.0, "fan_avg", "truncated_normal", "Truncated normal, variance ``2 / (fan_in + fan_out)``.")
+HeUniform = _scaling("HeUniform", 2.0, "fan_in", "uniform", "Uniform with limit ``sqrt(6 / fan_in)``.")
+HeNormal = _scaling("HeNormal", 2.0, "fan_in", "truncated_normal", "Truncated normal, variance ``2 / fan_in``.")
+LecunUniform = _scaling("LecunUniform", 1.0, "fan_in", "uniform", "Uniform with limit ``sqrt(3 / fan_in)``.")
+LecunNormal = _scaling("LecunNormal", 1.0, "fan_in", "truncated_normal", "Truncated normal, variance ``1 / fan_in``.")
+
+
+@register_serializable("ember")
+@dataclasses.dataclass(frozen=True)
+class Orthogonal(Initializer):
+    """A (semi-)orthogonal matrix times ``gain``; any shape with at least 2 dimensions.
+
+    The shape is flattened to ``(prod(shape[:-1]), shape[-1])``; for a non-square
+    matrix the rows (or columns, whichever are fewer) are orthonormal.
+    """
+
+    gain: float = 1.0
+    seed: int | None = None
+
+    def sample(self, shape, seed):
+        if len(shape) < 2:
+            raise ValueError(f"Orthogonal: needs a shape with at least 2 dimensions, received {shape}")
+        rows, cols = math.prod(shape[:-1]), shape[-1]
+        if rows == 0 or cols == 0:
+            return np.zeros(shape)
+        flat = _generator(seed, self.seed).normal(size=(max(rows, cols), min(rows, cols)))
+        q, r = np.linalg.qr(flat)
+        q = q * np.sign(np.diag(r))  # make the decomposition unique
+        if rows < cols:
+            q = q.T
+        return self.gain * q.reshape(shape)
+
+
+@register_serializable("ember")
+@dataclasses.dataclass(frozen=True)
+class Identity(Initializer):
+    """``gain`` times the identity (rectangular allowed); 2-D shapes only."""
+
+    gain: float = 1.0
+
+    def sample(self, shape, seed):
+        if len(shape) != 2:
+            raise ValueError(f"Identity: needs a 2-D shape, received {shape}")
+        return self.gain * np.eye(*shape)
+
+
+_ALIASES = {
+    "zeros": Zeros, "ones": Ones, "constant": Constant, "random_normal": RandomNormal,
+    "random_uniform": RandomUniform, "uniform": RandomUniform, "normal": RandomNormal, "truncated_normal": TruncatedNormal,
+    "variance_scaling": VarianceScaling, "glorot_uniform": GlorotUniform,
+    "glorot_normal": GlorotNormal, "he_uniform": HeUniform, "he_normal": HeNormal,
+    "lecun_uniform": LecunUniform, "lecun_normal": LecunNormal, "orthogonal": Orthogonal,
+    "identity": Identity,
+}
+
+
+def get(identifier: Any) -> Initializer:
+    """Resolve a name (``"glorot_uniform"``, ``"GlorotUniform"``), an instance or a config dict."""
+    if isinstance(identifier, Initializer):
+        return identifier
+    if isinstance(identifier, str):
+        cls = _ALIASES.get(identifier) or {c.__name__: c for c in _ALIASES.values()}.get(identifier)
+        if cls is None:
+            raise ValueError(f"unknown initializer {identifier!r}; expected one of {sorted(_ALIASES)}")
+        return cls()
+    if isinstance(identifier, dict):
+        from ember.saving.serialization import deserialize
+
+        return deserialize(identifier)
+    if callable(identifier):
+        return identifier
+    raise TypeError(f"initializer: expected a name, an Initializer or a config, received {identifier!r}")
+
+
+def serialize(initializer: Any) -> Any:
+    """The config of an initializer (by registered name)."""
+    from ember.saving.serialization import serialize as _serialize
+
+    return _serialize(initializer)

@@ -1,0 +1,1 @@
+"""Core layers: Dense, Activation, Dropout, Flatten, Reshape, Permute, RepeatVector, Identity, Lambda, Embedding, InputLayer."""

@@ -1,0 +1,83 @@
+"""``Dense``: ``activation(inputs @ kernel + bias)`` over the last axis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember import activations, initializers
+from ember.initializers import derive_seed
+from ember.layers.layer import Layer
+
+
+def check_last_dim(layer: Layer, input_shape: Any, expected: int | None = None, min_rank: int = 2) -> int:
+    """The (known) last dimension of ``input_shape``; ValueError naming the layer otherwise."""
+    if not isinstance(input_shape, tuple) or len(input_shape) < min_rank:
+        raise ValueError(f"layer {layer.name!r} expects inputs of rank >= {min_rank}, received shape {input_shape}")
+    last = input_shape[-1]
+    if last is None:
+        raise ValueError(f"layer {layer.name!r} needs a known last dimension, received shape {input_shape}")
+    if expected is not None and last != expected:
+        raise ValueError(f"layer {layer.name!r} expects a last dimension of {expected}, received shape {input_shape}")
+    return last
+
+
+class Dense(Layer):
+    """Fully connected layer.
+
+    Args:
+        units: output size (positive int).
+        activation: activation name (any ``ops.nn`` activation) or function; None is linear.
+        use_bias: add a bias vector.
+        kernel_initializer: for the ``(in, units)`` kernel.
+        bias_initializer: for the ``(units,)`` bias.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> dense = layers.Dense(3, activation="relu", name="d")
+        >>> state = dense.build((None, 4), seed=0)
+        >>> sorted(state["params"]), ops.shape(state["params"]["kernel"])
+        (['bias', 'kernel'], (4, 3))
+    """
+
+    units: int
+    activation: Any = None
+    use_bias: bool = True
+    kernel_initializer: Any = "glorot_uniform"
+    bias_initializer: Any = "zeros"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.units, int) or isinstance(self.units, bool) or self.units <= 0:
+            raise ValueError(f"{self.name}: units must be a positive int, received {self.units!r}")
+        self._normalize("activation", activations.standardize(self.activation, f"{self.name}: activation"))
+        self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
+        self._normalize("bias_initializer", initializers.get(self.bias_initializer))
+
+    def build(self, input_shape: Any, seed: int | None = None) -> dict:
+        fan_in = check_last_dim(self, tuple(input_shape))
+        params = {"kernel": self.kernel_initializer(
+            (fan_in, self.units), self.variable_dtype, None if seed is None else derive_seed(seed, "kernel"))}
+        if self.use_bias:
+            params["bias"] = self.bias_initializer(
+                (self.units,), self.variable_dtype, None if seed is None else derive_seed(seed, "bias"))
+        return self.make_state(params=params)
+
+    def call(self, params: dict, inputs: Any) -> Any:
+        from ember import ops
+
+        kernel = params["kernel"]
+        if ops.shape(inputs)[-1] != ops.shape(kernel)[0]:
+            raise ValueError(
+                f"layer {self.name!r} expects a last dimension of {ops.shape(kernel)[0]}, "
+                f"received input of shape {ops.shape(inputs)}"
+            )
+        y = ops.matmul(inputs, kernel)
+        if self.use_bias:
+            y = ops.add(y, params["bias"])
+        return activations.get(self.activation)(y)
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        check_last_dim(self, tuple(input_shape))
+        return tuple(input_shape[:-1]) + (self.units,)

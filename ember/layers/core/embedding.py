@@ -1,0 +1,113 @@
+"""``Embedding``: look up a dense vector for each integer index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember import initializers
+from ember.initializers import derive_seed
+from ember.layers.core._checks import input_shape_of
+from ember.layers.layer import Layer
+
+_INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _index_bounds(indices: Any) -> tuple[int, int] | None:
+    """``(min, max)`` of concrete indices, or None when they cannot be read back (inside
+    ``mx.compile`` or another transformation that traces instead of computing)."""
+    from ember import ops
+
+    try:
+        low, high = ops.to_numpy(ops.min(indices)), ops.to_numpy(ops.max(indices))
+    except (ValueError, RuntimeError):
+        return None
+    return int(low), int(high)
+
+
+class Embedding(Layer):
+    """Turns integer indices into dense vectors: row ``i`` of an ``(input_dim, output_dim)`` table.
+
+    Args:
+        input_dim: vocabulary size: indices lie in ``[0, input_dim)``.
+        output_dim: size of each vector.
+        embeddings_initializer: initializer of the table; ``"uniform"`` (the
+            default, as in Keras) is ``RandomUniform(-0.05, 0.05)``.
+        mask_zero: index 0 is padding: :meth:`compute_mask` returns ``inputs != 0``.
+
+    Inputs of any shape ``(batch, ...)`` give ``(batch, ..., output_dim)``. Float
+    inputs are cast to ``int32``. Indices outside ``[0, input_dim)`` raise a
+    ``ValueError`` whenever their values can be read (everywhere except inside a
+    compiled/traced function).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> layer = layers.Embedding(10, 4)
+        >>> state = layer.build((None, 3), seed=0)
+        >>> ops.shape(state["params"]["embeddings"])
+        (10, 4)
+        >>> y, _ = layer.apply(state, ops.convert_to_tensor([[1, 2, 9]]))
+        >>> ops.shape(y)
+        (1, 3, 4)
+    """
+
+    input_dim: int
+    output_dim: int
+    embeddings_initializer: Any = "uniform"
+    mask_zero: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for field in ("input_dim", "output_dim"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{self.name}: {field} must be a positive int, received {value!r}")
+        if not isinstance(self.mask_zero, bool):
+            raise TypeError(f"{self.name}: mask_zero must be a bool, received {self.mask_zero!r}")
+        initializer = self.embeddings_initializer
+        if isinstance(initializer, str) and initializer == "uniform":  # Keras's alias
+            initializer = initializers.RandomUniform(-0.05, 0.05)
+        self._normalize("embeddings_initializer", initializers.get(initializer))
+
+    def build(self, input_shape: Any, seed: int | None = None) -> dict:
+        self.compute_output_shape(input_shape)
+        table = self.embeddings_initializer(
+            (self.input_dim, self.output_dim), self.variable_dtype,
+            None if seed is None else derive_seed(seed, "embeddings"))
+        return self.make_state(params={"embeddings": table})
+
+    def call(self, params: dict, inputs: Any) -> Any:
+        from ember import ops
+
+        if ops.dtype(inputs) not in _INTEGER_DTYPES:
+            if ops.dtype(inputs) == "bool" or "complex" in ops.dtype(inputs):
+                raise TypeError(f"layer {self.name!r} expects integer indices, received dtype {ops.dtype(inputs)}")
+            inputs = ops.cast(inputs, "int32")
+        if ops.size(inputs):
+            bounds = _index_bounds(inputs)
+            if bounds is not None and (bounds[0] < 0 or bounds[1] >= self.input_dim):
+                raise ValueError(
+                    f"layer {self.name!r}: indices must lie in [0, {self.input_dim}) (input_dim), received "
+                    f"values in [{bounds[0]}, {bounds[1]}] in an input of shape {tuple(ops.shape(inputs))}"
+                )
+        return ops.take(params["embeddings"], inputs, axis=0)
+
+    @property
+    def supports_masking(self) -> bool:  # Keras: an Embedding with mask_zero makes masks
+        return self.mask_zero
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """``inputs != 0`` when ``mask_zero``, else None."""
+        if not self.mask_zero:
+            return None
+        from ember import ops
+
+        return ops.not_equal(inputs, 0)
+
+    def output_dtype(self, input_dtype: str) -> str:
+        """Symbolic outputs carry the table's dtype, not the indices' (used by graph building)."""
+        return self.variable_dtype
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        return input_shape_of(self, input_shape) + (self.output_dim,)

@@ -1,0 +1,75 @@
+"""``InputLayer`` and ``ember.Input``: where a functional model's graph starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember import dtypes
+from ember.layers.layer import Layer
+from ember.models.symbolic import Node, SymbolicTensor
+
+
+def _check_shape(shape: Any, argument: str) -> tuple:
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{argument}: expected a tuple of ints (None for unknown), received {shape!r}") from None
+    for d in shape:
+        if d is not None and (not isinstance(d, int) or isinstance(d, bool) or d < 0):
+            raise ValueError(f"{argument}: dimensions must be non-negative ints or None, received {shape}")
+    return shape
+
+
+class InputLayer(Layer):
+    """The layer behind :func:`Input`: declares the shape (without batch) and dtype of an input.
+
+    Args:
+        shape: shape of one example, e.g. ``(28, 28, 1)``; ``None`` marks unknown sizes.
+        batch_size: a fixed batch size, or None.
+    """
+
+    shape: tuple = ()
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "shape", _check_shape(self.shape, f"{self.name}: shape"))
+
+    @property
+    def batch_shape(self) -> tuple:
+        return (self.batch_size,) + tuple(self.shape)
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        return self.batch_shape
+
+    def call(self, params: dict, inputs: Any) -> Any:
+        return inputs
+
+
+def Input(shape: Any, dtype: Any = None, name: str | None = None, batch_size: int | None = None) -> SymbolicTensor:
+    """A symbolic input of a functional model.
+
+    Args:
+        shape: shape of one example (no batch dimension).
+        dtype: dtype of the data (default ``floatx()``).
+        name: name of the input (used for dict inputs and in summaries).
+        batch_size: optional fixed batch size.
+
+    Example:
+        >>> import ember
+        >>> inputs = ember.Input((3,), name="x")
+        >>> inputs.shape, inputs.dtype
+        ((None, 3), 'float32')
+    """
+    return symbolic_input(InputLayer(shape=shape, batch_size=batch_size, name=name, dtype=dtype))
+
+
+def symbolic_input(layer: InputLayer) -> SymbolicTensor:
+    """The symbolic tensor an :class:`InputLayer` produces."""
+    node = Node(layer, None)
+    dtype = dtypes.standardize_dtype(layer.dtype) if layer.dtype else dtypes.floatx()
+    tensor = SymbolicTensor(layer.batch_shape, dtype, layer.name, node)
+    node.outputs = [tensor]
+    return tensor

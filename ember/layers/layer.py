@@ -1,0 +1,303 @@
+"""``Layer``: an immutable pytree of configuration with explicit, external state.
+
+A layer holds configuration only (units, activation, initializers, name). Its
+variables live in a *state* dict that :meth:`Layer.build` creates and returns::
+
+    state = {"params": {...trainable arrays...}, "buffers": {...non-trainable arrays...}}
+
+and :meth:`Layer.apply` is pure: ``apply(state, inputs, training=, rng=) -> (outputs, state)``.
+A composite layer or model nests its children's entries under their names
+(``state["params"]["dense"]["kernel"]``); a layer used twice has one entry.
+
+Config fields are declared once, as annotated class attributes (the class becomes a
+frozen dataclass automatically), so the constructor, ``get_config``/``from_config``,
+pytree flattening and immutability all follow from the declaration.
+
+Example:
+    >>> import ember
+    >>> from ember import ops
+    >>> from ember.layers import Layer
+    >>> class Scale(Layer):
+    ...     factor: float = 2.0
+    ...     def build(self, input_shape, seed=None):
+    ...         return self.make_state(params={"w": ops.ones((input_shape[-1],))})
+    ...     def call(self, params, inputs):
+    ...         return ops.multiply(ops.multiply(inputs, params["w"]), self.factor)
+    ...     def compute_output_shape(self, input_shape):
+    ...         return input_shape
+    >>> ember.set_backend("numpy")
+    >>> layer = Scale(factor=3.0, name="scale")
+    >>> state = layer.build((None, 2))
+    >>> y, state = layer.apply(state, ops.ones((1, 2)))
+    >>> ops.to_numpy(y).tolist()
+    [[3.0, 3.0]]
+    >>> layer.factor = 1.0
+    Traceback (most recent call last):
+    ...
+    AttributeError: Layer 'scale' is immutable: create a new one with layer.replace(factor=...)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from typing import Any, ClassVar
+
+import optree
+
+from ember import dtypes
+
+PYTREE_NAMESPACE = "ember"
+_name_counts: dict[str, int] = {}
+
+
+def clear_session() -> None:
+    """Reset automatic layer naming (``dense``, ``dense_1``, ...) back to the start."""
+    _name_counts.clear()
+
+
+def snake_case(name: str) -> str:
+    """``"GlobalAveragePooling2D"`` -> ``"global_average_pooling2d"``."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+
+
+def unique_name(base: str) -> str:
+    """``base`` the first time, then ``base_1``, ``base_2``, ..."""
+    count = _name_counts.get(base, 0)
+    _name_counts[base] = count + 1
+    return base if count == 0 else f"{base}_{count}"
+
+
+def empty_state() -> dict:
+    """The state of a layer with no variables."""
+    return {"params": {}, "buffers": {}}
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class Layer:
+    """Base class of every layer. Subclasses declare config fields as annotations.
+
+    Subclasses implement:
+
+    * ``build(input_shape, seed=None) -> state`` if they have variables
+      (use :meth:`make_state`);
+    * ``call(params, inputs[, training][, rng])`` returning outputs (stateless in
+      buffers), or override :meth:`apply` when buffers change (BatchNorm);
+    * ``compute_output_shape(input_shape)`` so models are built without running
+      a backend.
+
+    Args:
+        name: unique name; generated from the class name when omitted.
+        trainable: False freezes the layer's params (no gradient, state kept).
+        dtype: dtype of the layer's variables; ``None`` means ``floatx()`` at build time.
+    """
+
+    name: str | None = dataclasses.field(default=None, kw_only=True)
+    trainable: bool = dataclasses.field(default=True, kw_only=True)
+    dtype: str | None = dataclasses.field(default=None, kw_only=True)
+
+    # Filled per subclass in __init_subclass__.
+    _config_dataclass: ClassVar[bool] = True  # False for Model: its config is its graph
+    _call_takes_training: ClassVar[bool] = False
+    _call_takes_rng: ClassVar[bool] = False
+    # Keras's flag: the layer passes an input mask through (see compute_mask).
+    supports_masking: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls._config_dataclass:
+            dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
+            # The frozen dataclass installs its own __setattr__; ours says what to do instead.
+            cls.__setattr__ = _immutable_setattr
+            cls.__delattr__ = _immutable_delattr
+        parameters = inspect.signature(cls.call).parameters
+        cls._call_takes_training = "training" in parameters
+        cls._call_takes_rng = "rng" in parameters
+        if cls.__module__.startswith("ember."):
+            from ember.saving.serialization import register_serializable
+
+            register_serializable("ember")(cls)
+        optree.register_pytree_node(
+            cls, lambda layer: layer._tree_flatten(),
+            lambda meta, children, cls=cls: cls._tree_unflatten(meta, children),
+            namespace=PYTREE_NAMESPACE,
+        )
+
+    def __post_init__(self) -> None:
+        if self.name is None:
+            object.__setattr__(self, "name", unique_name(snake_case(type(self).__name__)))
+        elif not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"{type(self).__name__}: name must be a non-empty string, received {self.name!r}")
+        if self.dtype is not None:
+            object.__setattr__(self, "dtype", dtypes.standardize_dtype(self.dtype, f"{self.name}: dtype"))
+        if not isinstance(self.trainable, bool):
+            raise TypeError(f"{self.name}: trainable must be a bool, received {self.trainable!r}")
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items() if k != "name")
+        return f"{type(self).__name__}(name={self.name!r}{', ' if fields else ''}{fields})"
+
+    def _normalize(self, field: str, value: Any) -> None:
+        """Replace a config field's value during ``__post_init__`` (validation/standardising)."""
+        object.__setattr__(self, field, value)
+
+    # --- configuration ---------------------------------------------------------------
+    @property
+    def variable_dtype(self) -> str:
+        """The dtype variables are created with: the layer's ``dtype`` or ``floatx()``."""
+        return self.dtype or dtypes.floatx()
+
+    def replace(self, **changes: Any) -> "Layer":
+        """A new layer with some config fields changed (the name is kept unless given)."""
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = set(changes) - known
+        if unknown:
+            raise TypeError(f"{self.name}.replace: unknown field(s) {sorted(unknown)}; fields are {sorted(known)}")
+        return dataclasses.replace(self, **changes)
+
+    def get_config(self) -> dict:
+        """Every config field (sub-layers as their own serialized configs)."""
+        from ember.saving.serialization import serialize
+
+        return {f.name: serialize(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Layer":
+        """Rebuild a layer from :meth:`get_config`'s output."""
+        from ember.saving.serialization import deserialize
+
+        return cls(**{key: deserialize(value) for key, value in config.items()})
+
+    # --- state --------------------------------------------------------------------------
+    def make_state(self, params: dict | None = None, buffers: dict | None = None) -> dict:
+        """Package variables into the standard state dict."""
+        return {"params": dict(params or {}), "buffers": dict(buffers or {})}
+
+    def build(self, input_shape: Any, seed: int | None = None) -> dict:
+        """Create this layer's variables for inputs of ``input_shape``; none by default."""
+        self.compute_output_shape(input_shape)  # validates the shape
+        return empty_state()
+
+    # --- computation ------------------------------------------------------------------------
+    def call(self, params: dict, inputs: Any) -> Any:
+        """The forward computation given this layer's params."""
+        raise NotImplementedError(f"{type(self).__name__} must implement call(params, inputs) or apply(...)")
+
+    def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
+        """Pure forward pass: ``(outputs, state)``; the default leaves the state unchanged."""
+        kwargs = {}
+        if self._call_takes_training:
+            kwargs["training"] = training
+        if self._call_takes_rng:
+            kwargs["rng"] = rng
+        return self.call(state["params"], inputs, **kwargs), state
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The output mask for ``inputs`` carrying ``mask``: passed through when the layer
+        ``supports_masking``, dropped (None) otherwise. Layers that make masks override it."""
+        return mask if self.supports_masking else None
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        """Output shape for ``input_shape`` (``None`` for unknown dimensions)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement compute_output_shape(input_shape)")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """On symbolic tensors, record a node of a functional model; eager calls need state."""
+        from ember.models.symbolic import call_symbolic, is_symbolic
+
+        if args and is_symbolic(args[0]):
+            return call_symbolic(self, *args, **kwargs)
+        raise TypeError(
+            f"Layer {self.name!r} holds no variables, so it cannot be called eagerly: build it with "
+            f"state = layer.build(input_shape) and run layer.apply(state, x), or use it in a Model"
+        )
+
+    def count_params(self, state: dict) -> int:
+        """Number of scalars in the state's params."""
+        from ember import ops
+
+        return sum(ops.size(leaf) for leaf in optree.tree_leaves(state["params"]))
+
+    def _tree_flatten(self) -> tuple[list, tuple, list]:
+        return _flatten_layer(self)
+
+    @classmethod
+    def _tree_unflatten(cls, metadata: tuple, children: list) -> "Layer":
+        return _unflatten_layer(cls, metadata, children)
+
+    def sublayers(self) -> list["Layer"]:
+        """Direct child layers (fields holding layers or lists of layers)."""
+        children = []
+        for f in dataclasses.fields(self):
+            children.extend(_layers_in(getattr(self, f.name)))
+        return children
+
+
+def _immutable_setattr(self: Layer, key: str, value: Any) -> None:
+    raise AttributeError(f"Layer {self.name!r} is immutable: create a new one with layer.replace({key}=...)")
+
+
+def _immutable_delattr(self: Layer, key: str) -> None:
+    raise AttributeError(f"Layer {self.name!r} is immutable: attributes cannot be deleted")
+
+
+Layer.__setattr__ = _immutable_setattr
+Layer.__delattr__ = _immutable_delattr
+
+
+def _layers_in(value: Any) -> list[Layer]:
+    if isinstance(value, Layer):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, Layer)]
+    return []
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
+
+
+def _flatten_layer(layer: Layer) -> tuple[list, tuple, list]:
+    children, child_names, meta = [], [], []
+    for f in dataclasses.fields(layer):
+        value = getattr(layer, f.name)
+        if isinstance(value, Layer) or (
+            isinstance(value, (list, tuple)) and value and all(isinstance(v, Layer) for v in value)
+        ):
+            children.append(value)
+            child_names.append(f.name)
+        else:
+            meta.append((f.name, _hashable(value), value))
+    metadata = (tuple(child_names), tuple((name, hashed) for name, hashed, _ in meta), _Raw(meta))
+    return children, metadata, child_names
+
+
+class _Raw:
+    """Carries the original (possibly unhashable) config values through a treespec."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Raw)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+def _unflatten_layer(cls: type, metadata: tuple, children: list) -> Layer:
+    child_names, _, raw = metadata
+    layer = object.__new__(cls)
+    for name, _, value in raw.items:
+        object.__setattr__(layer, name, value)
+    for name, child in zip(child_names, children):
+        object.__setattr__(layer, name, child)
+    return layer

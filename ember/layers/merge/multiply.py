@@ -1,0 +1,34 @@
+"""``Multiply``: Multiplies its inputs element-wise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.layers.merge.base import Merge
+
+
+class Multiply(Merge):
+    """Multiplies its inputs element-wise.
+
+    Takes a list of inputs whose shapes broadcast (Keras's merge rules: equal batch
+    sizes; the rest broadcast right-aligned) and returns one array of the broadcast shape.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> layer = layers.Multiply()
+        >>> a = ops.convert_to_tensor([[1.0, 2.0]])
+        >>> b = ops.convert_to_tensor([[3.0, 4.0]])
+        >>> y, _ = layer.apply(layer.build([(None, 2), (None, 2)]), [a, b])
+        >>> ops.to_numpy(y).tolist()
+        [[3.0, 8.0]]
+    """
+
+    def _merge_function(self, inputs: list) -> Any:
+        from ember import ops
+
+        output = inputs[0]
+        for x in inputs[1:]:
+            output = ops.multiply(output, x)
+        return output

@@ -1,0 +1,359 @@
+"""``ember.Model``: a DAG of layers, and the Keras-style handle that owns its state.
+
+The architecture (layers and the graph between them) is fixed at construction. The
+handle owns one mutable slot, :attr:`Model.state`, which ``build``, ``fit`` and
+``load_weights`` replace whole; :meth:`Model.apply` is the pure form that takes the
+state explicitly. A Model is also a layer: it can be called on symbolic tensors
+inside a bigger model, and its state nests under its name.
+
+Example:
+    >>> import ember
+    >>> from ember import layers, ops
+    >>> ember.set_backend("numpy")
+    >>> a = ember.Input((3,), name="a")
+    >>> b = ember.Input((3,), name="b")
+    >>> shared = layers.Dense(2, name="shared")
+    >>> merged = layers.Add(name="sum")([shared(a), shared(b)])
+    >>> model = ember.Model([a, b], merged, name="siamese")
+    >>> state = model.build(seed=0)
+    >>> sorted(state["params"])
+    ['shared']
+    >>> y = model([ops.ones((1, 3)), ops.ones((1, 3))])
+    >>> ops.shape(y)
+    (1, 2)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import optree
+
+from ember.initializers import derive_seed
+from ember.layers.core.input_layer import InputLayer
+from ember.layers.layer import Layer, unique_name
+from ember.models.symbolic import Node, SymbolicTensor, is_shape, is_symbolic
+
+# Attributes of the handle that may be replaced after construction.
+_HANDLE_ATTRIBUTES = frozenset({"state", "_training", "stop_training", "history"})
+
+
+def _flat_tensors(structure: Any, argument: str) -> list[SymbolicTensor]:
+    leaves = optree.tree_leaves(structure, is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
+    for leaf in leaves:
+        if not isinstance(leaf, SymbolicTensor):
+            raise TypeError(f"Model: {argument} must be symbolic tensors (from ember.Input or layer calls), received {leaf!r}")
+    if not leaves:
+        raise ValueError(f"Model: {argument} is empty")
+    return leaves
+
+
+class Model(Layer):
+    """A functional model: ``Model(inputs, outputs)`` over symbolic tensors.
+
+    Args:
+        inputs: a symbolic tensor from :func:`ember.Input`, or a list/dict of them.
+        outputs: symbolic tensor(s) computed from ``inputs`` (a tensor, list or dict).
+        name: model name (generated when omitted).
+
+    Raises:
+        ValueError: an output that does not depend only on ``inputs`` (the message
+            names the missing input and the layer that needs it), or two different
+            layers with the same name.
+    """
+
+    _config_dataclass = False  # the architecture comes from the graph, not from fields
+
+    def __init__(self, inputs: Any, outputs: Any, name: str | None = None, trainable: bool = True) -> None:
+        set_ = object.__setattr__
+        set_(self, "name", name or unique_name("functional" if type(self) is Model else _snake(type(self).__name__)))
+        set_(self, "trainable", trainable)
+        set_(self, "dtype", None)
+        set_(self, "inputs", inputs)
+        set_(self, "outputs", outputs)
+        set_(self, "_input_list", _flat_tensors(inputs, "inputs"))
+        set_(self, "_output_list", _flat_tensors(outputs, "outputs"))
+        set_(self, "_nodes", self._topological_nodes())
+        set_(self, "_layers", self._collect_layers())
+        set_(self, "state", None)
+        set_(self, "_training", {})
+        set_(self, "stop_training", False)
+        set_(self, "history", None)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key in _HANDLE_ATTRIBUTES:
+            object.__setattr__(self, key, value)
+            return
+        raise AttributeError(
+            f"Model {self.name!r}: the architecture is immutable; only the handle's "
+            f"{sorted(_HANDLE_ATTRIBUTES)} can be replaced"
+        )
+
+    # --- graph -------------------------------------------------------------------------
+    def _topological_nodes(self) -> list[Node]:
+        input_ids = {t.uid for t in self._input_list}
+        order: list[Node] = []
+        seen: set[int] = set()
+        visiting: set[int] = set()
+
+        def visit(tensor: SymbolicTensor, consumer: str) -> None:
+            if tensor.uid in input_ids:
+                return
+            node = tensor.node
+            if isinstance(node.layer, InputLayer):
+                raise ValueError(
+                    f"Model {self.name!r}: graph disconnected: layer {consumer!r} needs input "
+                    f"{tensor.name!r} (shape {tensor.shape}), which is not among the model's inputs "
+                    f"{[t.name for t in self._input_list]}"
+                )
+            if id(node) in seen:
+                return
+            if id(node) in visiting:
+                raise ValueError(f"Model {self.name!r}: the graph has a cycle through layer {node.layer.name!r}")
+            visiting.add(id(node))
+            for parent in node.input_tensors():
+                visit(parent, node.layer.name)
+            visiting.discard(id(node))
+            seen.add(id(node))
+            order.append(node)
+
+        for output in self._output_list:
+            visit(output, "output")
+        return order
+
+    def _collect_layers(self) -> list[Layer]:
+        layers: list[Layer] = []
+        by_name: dict[str, Layer] = {}
+        for layer in [t.node.layer for t in self._input_list] + [node.layer for node in self._nodes]:
+            other = by_name.get(layer.name)
+            if other is None:
+                by_name[layer.name] = layer
+                layers.append(layer)
+            elif other is not layer:
+                raise ValueError(
+                    f"Model {self.name!r}: two different layers are named {layer.name!r} "
+                    f"({type(other).__name__} and {type(layer).__name__}); layer names must be unique in a model"
+                )
+        return layers
+
+    @property
+    def layers(self) -> list[Layer]:
+        """The model's layers (each once, shared ones included), in execution order."""
+        return list(self._layers)
+
+    def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
+        """A layer by name or by index in :attr:`layers`."""
+        if (name is None) == (index is None):
+            raise ValueError("get_layer: give exactly one of name or index")
+        if index is not None:
+            if not -len(self._layers) <= index < len(self._layers):
+                raise ValueError(f"get_layer: index {index} out of range for {len(self._layers)} layers")
+            return self._layers[index]
+        for layer in self._layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"get_layer: no layer named {name!r}; layers are {[l.name for l in self._layers]}")
+
+    # --- layer protocol ------------------------------------------------------------------
+    def _input_shapes(self) -> Any:
+        return optree.tree_map(lambda t: t.shape, self.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+
+    def compute_output_shape(self, input_shape: Any = None) -> Any:
+        if input_shape is not None:
+            self._check_input_shapes(input_shape)
+        return optree.tree_map(lambda t: t.shape, self.outputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+
+    def _check_input_shapes(self, input_shape: Any) -> None:
+        given = optree.tree_leaves(input_shape, is_leaf=is_shape, none_is_leaf=False)
+        if len(given) != len(self._input_list):
+            raise ValueError(f"Model {self.name!r}: expected {len(self._input_list)} input(s), received shapes {input_shape}")
+        for tensor, shape in zip(self._input_list, given):
+            _check_compatible(self.name, tensor, tuple(shape))
+
+    def build(self, input_shape: Any = None, seed: int | None = None) -> dict:
+        """Create the state of every layer and make it the handle's :attr:`state`.
+
+        Args:
+            input_shape: optional; checked against the model's inputs.
+            seed: makes the initial weights reproducible (identical on every backend).
+        """
+        if input_shape is not None:
+            self._check_input_shapes(input_shape)
+        params: dict = {}
+        buffers: dict = {}
+        for node in self._nodes:
+            layer = node.layer
+            if layer.name in params or layer.name in buffers:
+                continue
+            shapes = optree.tree_map(lambda t: t.shape, node.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+            child_seed = None if seed is None else derive_seed(seed, layer.name)
+            child = layer.build(shapes, seed=child_seed)
+            if child["params"]:
+                params[layer.name] = child["params"]
+            if child["buffers"]:
+                buffers[layer.name] = child["buffers"]
+        state = {"params": params, "buffers": buffers}
+        object.__setattr__(self, "state", state)
+        return state
+
+    def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
+        """Pure forward pass: ``(outputs, new_state)``; ``state`` itself is not modified."""
+        values = self._bind_inputs(inputs)
+        params, buffers = state["params"], state["buffers"]
+        new_buffers = dict(buffers)
+        for node in self._nodes:
+            layer = node.layer
+            args = optree.tree_map(lambda t: values[t.uid], node.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+            child_state = {"params": params.get(layer.name, {}), "buffers": new_buffers.get(layer.name, {})}
+            child_rng = None if rng is None else _child_rng(rng, layer.name)
+            out, child_state = layer.apply(child_state, args, training=training, rng=child_rng, **node.kwargs)
+            if child_state["buffers"]:
+                new_buffers[layer.name] = child_state["buffers"]
+            flat = [out] if node.structure is None else optree.tree_leaves(out, none_is_leaf=False)
+            for tensor, value in zip(node.outputs, flat):
+                values[tensor.uid] = value
+        outputs = optree.tree_map(lambda t: values[t.uid], self.outputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+        return outputs, {"params": params, "buffers": new_buffers}
+
+    def _bind_inputs(self, inputs: Any) -> dict:
+        from ember import ops
+
+        if isinstance(self.inputs, dict):
+            if not isinstance(inputs, dict):
+                raise TypeError(f"Model {self.name!r}: expected a dict of inputs with keys {sorted(self.inputs)}")
+            missing = set(self.inputs) - set(inputs)
+            if missing:
+                raise ValueError(f"Model {self.name!r}: missing inputs {sorted(missing)}; expected keys {sorted(self.inputs)}")
+            pairs = [(self.inputs[k], inputs[k]) for k in self.inputs]
+        elif isinstance(self.inputs, SymbolicTensor):
+            if isinstance(inputs, (list, tuple)) and len(inputs) == 1 and not hasattr(inputs, "shape"):
+                inputs = inputs[0]
+            pairs = [(self.inputs, inputs)]
+        else:
+            if isinstance(inputs, dict):
+                by_name = {t.name: t for t in self._input_list}
+                unknown = set(inputs) - set(by_name)
+                if unknown or len(inputs) != len(by_name):
+                    raise ValueError(f"Model {self.name!r}: input keys {sorted(inputs)} do not match input names {sorted(by_name)}")
+                pairs = [(by_name[k], v) for k, v in inputs.items()]
+            else:
+                if not isinstance(inputs, (list, tuple)) or len(inputs) != len(self._input_list):
+                    received = len(inputs) if isinstance(inputs, (list, tuple)) else 1
+                    raise ValueError(f"Model {self.name!r}: expected {len(self._input_list)} inputs, received {received}")
+                pairs = list(zip(self._input_list, inputs))
+        values = {}
+        for tensor, value in pairs:
+            if getattr(type(value), "__ember_tensor__", False):
+                value = value._native
+            elif not ops.is_array(value):
+                value = ops.convert_to_tensor(value, dtype=tensor.dtype)
+            _check_compatible(self.name, tensor, ops.shape(value))
+            values[tensor.uid] = value
+        return values
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Symbolic inputs: use the model as a layer. Arrays: run eagerly with :attr:`state`."""
+        if args and is_symbolic(args[0]):
+            return super().__call__(*args, **kwargs)
+        return self.predict_on_batch(*args, **kwargs)
+
+    def predict_on_batch(self, x: Any, training: bool = False) -> Any:
+        """Outputs for one batch with the handle's state (built with a fresh seed if needed).
+
+        A call that fails leaves the handle as it was (an unbuilt model stays unbuilt).
+        """
+        if self.state is not None:
+            outputs, _ = self.apply(self.state, x, training=training)
+            return outputs
+        with self._restored_on_error():
+            self.build()
+            outputs, _ = self.apply(self.state, x, training=training)
+        return outputs
+
+    def _handle_attributes(self) -> tuple[str, ...]:
+        """Attributes a failed eager call must leave unchanged."""
+        return ("state",)
+
+    @contextlib.contextmanager
+    def _restored_on_error(self) -> Iterator[None]:
+        saved = {key: getattr(self, key) for key in self._handle_attributes()}
+        try:
+            yield
+        except BaseException:
+            for key, value in saved.items():
+                object.__setattr__(self, key, value)
+            raise
+
+    # --- config ---------------------------------------------------------------------------
+    def get_config(self) -> dict:
+        from ember.models.config import functional_config
+
+        return functional_config(self)
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Model":
+        from ember.models.config import functional_from_config
+
+        return functional_from_config(cls, config)
+
+    def _tree_flatten(self) -> tuple[list, Any, list]:
+        return [self._layers], (id(self), _Same(self)), ["layers"]
+
+    @classmethod
+    def _tree_unflatten(cls, metadata: Any, children: list) -> "Model":
+        return metadata[1].model
+
+    def sublayers(self) -> list[Layer]:
+        return list(self._layers)
+
+    def count_params(self, state: dict | None = None) -> int:
+        state = self.state if state is None else state
+        if state is None:
+            state = self.build()
+        return super().count_params(state)
+
+    def summary(self, print_fn: Any = print, line_length: int = 88) -> None:
+        """Print a table of layers: name, type, output shape and parameter counts."""
+        from ember.models.summary import summary
+
+        summary(self, print_fn=print_fn, line_length=line_length)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}: {len(self._layers)} layers>"
+
+
+class _Same:
+    """Treespec metadata for a model: equal only to itself (the graph is not copied)."""
+
+    __slots__ = ("model",)
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.model is self.model
+
+    def __hash__(self) -> int:
+        return id(self.model)
+
+
+def _snake(name: str) -> str:
+    from ember.layers.layer import snake_case
+
+    return snake_case(name)
+
+
+def _child_rng(rng: Any, name: str) -> int:
+    if isinstance(rng, int) and not isinstance(rng, bool):
+        return derive_seed(rng, name)
+    raise TypeError(f"rng must be an int seed or None, received {type(rng).__name__}")
+
+
+def _check_compatible(model_name: str, tensor: SymbolicTensor, shape: tuple) -> None:
+    expected = tensor.shape
+    # None on either side is unknown (a symbolic shape), hence compatible.
+    if len(shape) != len(expected) or any(e is not None and s is not None and e != s for e, s in zip(expected, shape)):
+        raise ValueError(
+            f"Model {model_name!r}: input {tensor.name!r} expects shape {expected}, received {tuple(shape)}"
+        )

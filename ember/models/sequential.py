@@ -1,0 +1,221 @@
+"""``ember.Sequential``: a linear stack of layers.
+
+Example:
+    >>> import ember
+    >>> from ember import layers, ops
+    >>> ember.set_backend("numpy")
+    >>> model = ember.Sequential([ember.Input((4,)), layers.Dense(8, activation="relu"), layers.Dense(2)])
+    >>> _ = model.build(seed=0)
+    >>> ops.shape(model(ops.ones((3, 4))))
+    (3, 2)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.initializers import derive_seed
+from ember.layers.core.input_layer import InputLayer
+from ember.layers.layer import Layer, unique_name
+from ember.models.model import Model, _check_compatible, _child_rng
+from ember.models.symbolic import SymbolicTensor, is_shape
+
+
+class Sequential(Model):
+    """Layers applied one after another.
+
+    Args:
+        layers: the layers, optionally starting with ``ember.Input(shape)`` (or an
+            ``InputLayer``) that fixes the input shape.
+        name: model name.
+
+    The input shape comes from the leading ``Input`` or from ``build(input_shape)``.
+    ``add`` and ``pop`` change the architecture and drop the current state.
+    """
+
+    def __init__(self, layers: list | None = None, name: str | None = None, trainable: bool = True) -> None:
+        set_ = object.__setattr__
+        set_(self, "name", name or unique_name("sequential"))
+        set_(self, "trainable", trainable)
+        set_(self, "dtype", None)
+        set_(self, "_input_layer", None)
+        set_(self, "_layers", [])
+        set_(self, "_build_shape", None)
+        set_(self, "state", None)
+        set_(self, "_training", {})
+        set_(self, "stop_training", False)
+        set_(self, "history", None)
+        for layer in layers or []:
+            self.add(layer)
+
+    # --- architecture --------------------------------------------------------------------
+    def add(self, layer: Any) -> None:
+        """Append a layer (or an ``ember.Input`` as the very first entry)."""
+        if isinstance(layer, SymbolicTensor):
+            if not isinstance(layer.node.layer, InputLayer):
+                raise TypeError(f"Sequential {self.name!r}: add() takes layers or an ember.Input, received {layer!r}")
+            layer = layer.node.layer
+        if not isinstance(layer, Layer):
+            raise TypeError(f"Sequential {self.name!r}: add() takes a Layer, received {type(layer).__name__}")
+        if isinstance(layer, InputLayer):
+            if self._layers or self._input_layer is not None:
+                raise ValueError(f"Sequential {self.name!r}: an Input can only be the first entry")
+            object.__setattr__(self, "_input_layer", layer)
+            return
+        names = [l.name for l in self._layers] + ([self._input_layer.name] if self._input_layer else [])
+        if layer.name in names and layer not in self._layers:
+            raise ValueError(f"Sequential {self.name!r}: a layer named {layer.name!r} is already in the model")
+        shape = self._known_input_shape()
+        if shape is not None:
+            for existing in self._layers:
+                shape = existing.compute_output_shape(shape)
+            _checked_output_shape(layer, shape)
+        object.__setattr__(self, "_layers", self._layers + [layer])
+        object.__setattr__(self, "state", None)
+
+    def pop(self) -> Layer:
+        """Remove and return the last layer."""
+        if not self._layers:
+            raise ValueError(f"Sequential {self.name!r}: pop() on a model with no layers")
+        layer = self._layers[-1]
+        object.__setattr__(self, "_layers", self._layers[:-1])
+        object.__setattr__(self, "state", None)
+        return layer
+
+    @property
+    def layers(self) -> list[Layer]:
+        return list(self._layers)
+
+    def _known_input_shape(self) -> tuple | None:
+        if self._input_layer is not None:
+            return self._input_layer.batch_shape
+        return self._build_shape
+
+    def _layer_output_shapes(self) -> dict:
+        shape = self._known_input_shape()
+        shapes = {}
+        if shape is None:
+            return shapes
+        for layer in self._layers:
+            shape = layer.compute_output_shape(shape)
+            shapes[layer.name] = [shape]
+        return shapes
+
+    # --- layer protocol -----------------------------------------------------------------
+    def compute_output_shape(self, input_shape: Any = None) -> Any:
+        shape = input_shape if input_shape is not None else self._known_input_shape()
+        if shape is None:
+            raise ValueError(f"Sequential {self.name!r}: the input shape is unknown; pass input_shape")
+        if input_shape is not None and self._input_layer is not None:
+            _check_compatible(self.name, _Expected(self._input_layer), tuple(input_shape))
+        for layer in self._layers:
+            shape = _checked_output_shape(layer, shape)
+        return shape
+
+    def build(self, input_shape: Any = None, seed: int | None = None) -> dict:
+        """Create every layer's state (reproducibly with ``seed``) and store it on the handle."""
+        shape = input_shape if input_shape is not None else self._known_input_shape()
+        if shape is None:
+            raise ValueError(
+                f"Sequential {self.name!r} has no input shape: start it with ember.Input(shape) "
+                "or call build(input_shape), e.g. build((None, 784))"
+            )
+        shape = tuple(shape)
+        if self._input_layer is not None and input_shape is not None:
+            _check_compatible(self.name, _Expected(self._input_layer), shape)
+        if not self._layers:
+            raise ValueError(f"Sequential {self.name!r} has no layers to build")
+        params: dict = {}
+        buffers: dict = {}
+        current = shape
+        for layer in self._layers:
+            child = layer.build(current, seed=None if seed is None else derive_seed(seed, layer.name))
+            if child["params"]:
+                params[layer.name] = child["params"]
+            if child["buffers"]:
+                buffers[layer.name] = child["buffers"]
+            current = _checked_output_shape(layer, current)
+        object.__setattr__(self, "_build_shape", shape)
+        state = {"params": params, "buffers": buffers}
+        object.__setattr__(self, "state", state)
+        return state
+
+    def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
+        from ember import ops
+
+        x = inputs._native if getattr(type(inputs), "__ember_tensor__", False) else inputs
+        if not ops.is_array(x):
+            x = ops.convert_to_tensor(x)
+        expected = self._known_input_shape()
+        if expected is not None:
+            _check_compatible(self.name, _Expected(self._input_layer, expected), ops.shape(x))
+        params, buffers = state["params"], state["buffers"]
+        new_buffers = dict(buffers)
+        for layer in self._layers:
+            child = {"params": params.get(layer.name, {}), "buffers": buffers.get(layer.name, {})}
+            x, child = layer.apply(child, x, training=training, rng=None if rng is None else _child_rng(rng, layer.name))
+            if child["buffers"]:
+                new_buffers[layer.name] = child["buffers"]
+        return x, {"params": params, "buffers": new_buffers}
+
+    def predict_on_batch(self, x: Any, training: bool = False) -> Any:
+        if self.state is not None:
+            outputs, _ = self.apply(self.state, x, training=training)
+            return outputs
+        from ember import ops
+
+        with self._restored_on_error():
+            native = x._native if getattr(type(x), "__ember_tensor__", False) else x
+            shape = self._known_input_shape() or (None,) + tuple(ops.shape(ops.convert_to_tensor(native)))[1:]
+            self.build(shape)
+            outputs, _ = self.apply(self.state, x, training=training)
+        return outputs
+
+    def _handle_attributes(self) -> tuple[str, ...]:
+        return ("state", "_build_shape")
+
+    # --- config ---------------------------------------------------------------------------
+    def get_config(self) -> dict:
+        from ember.saving.serialization import serialize
+
+        layers = ([serialize(self._input_layer)] if self._input_layer is not None else []) + [
+            serialize(layer) for layer in self._layers
+        ]
+        return {"name": self.name, "trainable": self.trainable, "layers": layers,
+                "build_input_shape": list(self._build_shape) if self._build_shape else None}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Sequential":
+        from ember.saving.serialization import deserialize
+
+        model = cls([deserialize(entry) for entry in config["layers"]], name=config.get("name"),
+                    trainable=config.get("trainable", True))
+        if config.get("build_input_shape") is not None:
+            object.__setattr__(model, "_build_shape", tuple(config["build_input_shape"]))
+        return model
+
+    def __repr__(self) -> str:
+        return f"<Sequential {self.name!r}: {len(self._layers)} layers>"
+
+
+class _Expected:
+    """Adapter giving ``_check_compatible`` the name/shape of the Sequential's input."""
+
+    def __init__(self, layer: InputLayer | None, shape: tuple | None = None) -> None:
+        self.name = layer.name if layer is not None else "input"
+        self.shape = layer.batch_shape if layer is not None else tuple(shape)
+        if shape is not None:
+            self.shape = tuple(shape)
+
+
+def _checked_output_shape(layer: Layer, shape: Any) -> Any:
+    try:
+        out = layer.compute_output_shape(shape)
+    except (ValueError, TypeError) as error:
+        message = str(error)
+        if layer.name not in message:
+            message = f"layer {layer.name!r} ({type(layer).__name__}) cannot take inputs of shape {shape}: {message}"
+        raise type(error)(message) from None
+    if not is_shape(out):
+        raise ValueError(f"layer {layer.name!r} returns several outputs; use the functional API for it")
+    return out
