@@ -39,6 +39,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import re
@@ -50,6 +51,39 @@ from ember import dtypes
 
 PYTREE_NAMESPACE = "ember"
 _name_counts: dict[str, int] = {}
+_loss_collectors: list[list] = []
+
+
+@contextlib.contextmanager
+def collect_losses():
+    """Collect the scalars layers pass to :func:`add_loss` while the block runs.
+
+    The trainer wraps each forward pass in this to add activity losses to the loss.
+
+    Example:
+        >>> from ember.layers.layer import add_loss, collect_losses
+        >>> with collect_losses() as losses:
+        ...     add_loss(0.5)
+        >>> losses
+        [0.5]
+    """
+    collected: list = []
+    _loss_collectors.append(collected)
+    try:
+        yield collected
+    finally:
+        _loss_collectors.remove(collected)
+
+
+def add_loss(value) -> None:
+    """Add a scalar to the loss of the forward pass being collected (no-op otherwise).
+
+    Layers call this from ``call`` for losses that depend on activations
+    (``ActivityRegularization``, ``activity_regularizer=``); weight penalties come
+    from :meth:`Layer.regularization_losses` instead, so a shared layer counts once.
+    """
+    if _loss_collectors:
+        _loss_collectors[-1].append(value)
 
 
 def clear_session() -> None:
@@ -213,6 +247,10 @@ class Layer:
             f"Layer {self.name!r} holds no variables, so it cannot be called eagerly: build it with "
             f"state = layer.build(input_shape) and run layer.apply(state, x), or use it in a Model"
         )
+
+    def regularization_losses(self, params: dict) -> list:
+        """Weight penalties (``kernel_regularizer=`` ...) as scalars, from this layer's params."""
+        return []
 
     def count_params(self, state: dict) -> int:
         """Number of scalars in the state's params."""

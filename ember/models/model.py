@@ -307,6 +307,14 @@ class Model(Layer):
     def sublayers(self) -> list[Layer]:
         return list(self._layers)
 
+    def regularization_losses(self, params: dict) -> list:
+        """Every layer's weight penalties (each layer once, nested models included)."""
+        losses = []
+        for layer in self.layers:
+            if layer.name in params:
+                losses.extend(layer.regularization_losses(params[layer.name]))
+        return losses
+
     def count_params(self, state: dict | None = None) -> int:
         state = self.state if state is None else state
         if state is None:
