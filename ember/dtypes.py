@@ -146,33 +146,46 @@ def is_complex(dtype: Any) -> bool:
     return standardize_dtype(dtype) in COMPLEX
 
 
+# The promotion lattice: each dtype's direct successors. "float" is an abstract node above
+# every integer type, so ``uint64 + int64`` has a join (float64 once made concrete) and
+# ``int64 + float16`` is float16. Joins in a lattice are associative and commutative, so
+# ``result_type`` gives the same answer in any argument order.
+_SUCCESSORS = {
+    "bool": ("uint8", "int8"),
+    "uint8": ("uint16", "int16"), "uint16": ("uint32", "int32"), "uint32": ("uint64", "int64"),
+    "uint64": ("float",),
+    "int8": ("int16",), "int16": ("int32",), "int32": ("int64",), "int64": ("float",),
+    "float": ("float16", "bfloat16"),
+    "float16": ("float32",), "bfloat16": ("float32",), "float32": ("float64", "complex64"),
+    "float64": ("complex128",), "complex64": ("complex128",), "complex128": (),
+}
+
+
+def _upper_set(name: str) -> frozenset:
+    seen = {name}
+    stack = [name]
+    while stack:
+        for nxt in _SUCCESSORS[stack.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return frozenset(seen)
+
+
+_UPPER = {name: _upper_set(name) for name in _SUCCESSORS}
+
+
+def _join(a: str, b: str) -> str:
+    common = _UPPER[a] & _UPPER[b]
+    (least,) = [c for c in common if common <= _UPPER[c]]
+    return least
+
+
+_JOIN = {(a, b): _join(a, b) for a in _SUCCESSORS for b in _SUCCESSORS}
+
+
 def _promote_pair(a: str, b: str) -> str:
-    if a == b:
-        return a
-    ca, cb = _CATEGORY[a], _CATEGORY[b]
-    if ca != cb:
-        low, high = (a, b) if ca < cb else (b, a)
-        if _CATEGORY[high] == 3 and low == "float64":
-            return "complex128"
-        return high
-    if ca == 1:
-        return _promote_integers(a, b)
-    if ca == 2 and {a, b} == {"float16", "bfloat16"}:
-        return "float32"
-    return a if _BITS[a] >= _BITS[b] else b
-
-
-def _promote_integers(a: str, b: str) -> str:
-    a_unsigned, b_unsigned = a in UNSIGNED, b in UNSIGNED
-    if a_unsigned == b_unsigned:
-        return a if _BITS[a] >= _BITS[b] else b
-    unsigned, signed = (a, b) if a_unsigned else (b, a)
-    if _BITS[signed] > _BITS[unsigned]:
-        return signed
-    wider = 2 * _BITS[unsigned]
-    if wider > 64:
-        return "float64"
-    return f"int{wider}"
+    return _JOIN[(a, b)]
 
 
 def _scalar_kind(value: Any) -> str | None:
@@ -225,6 +238,8 @@ def result_type(*args: Any) -> str:
         order = ("bool", "int", "float", "complex")
         top = max(weak, key=order.index) if weak else "float"
         return {"bool": "bool", "int": DEFAULT_INT, "float": _floatx, "complex": "complex64"}[top]
+    if strong == "float":
+        strong = "float64"
     for kind in weak:
         strong = _with_weak(strong, kind)
     return strong

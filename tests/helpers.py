@@ -166,13 +166,3 @@ def same_padding(size, kernel, stride, dilation=1):
     out = -(-size // stride)
     total = max((out - 1) * stride + effective - size, 0)
     return total // 2, total - total // 2
-
-
-def channels_last(x, data_format):
-    """Move the channel axis of a ``channels_first`` array to the end (a NumPy copy)."""
-    return np.moveaxis(x, 1, -1) if data_format == "channels_first" else x
-
-
-def channels_back(x, data_format):
-    """Inverse of :func:`channels_last`."""
-    return np.moveaxis(x, -1, 1) if data_format == "channels_first" else x

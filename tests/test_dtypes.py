@@ -518,3 +518,16 @@ def _binary_result_dtypes_with_python_scalars(backend, op):
             if got != expected:
                 problems.append(f"{name} {scalar!r} {order}: expected {expected}, got {got}")
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
+
+
+def test_result_type_is_associative_and_commutative():
+    """A lattice join: any argument order gives the same dtype."""
+    import itertools
+
+    from ember import dtypes as _dtypes
+
+    for a, b, c in itertools.product(_dtypes.ALL, repeat=3):
+        expected = _dtypes.result_type(a, b, c)
+        assert _dtypes.result_type(c, a, b) == expected, (a, b, c)
+        assert _dtypes.result_type(b, c, a) == expected, (a, b, c)
+        assert _dtypes.result_type(a, _dtypes.result_type(b, c)) == expected, (a, b, c)

@@ -252,6 +252,16 @@ class Layer:
         """Weight penalties (``kernel_regularizer=`` ...) as scalars, from this layer's params."""
         return []
 
+    def constraints(self) -> dict:
+        """``{param_name: constraint}`` for this layer's constrained params (``kernel_constraint=`` ...).
+
+        As in Keras, constraints are projections the optimizer step applies *after*
+        each update (``ember.constraints.apply_constraints(model.constraints(), params)``);
+        layers never apply them in their forward pass. Empty by default, and for a
+        frozen (``trainable=False``) layer, whose params are not updated.
+        """
+        return {}
+
     def count_params(self, state: dict) -> int:
         """Number of scalars in the state's params."""
         from ember import ops

@@ -9,7 +9,9 @@ layer call, which earlier outputs fed it::
      "inputs": [["a", 0, 0], ...], "outputs": [["sum", 0, 0]]}
 
 where ``[layer_name, node_index, output_index]`` names a symbolic tensor, and
-``inputs``/``outputs`` keep their list/dict/single structure.
+``inputs``/``outputs`` keep their list/dict/single structure. A symbolic tensor passed
+as a call keyword (``attention_mask=``) appears in ``kwargs`` as
+``{"__symbolic_tensor__": [layer_name, node_index, output_index]}``.
 """
 
 from __future__ import annotations
@@ -18,8 +20,24 @@ from typing import Any
 
 import optree
 
-from ember.models.symbolic import SymbolicTensor
+from ember.models.symbolic import SymbolicTensor, replace_symbolic
 from ember.saving.serialization import deserialize, serialize
+
+
+# A symbolic tensor among a layer call's kwargs (``attention_mask=``) is stored as
+# ``{"__symbolic_tensor__": [layer_name, node_index, output_index]}``.
+_TENSOR_KEY = "__symbolic_tensor__"
+
+
+def _tensors_in_kwargs(value: Any, lookup: Any) -> Any:
+    """Call kwargs with the stored tensor references replaced by the rebuilt tensors."""
+    if isinstance(value, dict):
+        if set(value) == {_TENSOR_KEY}:
+            return lookup(value[_TENSOR_KEY])
+        return {k: _tensors_in_kwargs(v, lookup) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_tensors_in_kwargs(v, lookup) for v in value)
+    return value
 
 
 def _is_sym(value: Any) -> bool:
@@ -48,7 +66,7 @@ def functional_config(model: Any) -> dict:
         nodes.append({
             "layer": node.layer.name,
             "inputs": optree.tree_map(ref, node.inputs, is_leaf=_is_sym),
-            "kwargs": serialize(node.kwargs),
+            "kwargs": serialize(replace_symbolic(node.kwargs, lambda t: {_TENSOR_KEY: ref(t)})),
         })
     layers = [{"class_name": serialize(layer)["class_name"], "config": layer.get_config(), "name": layer.name}
               for layer in model._layers]
@@ -90,7 +108,7 @@ def functional_from_config(cls: type, config: dict) -> Any:
     for node in config["nodes"]:
         layer = layers[node["layer"]]
         inputs = optree.tree_map(lookup, node["inputs"], is_leaf=_is_ref)
-        out = layer(inputs, **deserialize(node.get("kwargs", {})))
+        out = layer(inputs, **_tensors_in_kwargs(deserialize(node.get("kwargs", {})), lookup))
         index = counts.get(layer.name, 0)
         counts[layer.name] = index + 1
         produced[(layer.name, index)] = optree.tree_leaves(out, is_leaf=_is_sym, none_is_leaf=False)

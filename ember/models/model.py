@@ -33,7 +33,7 @@ import optree
 from ember.initializers import derive_seed
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
-from ember.models.symbolic import Node, SymbolicTensor, is_shape, is_symbolic
+from ember.models.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 
 # Attributes of the handle that may be replaced after construction.
 _HANDLE_ATTRIBUTES = frozenset({"state", "_training", "stop_training", "history"})
@@ -207,7 +207,9 @@ class Model(Layer):
             args = optree.tree_map(lambda t: values[t.uid], node.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
             child_state = {"params": params.get(layer.name, {}), "buffers": new_buffers.get(layer.name, {})}
             child_rng = None if rng is None else _child_rng(rng, layer.name)
-            out, child_state = layer.apply(child_state, args, training=training, rng=child_rng, **node.kwargs)
+            # Call kwargs may hold symbolic tensors (attention_mask=...): bind their values.
+            kwargs = replace_symbolic(node.kwargs, lambda t: values[t.uid]) if node.kwargs else node.kwargs
+            out, child_state = layer.apply(child_state, args, training=training, rng=child_rng, **kwargs)
             if child_state["buffers"]:
                 new_buffers[layer.name] = child_state["buffers"]
             flat = [out] if node.structure is None else optree.tree_leaves(out, none_is_leaf=False)
@@ -314,6 +316,23 @@ class Model(Layer):
             if layer.name in params:
                 losses.extend(layer.regularization_losses(params[layer.name]))
         return losses
+
+    def constraints(self) -> dict:
+        """Every layer's weight constraints nested like ``state["params"]``:
+        ``{layer_name: {param_name: constraint}}`` (a nested model's under its name).
+
+        The trainer applies them after each optimizer update, as Keras does:
+        ``params = ember.constraints.apply_constraints(model.constraints(), params)``.
+        Layers without constraints are left out; a frozen model has none.
+        """
+        if not self.trainable:
+            return {}
+        nested = {}
+        for layer in self.layers:
+            found = layer.constraints()
+            if found:
+                nested[layer.name] = found
+        return nested
 
     def count_params(self, state: dict | None = None) -> int:
         state = self.state if state is None else state

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from typing import Any
 
@@ -33,7 +34,8 @@ class Node:
             None for an input node.
         outputs: the symbolic outputs, as a flat list.
         structure: how to rebuild the outputs structure from the flat list.
-        kwargs: static keyword arguments of the call.
+        kwargs: keyword arguments of the call, passed to ``layer.apply`` when the model
+            runs; symbolic tensors among them (``attention_mask=``) are graph inputs too.
     """
 
     __slots__ = ("layer", "inputs", "outputs", "structure", "kwargs")
@@ -46,10 +48,11 @@ class Node:
         self.kwargs = dict(kwargs or {})
 
     def input_tensors(self) -> list["SymbolicTensor"]:
+        """Every symbolic tensor the call reads: its inputs, then those among its kwargs."""
         if self.inputs is None:
             return []
         # Leaves are single tensors (``is_symbolic`` would also accept a whole list).
-        return optree.tree_leaves(self.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
+        return symbolic_leaves(self.inputs) + symbolic_leaves(self.kwargs)
 
     def __repr__(self) -> str:
         return f"Node({self.layer.name})"
@@ -110,14 +113,73 @@ def _first_dtype(inputs: Any) -> str:
     return leaves[0].dtype if leaves else dtypes.floatx()
 
 
-def call_symbolic(layer: Any, inputs: Any, **kwargs: Any) -> Any:
-    """Record ``layer(inputs)`` in the graph and return its symbolic output(s)."""
+def symbolic_leaves(tree: Any) -> list[SymbolicTensor]:
+    """The symbolic tensors in a structure (other leaves are skipped)."""
+    leaves = optree.tree_leaves(tree, is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
+    return [leaf for leaf in leaves if isinstance(leaf, SymbolicTensor)]
+
+
+def replace_symbolic(tree: Any, fn: Any) -> Any:
+    """``tree`` with every symbolic tensor ``t`` replaced by ``fn(t)`` (other leaves kept)."""
+    return optree.tree_map(lambda v: fn(v) if isinstance(v, SymbolicTensor) else v, tree,
+                           is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
+
+
+def _accepted(function: Any, names: Any) -> tuple[set, bool]:
+    """Which of ``names`` ``function`` takes as keyword arguments (all of them with ``**kwargs``)."""
+    parameters = inspect.signature(function).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return set(names), True
+    return {n for n in names if n in parameters and parameters[n].kind is not inspect.Parameter.POSITIONAL_ONLY}, False
+
+
+def shape_kwargs(layer: Any, kwargs: dict) -> dict:
+    """The call kwargs that ``layer.compute_output_shape`` declares, tensors as their shapes.
+
+    A layer whose output depends on a call argument (``return_attention_scores=True``)
+    names it in ``compute_output_shape``; other call arguments do not reach it.
+    """
+    if not kwargs:
+        return {}
+    names, _ = _accepted(layer.compute_output_shape, kwargs)
+    return {k: replace_symbolic(v, lambda t: t.shape) for k, v in kwargs.items() if k in names}
+
+
+def call_symbolic(layer: Any, inputs: Any, *more_inputs: Any, **kwargs: Any) -> Any:
+    """Record ``layer(inputs)`` in the graph and return its symbolic output(s).
+
+    Several positional tensors (``mha(query, value)``) are recorded as the list
+    ``[query, value]``, the layer's ``inputs``. Keyword arguments are recorded on the
+    node and passed to ``layer.apply`` when the model runs; they may hold symbolic
+    tensors (``attention_mask=mask_input``), which then feed the node like inputs.
+    """
     for key in ("training", "rng", "state"):
         if key in kwargs:
             raise TypeError(f"{layer.name}: {key!r} is given when the model runs, not when the graph is built")
+    if more_inputs:
+        for position, value in enumerate(more_inputs, start=2):
+            if not isinstance(value, SymbolicTensor):
+                raise TypeError(
+                    f"layer {layer.name!r} ({type(layer).__name__}): positional input {position} must be a "
+                    f"symbolic tensor like the first, received {type(value).__name__}"
+                )
+        if not isinstance(inputs, SymbolicTensor):
+            raise TypeError(
+                f"layer {layer.name!r} ({type(layer).__name__}): with several positional inputs each must be "
+                f"one symbolic tensor, received {type(inputs).__name__} first"
+            )
+        inputs = [inputs, *more_inputs]
+    if kwargs:
+        accepted, _ = _accepted(layer.apply, kwargs)
+        unknown = sorted(set(kwargs) - accepted)
+        if unknown:
+            raise TypeError(
+                f"layer {layer.name!r} ({type(layer).__name__}) got unexpected keyword argument(s) {unknown}: "
+                f"its apply() takes none of them"
+            )
     input_shapes = shapes_of(inputs)
     try:
-        output_shapes = layer.compute_output_shape(input_shapes)
+        output_shapes = layer.compute_output_shape(input_shapes, **shape_kwargs(layer, kwargs))
     except (ValueError, TypeError) as error:
         message = str(error)
         if layer.name not in message:

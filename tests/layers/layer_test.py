@@ -40,7 +40,7 @@ import ember
 from ember import backends, dtypes, ops
 from ember.autodiff import value_and_grad
 from ember.layers import Layer
-from ember.models.symbolic import SymbolicTensor, is_shape
+from ember.models.symbolic import SymbolicTensor, is_shape, shape_kwargs
 
 # float32 tolerances (DESIGN.md): outputs against each other and against the float64 reference.
 RTOL = 1e-5
@@ -209,9 +209,22 @@ def _check_immutable(layer: Layer) -> None:
         raise AssertionError(f"adding an attribute to {type(layer).__name__} did not raise AttributeError")
 
 
-def _check_symbolic(layer: Layer, input_shape: Any, input_dtype: str, expected: Any) -> None:
+def _symbolic_kwargs(call_kwargs: dict) -> dict:
+    """``call_kwargs`` with each NumPy array as an ``ember.Input`` of its batch-less shape."""
+    return optree.tree_map(
+        lambda v: ember.Input(v.shape[1:], dtype=dtypes.standardize_dtype(v.dtype)) if isinstance(v, np.ndarray) else v,
+        call_kwargs, none_is_leaf=False)
+
+
+def _native_kwargs(call_kwargs: dict) -> dict:
+    """``call_kwargs`` with each NumPy array converted to the active backend."""
+    return optree.tree_map(lambda v: ops.convert_to_tensor(np.array(v, copy=True)) if isinstance(v, np.ndarray) else v,
+                           call_kwargs, none_is_leaf=False)
+
+
+def _check_symbolic(layer: Layer, input_shape: Any, input_dtype: str, expected: Any, call_kwargs: dict) -> None:
     inputs = _map_shapes(lambda s: ember.Input(tuple(s[1:]), dtype=input_dtype), input_shape)
-    out = layer(inputs)
+    out = layer(inputs, **_symbolic_kwargs(call_kwargs))
     got = optree.tree_map(lambda t: t.shape, out, is_leaf=lambda v: isinstance(v, SymbolicTensor),
                           none_is_leaf=False)
     assert got == expected, f"symbolic output shape {got} != compute_output_shape {expected}"
@@ -243,6 +256,7 @@ def run_layer_test(
     expect_zero_grad: Iterable[str] = (),
     training_changes_output: bool = False,
     seed: int = 0,
+    call_kwargs: dict | None = None,
     rtol: float = RTOL,
     atol: float = ATOL,
 ) -> dict:
@@ -268,6 +282,9 @@ def run_layer_test(
         expect_zero_grad: ``"/"``-joined param paths whose gradient may be all zeros.
         training_changes_output: ``training=True`` must change the output (Dropout).
         seed: the build seed.
+        call_kwargs: keyword arguments given to every ``apply`` (``use_causal_mask=True``,
+            ``attention_mask=``): NumPy arrays among them become backend arrays, and
+            ``ember.Input`` tensors in the symbolic call; the ``reference`` closes over them.
         rtol, atol: output tolerances.
 
     Returns:
@@ -276,6 +293,7 @@ def run_layer_test(
     names = list(backend_names) if backend_names is not None else backends.available()
     assert names, "run_layer_test: no backend to run on"
     expect_zero_grad = set(expect_zero_grad)
+    call_kwargs = dict(call_kwargs or {})
     data_rng = np.random.default_rng(1234)
     x_np = input_data if input_data is not None else _default_inputs(input_shape, input_dtype, data_rng)
     x_np = optree.tree_map(np.asarray, x_np, none_is_leaf=False)
@@ -297,12 +315,13 @@ def run_layer_test(
             rebuilt = _check_config(layer)
 
             # --- shapes -------------------------------------------------------------------
-            out_shape_symbolic = layer.compute_output_shape(symbolic_shape)
+            out_shape_symbolic = layer.compute_output_shape(
+                symbolic_shape, **shape_kwargs(layer, _symbolic_kwargs(call_kwargs)))
             expected_shape = _fill_batch(out_shape_symbolic, _first_batch(real_shape))
             if expected_output_shape is not None:
                 assert _map_shapes(tuple, expected_output_shape) == expected_shape, (
                     f"{where} compute_output_shape gives {expected_shape}, expected {expected_output_shape}")
-            _check_symbolic(layer_factory(), real_shape, input_dtype, out_shape_symbolic)
+            _check_symbolic(layer_factory(), real_shape, input_dtype, out_shape_symbolic, call_kwargs)
 
             # --- build --------------------------------------------------------------------
             state = layer.build(symbolic_shape, seed=seed)
@@ -323,7 +342,8 @@ def run_layer_test(
 
             # --- forward --------------------------------------------------------------------
             x = _to_native(x_np)
-            out, new_state = layer.apply(state, x)
+            kw = _native_kwargs(call_kwargs)
+            out, new_state = layer.apply(state, x, **kw)
             out_np = _tree_to_numpy(out)
             got_shape = _map_shapes(tuple, optree.tree_map(lambda a: a.shape, out_np, none_is_leaf=False))
             assert got_shape == expected_shape, f"{where} output shape {got_shape} != compute_output_shape {expected_shape}"
@@ -335,7 +355,7 @@ def run_layer_test(
             _assert_trees_equal(_tree_to_numpy(x), x_np_before, f"{where} input after apply")
             _assert_trees_equal(x_np, x_np_before, f"{where} NumPy input after apply")
 
-            again, _ = rebuilt.apply(state, x)
+            again, _ = rebuilt.apply(state, x, **kw)
             _assert_trees_equal(_tree_to_numpy(again), out_np, f"{where} layer rebuilt from its config")
 
             if reference is not None:
@@ -347,9 +367,9 @@ def run_layer_test(
                                     f"{where} output vs the float64 reference")
 
             # --- training path ------------------------------------------------------------------
-            train_out, _ = layer.apply(state, x, training=True, rng=seed + 7)
+            train_out, _ = layer.apply(state, x, training=True, rng=seed + 7, **kw)
             train_np = _tree_to_numpy(train_out)
-            train_again, _ = layer.apply(state, x, training=True, rng=seed + 7)
+            train_again, _ = layer.apply(state, x, training=True, rng=seed + 7, **kw)
             _assert_trees_equal(_tree_to_numpy(train_again), train_np, f"{where} training=True with a fixed rng")
             assert _map_shapes(tuple, optree.tree_map(lambda a: a.shape, train_np)) == expected_shape
             if training_changes_output:
@@ -370,7 +390,7 @@ def run_layer_test(
                 buffers = state["buffers"]
 
                 def loss(params: Any, inputs: Any) -> Any:
-                    return _loss(layer.apply({"params": params, "buffers": buffers}, inputs)[0])
+                    return _loss(layer.apply({"params": params, "buffers": buffers}, inputs, **kw)[0])
 
                 argnums = (0, 1) if x_is_float else (0,)
                 value, grads = value_and_grad(loss, argnums=argnums)(state["params"], x)
@@ -382,7 +402,7 @@ def run_layer_test(
                 # dropout mask for the same rng) as the plain call above.
                 train_value, _ = value_and_grad(
                     lambda params: _loss(layer.apply({"params": params, "buffers": buffers}, x,
-                                                     training=True, rng=seed + 7)[0]))(state["params"])
+                                                     training=True, rng=seed + 7, **kw)[0]))(state["params"])
                 np.testing.assert_allclose(float(ops.to_numpy(train_value)),
                                            float(sum(np.sum(np.square(a.astype(np.float64)))
                                                      for a in optree.tree_leaves(train_np))),

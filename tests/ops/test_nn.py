@@ -209,10 +209,6 @@ def _to_first(x, data_format):
     return np.moveaxis(x, -1, 1) if data_format == "channels_first" else x
 
 
-def _from_first(x, data_format):
-    return np.moveaxis(x, 1, -1) if data_format == "channels_first" else x
-
-
 # --------------------------------------------------------------------- conv
 
 CONV_CASES = {

@@ -1,0 +1,145 @@
+"""Argument and shape helpers shared by the convolution, pooling and reshaping layers.
+
+Every helper takes the layer's name so its errors say which layer and argument were
+wrong, what was expected and what was received. The output-length formulas are
+Keras's (``compute_conv_output_shape``, ``compute_pooling_output_shape``,
+``compute_conv_transpose_output_shape``); ``None`` (unknown) lengths stay ``None``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DATA_FORMATS = ("channels_last", "channels_first")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def standardize_tuple(name: str, value: Any, n: int, argument: str, allow_zero: bool = False) -> tuple[int, ...]:
+    """``value`` (an int or ``n`` ints) as a tuple of ``n`` ints, each >= 1 (>= 0 with ``allow_zero``).
+
+    Example:
+        >>> standardize_tuple("conv2d", 3, 2, "kernel_size")
+        (3, 3)
+        >>> standardize_tuple("conv2d", [1, 2], 2, "strides")
+        (1, 2)
+    """
+    low = 0 if allow_zero else 1
+    expected = f"an int or a tuple of {n} ints, each >= {low}"
+    if _is_int(value):
+        values = (value,) * n
+    else:
+        try:
+            values = tuple(value)
+        except TypeError:
+            raise TypeError(f"{name}: {argument} must be {expected}, received {value!r}") from None
+        if len(values) != n or not all(_is_int(v) for v in values):
+            raise ValueError(f"{name}: {argument} must be {expected}, received {value!r}")
+    if any(v < low for v in values):
+        raise ValueError(f"{name}: {argument} must be {expected}, received {value!r}")
+    return values
+
+
+def standardize_padding(name: str, value: Any, allow_causal: bool = False) -> str:
+    """``"valid"``/``"same"`` (``"causal"`` when allowed), lower-cased."""
+    allowed = ("valid", "same", "causal") if allow_causal else ("valid", "same")
+    mode = value.lower() if isinstance(value, str) else value
+    if mode not in allowed:
+        raise ValueError(f"{name}: padding must be one of {allowed}, received {value!r}")
+    return mode
+
+
+def standardize_data_format(name: str, value: Any) -> str:
+    """``None`` means ``"channels_last"`` (Keras's default image data format)."""
+    if value is None:
+        return "channels_last"
+    fmt = value.lower() if isinstance(value, str) else value
+    if fmt not in DATA_FORMATS:
+        raise ValueError(f"{name}: data_format must be one of {DATA_FORMATS} or None, received {value!r}")
+    return fmt
+
+
+def spatial_shape(layer: Any, input_shape: Any, rank: int, data_format: str = "channels_last") -> tuple:
+    """``(shape, spatial dims, channels)`` of an input of rank ``rank + 2``; errors name the layer."""
+    from ember.layers.core._checks import input_shape_of
+
+    shape = input_shape_of(layer, input_shape, rank=rank + 2)
+    if data_format == "channels_first":
+        return shape, shape[2:], shape[1]
+    return shape, shape[1:-1], shape[-1]
+
+
+def join_shape(batch: Any, spatial: tuple, channels: Any, data_format: str) -> tuple:
+    """Reassemble a shape from its batch, spatial dims and channels."""
+    if data_format == "channels_first":
+        return (batch, channels) + tuple(spatial)
+    return (batch,) + tuple(spatial) + (channels,)
+
+
+def spatial_axes(rank: int, data_format: str) -> tuple[int, ...]:
+    """Axes of the spatial dims of a rank ``rank + 2`` input."""
+    start = 2 if data_format == "channels_first" else 1
+    return tuple(range(start, start + rank))
+
+
+def channel_axis(data_format: str) -> int:
+    return 1 if data_format == "channels_first" else -1
+
+
+def _check_positive(layer: Any, lengths: list, input_shape: Any, what: str) -> list:
+    for length in lengths:
+        if length is not None and length < 1:
+            raise ValueError(
+                f"layer {layer.name!r}: the {what} leaves an empty output for input shape {tuple(input_shape)} "
+                f"(output spatial dims {tuple(lengths)}); use a smaller window or padding='same'"
+            )
+    return lengths
+
+
+def conv_output_lengths(layer: Any, input_shape: Any, spatial: tuple, kernel_size: tuple, strides: tuple,
+                        padding: str, dilation_rate: tuple) -> list:
+    """Keras's convolution output lengths (``"causal"`` behaves as ``"same"``)."""
+    lengths = []
+    for n, k, s, d in zip(spatial, kernel_size, strides, dilation_rate):
+        if n is None:
+            lengths.append(None)
+        elif padding == "valid":
+            lengths.append((n - d * (k - 1) - 1) // s + 1)
+        else:
+            lengths.append((n - 1) // s + 1)
+    return _check_positive(layer, lengths, input_shape, f"kernel {kernel_size} (dilation {dilation_rate})")
+
+
+def pool_output_lengths(layer: Any, input_shape: Any, spatial: tuple, pool_size: tuple, strides: tuple,
+                        padding: str) -> list:
+    """Keras's pooling output lengths."""
+    lengths = []
+    for n, k, s in zip(spatial, pool_size, strides):
+        if n is None:
+            lengths.append(None)
+        elif padding == "valid":
+            lengths.append((n - k) // s + 1)
+        else:
+            lengths.append((n - 1) // s + 1)
+    return _check_positive(layer, lengths, input_shape, f"pool_size {pool_size}")
+
+
+def conv_transpose_output_lengths(spatial: tuple, kernel_size: tuple, strides: tuple, padding: str,
+                                  output_padding: tuple | None, dilation_rate: tuple) -> list:
+    """Keras's (TF's) transposed-convolution output lengths."""
+    lengths = []
+    for i, (n, k, s, d) in enumerate(zip(spatial, kernel_size, strides, dilation_rate)):
+        extra = None if output_padding is None else output_padding[i]
+        effective = (k - 1) * d + 1
+        if n is None:
+            lengths.append(None)
+        elif padding == "valid":
+            extra = max(effective, s) - effective if extra is None else extra
+            lengths.append((n - 1) * s + effective + extra)
+        elif extra is None:
+            lengths.append(n * s)
+        else:
+            lengths.append((n - 1) * s + effective % 2 + extra)
+    return lengths

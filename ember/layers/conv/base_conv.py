@@ -1,0 +1,154 @@
+"""``BaseConv``: the N-d convolution behind ``Conv1D``, ``Conv2D`` and ``Conv3D``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ember import activations, initializers, ops
+from ember.initializers import derive_seed
+from ember.layers.conv import _args
+from ember.layers.conv._regularized import RegularizedLayer
+
+
+def add_bias(layer: Any, outputs: Any, bias: Any) -> Any:
+    """``outputs + bias`` with the bias on the channel axis of ``layer.data_format``."""
+    if layer.data_format == "channels_first":
+        bias = ops.reshape(bias, (-1,) + (1,) * (ops.ndim(outputs) - 2))
+    return ops.add(outputs, bias)
+
+
+def check_input(layer: Any, inputs: Any, channels: int) -> None:
+    """ValueError naming the layer when ``inputs`` has the wrong rank or channel count."""
+    shape = tuple(ops.shape(inputs))
+    got = None
+    if len(shape) == layer.rank + 2:
+        got = shape[1] if layer.data_format == "channels_first" else shape[-1]
+    if got != channels:
+        where = "axis 1" if layer.data_format == "channels_first" else "the last axis"
+        raise ValueError(
+            f"layer {layer.name!r} expects inputs of rank {layer.rank + 2} with {channels} channels on {where} "
+            f"({layer.data_format}), received shape {shape}"
+        )
+
+
+class BaseConv(RegularizedLayer):
+    """N-d convolution (cross-correlation): ``activation(conv(inputs, kernel) + bias)``.
+
+    The kernel has Keras's layout ``(*kernel_size, in_channels // groups, filters)``.
+
+    Args:
+        filters: number of output channels (positive int, divisible by ``groups``).
+        kernel_size: int or tuple of ``rank`` ints.
+        strides: int or tuple of ``rank`` ints; ``> 1`` cannot be combined with
+            ``dilation_rate > 1`` (as in Keras).
+        padding: ``"valid"`` or ``"same"`` (TF placement: the odd extra cell goes on
+            the right/bottom); ``Conv1D`` also accepts ``"causal"``.
+        data_format: ``"channels_last"`` (default, ``None``) or ``"channels_first"``.
+        dilation_rate: int or tuple of ``rank`` ints.
+        groups: split the input channels into this many groups, each convolved with
+            ``filters // groups`` filters.
+        activation: activation name or function; None is linear.
+        use_bias: add a bias vector of shape ``(filters,)``.
+        kernel_initializer, bias_initializer: initializers of the two params.
+        kernel_regularizer, bias_regularizer: weight penalties (see
+            :meth:`regularization_losses`).
+        activity_regularizer: penalty on the outputs, passed to ``add_loss``.
+        kernel_constraint, bias_constraint: projections applied by
+            :meth:`apply_constraints` after an optimizer step.
+    """
+
+    rank: ClassVar[int] = 2
+    _regularizer_fields: ClassVar[dict] = {"kernel": "kernel_regularizer", "bias": "bias_regularizer"}
+    _constraint_fields: ClassVar[dict] = {"kernel": "kernel_constraint", "bias": "bias_constraint"}
+
+    filters: int
+    kernel_size: Any
+    strides: Any = 1
+    padding: str = "valid"
+    data_format: str | None = None
+    dilation_rate: Any = 1
+    groups: int = 1
+    activation: Any = None
+    use_bias: bool = True
+    kernel_initializer: Any = "glorot_uniform"
+    bias_initializer: Any = "zeros"
+    kernel_regularizer: Any = None
+    bias_regularizer: Any = None
+    activity_regularizer: Any = None
+    kernel_constraint: Any = None
+    bias_constraint: Any = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        name, rank = self.name, self.rank
+        for field in ("filters", "groups"):
+            value = getattr(self, field)
+            if not _args._is_int(value) or value <= 0:
+                raise ValueError(f"{name}: {field} must be a positive int, received {value!r}")
+        if self.filters % self.groups:
+            raise ValueError(f"{name}: filters ({self.filters}) must be divisible by groups ({self.groups})")
+        self._normalize("kernel_size", _args.standardize_tuple(name, self.kernel_size, rank, "kernel_size"))
+        self._normalize("strides", _args.standardize_tuple(name, self.strides, rank, "strides"))
+        self._normalize("dilation_rate", _args.standardize_tuple(name, self.dilation_rate, rank, "dilation_rate"))
+        self._normalize("padding", _args.standardize_padding(name, self.padding, allow_causal=rank == 1))
+        self._normalize("data_format", _args.standardize_data_format(name, self.data_format))
+        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
+            raise ValueError(
+                f"{name}: strides > 1 cannot be combined with dilation_rate > 1, received "
+                f"strides={self.strides} and dilation_rate={self.dilation_rate}"
+            )
+        if not isinstance(self.use_bias, bool):
+            raise TypeError(f"{name}: use_bias must be a bool, received {self.use_bias!r}")
+        self._normalize("activation", activations.standardize(self.activation, f"{name}: activation"))
+        self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
+        self._normalize("bias_initializer", initializers.get(self.bias_initializer))
+
+    # --- shapes -----------------------------------------------------------------------------
+    def _input_channels(self, input_shape: Any) -> int:
+        _, _, channels = _args.spatial_shape(self, input_shape, self.rank, self.data_format)
+        if channels is None:
+            raise ValueError(f"layer {self.name!r} needs a known channel dimension, received shape {tuple(input_shape)}")
+        if channels % self.groups:
+            raise ValueError(
+                f"layer {self.name!r}: input channels ({channels}) must be divisible by groups ({self.groups}), "
+                f"received shape {tuple(input_shape)}"
+            )
+        return channels
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        shape, spatial, _ = _args.spatial_shape(self, input_shape, self.rank, self.data_format)
+        lengths = _args.conv_output_lengths(self, shape, spatial, self.kernel_size, self.strides, self.padding,
+                                            self.dilation_rate)
+        return _args.join_shape(shape[0], lengths, self.filters, self.data_format)
+
+    # --- state ----------------------------------------------------------------------------------
+    def build(self, input_shape: Any, seed: int | None = None) -> dict:
+        channels = self._input_channels(input_shape)
+        self.compute_output_shape(input_shape)
+        shape = self.kernel_size + (channels // self.groups, self.filters)
+        params = {"kernel": self.kernel_initializer(
+            shape, self.variable_dtype, None if seed is None else derive_seed(seed, "kernel"))}
+        if self.use_bias:
+            params["bias"] = self.bias_initializer(
+                (self.filters,), self.variable_dtype, None if seed is None else derive_seed(seed, "bias"))
+        return self.make_state(params=params)
+
+    # --- computation ------------------------------------------------------------------------------
+    def _convolve(self, inputs: Any, kernel: Any) -> Any:
+        padding = self.padding
+        if padding == "causal":  # left-pad by the dilated kernel's reach, then a valid convolution
+            reach = self.dilation_rate[0] * (self.kernel_size[0] - 1)
+            widths = [(0, 0)] * 3
+            widths[2 if self.data_format == "channels_first" else 1] = (reach, 0)
+            inputs = ops.pad(inputs, widths)
+            padding = "valid"
+        return ops.nn.conv(inputs, kernel, strides=self.strides, padding=padding, data_format=self.data_format,
+                           dilation_rate=self.dilation_rate)
+
+    def call(self, params: dict, inputs: Any) -> Any:
+        kernel = params["kernel"]
+        check_input(self, inputs, ops.shape(kernel)[-2] * self.groups)
+        outputs = self._convolve(inputs, kernel)
+        if self.use_bias:
+            outputs = add_bias(self, outputs, params["bias"])
+        return self._activity_loss(activations.get(self.activation)(outputs))

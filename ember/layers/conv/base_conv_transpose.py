@@ -1,0 +1,118 @@
+"""``BaseConvTranspose``: the N-d transposed convolution behind ``Conv{1,2,3}DTranspose``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ember import activations, initializers, ops
+from ember.initializers import derive_seed
+from ember.layers.conv import _args
+from ember.layers.conv._regularized import RegularizedLayer
+from ember.layers.conv.base_conv import add_bias, check_input
+
+
+class BaseConvTranspose(RegularizedLayer):
+    """N-d transposed convolution (the gradient of a convolution w.r.t. its input).
+
+    The kernel has Keras's layout ``(*kernel_size, filters, in_channels)``. Output
+    lengths follow Keras/TF: ``"same"`` gives ``length * strides``, ``"valid"`` gives
+    ``(length - 1) * strides + kernel_extent`` (plus ``max(stride - kernel_extent, 0)``),
+    and ``output_padding`` sets the extra cells explicitly.
+
+    Args:
+        filters: number of output channels (positive int).
+        kernel_size: int or tuple of ``rank`` ints.
+        strides: int or tuple of ``rank`` ints; ``> 1`` cannot be combined with
+            ``dilation_rate > 1`` (as in Keras).
+        padding: ``"valid"`` or ``"same"``.
+        output_padding: None, or an int / ``rank`` ints, each smaller than its stride:
+            the cells added at the end of each output axis.
+        data_format: ``"channels_last"`` (default, ``None``) or ``"channels_first"``.
+        dilation_rate: int or tuple of ``rank`` ints.
+        activation: activation name or function; None is linear.
+        use_bias: add a bias vector of shape ``(filters,)``.
+        kernel_initializer, bias_initializer: initializers of the two params.
+        kernel_regularizer, bias_regularizer: weight penalties (see
+            :meth:`regularization_losses`).
+        activity_regularizer: penalty on the outputs, passed to ``add_loss``.
+        kernel_constraint, bias_constraint: projections applied by
+            :meth:`apply_constraints` after an optimizer step.
+    """
+
+    rank: ClassVar[int] = 2
+    _regularizer_fields: ClassVar[dict] = {"kernel": "kernel_regularizer", "bias": "bias_regularizer"}
+    _constraint_fields: ClassVar[dict] = {"kernel": "kernel_constraint", "bias": "bias_constraint"}
+
+    filters: int
+    kernel_size: Any
+    strides: Any = 1
+    padding: str = "valid"
+    output_padding: Any = None
+    data_format: str | None = None
+    dilation_rate: Any = 1
+    activation: Any = None
+    use_bias: bool = True
+    kernel_initializer: Any = "glorot_uniform"
+    bias_initializer: Any = "zeros"
+    kernel_regularizer: Any = None
+    bias_regularizer: Any = None
+    activity_regularizer: Any = None
+    kernel_constraint: Any = None
+    bias_constraint: Any = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        name, rank = self.name, self.rank
+        if not _args._is_int(self.filters) or self.filters <= 0:
+            raise ValueError(f"{name}: filters must be a positive int, received {self.filters!r}")
+        self._normalize("kernel_size", _args.standardize_tuple(name, self.kernel_size, rank, "kernel_size"))
+        self._normalize("strides", _args.standardize_tuple(name, self.strides, rank, "strides"))
+        self._normalize("dilation_rate", _args.standardize_tuple(name, self.dilation_rate, rank, "dilation_rate"))
+        self._normalize("padding", _args.standardize_padding(name, self.padding))
+        self._normalize("data_format", _args.standardize_data_format(name, self.data_format))
+        if self.output_padding is not None:
+            extra = _args.standardize_tuple(name, self.output_padding, rank, "output_padding", allow_zero=True)
+            if any(p >= s for p, s in zip(extra, self.strides)):
+                raise ValueError(
+                    f"{name}: output_padding must be smaller than strides on every axis, received "
+                    f"output_padding={extra} and strides={self.strides}"
+                )
+            self._normalize("output_padding", extra)
+        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
+            raise ValueError(
+                f"{name}: strides > 1 cannot be combined with dilation_rate > 1, received "
+                f"strides={self.strides} and dilation_rate={self.dilation_rate}"
+            )
+        if not isinstance(self.use_bias, bool):
+            raise TypeError(f"{name}: use_bias must be a bool, received {self.use_bias!r}")
+        self._normalize("activation", activations.standardize(self.activation, f"{name}: activation"))
+        self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
+        self._normalize("bias_initializer", initializers.get(self.bias_initializer))
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        shape, spatial, _ = _args.spatial_shape(self, input_shape, self.rank, self.data_format)
+        lengths = _args.conv_transpose_output_lengths(spatial, self.kernel_size, self.strides, self.padding,
+                                                      self.output_padding, self.dilation_rate)
+        return _args.join_shape(shape[0], lengths, self.filters, self.data_format)
+
+    def build(self, input_shape: Any, seed: int | None = None) -> dict:
+        _, _, channels = _args.spatial_shape(self, input_shape, self.rank, self.data_format)
+        if channels is None:
+            raise ValueError(f"layer {self.name!r} needs a known channel dimension, received shape {tuple(input_shape)}")
+        shape = self.kernel_size + (self.filters, channels)
+        params = {"kernel": self.kernel_initializer(
+            shape, self.variable_dtype, None if seed is None else derive_seed(seed, "kernel"))}
+        if self.use_bias:
+            params["bias"] = self.bias_initializer(
+                (self.filters,), self.variable_dtype, None if seed is None else derive_seed(seed, "bias"))
+        return self.make_state(params=params)
+
+    def call(self, params: dict, inputs: Any) -> Any:
+        kernel = params["kernel"]
+        check_input(self, inputs, ops.shape(kernel)[-1])
+        outputs = ops.nn.conv_transpose(
+            inputs, kernel, strides=self.strides, padding=self.padding, output_padding=self.output_padding,
+            data_format=self.data_format, dilation_rate=self.dilation_rate)
+        if self.use_bias:
+            outputs = add_bias(self, outputs, params["bias"])
+        return self._activity_loss(activations.get(self.activation)(outputs))
