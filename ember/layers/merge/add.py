@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ember.layers.merge.base import Merge
 
 
@@ -25,10 +23,4 @@ class Add(Merge):
         [[4.0, 6.0]]
     """
 
-    def _merge_function(self, inputs: list) -> Any:
-        from ember import ops
-
-        output = inputs[0]
-        for x in inputs[1:]:
-            output = ops.add(output, x)
-        return output
+    _fold = "add"

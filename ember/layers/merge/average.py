@@ -25,10 +25,9 @@ class Average(Merge):
         [[2.0, 4.0]]
     """
 
+    _fold = "add"
+
     def _merge_function(self, inputs: list) -> Any:
         from ember import ops
 
-        output = inputs[0]
-        for x in inputs[1:]:
-            output = ops.add(output, x)
-        return ops.divide(output, float(len(inputs)))
+        return ops.divide(super()._merge_function(inputs), float(len(inputs)))

@@ -29,7 +29,7 @@ def broadcast_dims(a: int | None, b: int | None) -> int | None:
 
 
 class Merge(Layer):
-    """Base class: subclasses implement ``_merge_function(inputs)`` on a list of arrays.
+    """Base class: subclasses name a binary op in ``_fold`` or implement ``_merge_function(inputs)``.
 
     Class attributes ``min_inputs`` / ``max_inputs`` fix how many inputs are allowed.
     """
@@ -37,6 +37,7 @@ class Merge(Layer):
     supports_masking = True
     min_inputs: ClassVar[int] = 1
     max_inputs: ClassVar[int | None] = None
+    _fold: ClassVar[str] = ""  # ember.ops binary op that folds the inputs (Add: "add")
 
     # --- shapes -------------------------------------------------------------------------
     def _count_text(self) -> str:
@@ -95,7 +96,14 @@ class Merge(Layer):
 
     # --- computation -------------------------------------------------------------------
     def _merge_function(self, inputs: list) -> Any:
-        raise NotImplementedError
+        """Fold the inputs pairwise with the ``ember.ops`` function named by ``_fold``."""
+        from ember import ops
+
+        combine = getattr(ops, self._fold)
+        output = inputs[0]
+        for x in inputs[1:]:
+            output = combine(output, x)
+        return output
 
     def call(self, params: dict, inputs: Any) -> Any:
         from ember import ops
