@@ -7,6 +7,7 @@ PY := $(VENV)/bin/python
 # The CPU build of torch that this machine keeps on disk; override on other platforms,
 # e.g. `make test TORCH_SPEC=torch`.
 TORCH_SPEC ?= torch==2.13.0
+# Two pytest workers on 2 cores: one BLAS/OpenMP thread each avoids oversubscription.
 PYTEST_ARGS ?= -q -n 2
 
 .PHONY: demo test install info bench clean
@@ -24,7 +25,7 @@ demo: install
 	$(PY) -m ember demo
 
 test: install
-	$(PY) -m pytest $(PYTEST_ARGS)
+	OMP_NUM_THREADS=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 info: install
 	$(PY) -m ember info

@@ -21,14 +21,22 @@ from ember.backends import (  # noqa: E402
     using_backend,
 )
 from ember.ops import random  # noqa: E402
-from ember import activations, initializers, layers, saving  # noqa: E402
+from ember import activations, constraints, initializers, layers, regularizers, saving  # noqa: E402
 from ember.layers import Input, clear_session  # noqa: E402
 from ember.models import Model, Sequential  # noqa: E402
+from ember.saving import load_model  # noqa: E402
 from ember.autodiff import GradientTape, grad, jacobian, stop_gradient, value_and_grad, vjp  # noqa: E402
 from ember._tensor import EmberTensor, Tensor, convert_to_tensor, is_tensor, tensor  # noqa: E402
+from ember import features  # noqa: E402
+from ember import losses, metrics  # noqa: E402
+from ember import callbacks, data  # noqa: E402
+from ember import optimizers  # noqa: E402
+from ember import wirings  # noqa: E402
+from ember.training.trainer import Trainer  # noqa: E402
 
 __all__ = [
     "BackendNotAvailableError",
+    "Trainer",
     "EmberTensor",
     "GradientTape",
     "Input",
@@ -38,17 +46,26 @@ __all__ = [
     "activations",
     "available_devices",
     "backends",
+    "callbacks",
     "clear_session",
+    "constraints",
     "convert_to_tensor",
+    "data",
     "dtypes",
+    "features",
     "get_backend",
     "grad",
     "initializers",
     "is_tensor",
     "jacobian",
     "layers",
+    "load_model",
+    "losses",
+    "metrics",
     "ops",
+    "optimizers",
     "random",
+    "regularizers",
     "saving",
     "set_backend",
     "stop_gradient",
@@ -56,4 +73,5 @@ __all__ = [
     "using_backend",
     "value_and_grad",
     "vjp",
+    "wirings",
 ]

@@ -1,8 +1,10 @@
-"""Ember's command line: ``python -m ember info | demo``.
+"""Ember's command line: ``python -m ember info | demo | inspect FILE.h5``.
 
 ``info`` reports every backend Ember knows: whether it is installed, its library
 version, its devices and default device, and which backend is selected.
 ``demo`` runs the main demo; until the demo lands it prints the same report.
+``inspect`` prints a checkpoint's metadata and variable tree (path, shape, dtype)
+after checking the whole file; a damaged or foreign file prints the error and exits 1.
 """
 
 from __future__ import annotations
@@ -46,9 +48,25 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="backends, versions and devices")
     sub.add_parser("demo", help="the main demo (for now: the backend report)")
+    inspect = sub.add_parser("inspect", help="a checkpoint's metadata and variable tree (path, shape, dtype)")
+    inspect.add_argument("file", help="an Ember checkpoint (.h5)")
     args = parser.parse_args(argv)
     if args.command in ("info", "demo"):
         print_info()
+    elif args.command == "inspect":
+        return inspect_file(args.file)
+    return 0
+
+
+def inspect_file(path: str, out=None, err=None) -> int:
+    """Print :func:`ember.saving.inspection.describe` of ``path``; a bad file: the error, exit status 1."""
+    from ember.saving.inspection import describe
+
+    try:
+        print(describe(path), file=out or sys.stdout)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=err or sys.stderr)
+        return 1
     return 0
 
 

@@ -37,6 +37,7 @@ from ember.saving.serialization import register_serializable
 
 __all__ = [
     "Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "apply_constraints", "deserialize", "get", "serialize",
+    "weight_constraints",
 ]
 
 # Keras's backend.epsilon(), added to norms before dividing.
@@ -123,7 +124,7 @@ class MaxNorm(Constraint):
         >>> from ember import constraints, ops
         >>> ember.set_backend("numpy")
         >>> w = ops.convert_to_tensor([[3.0, 0.1], [4.0, 0.0]])
-        >>> ops.to_numpy(constraints.MaxNorm(1.0)(w)).round(4).tolist()
+        >>> ops.to_numpy(constraints.MaxNorm(1.0)(w)).astype(float).round(4).tolist()
         [[0.6, 0.1], [0.8, 0.0]]
     """
 
@@ -180,7 +181,7 @@ class UnitNorm(Constraint):
         >>> from ember import constraints, ops
         >>> ember.set_backend("numpy")
         >>> w = ops.convert_to_tensor([[3.0], [4.0]])
-        >>> ops.to_numpy(constraints.UnitNorm()(w)).round(4).tolist()
+        >>> ops.to_numpy(constraints.UnitNorm()(w)).astype(float).round(4).tolist()
         [[0.6], [0.8]]
     """
 
@@ -217,7 +218,7 @@ class MinMaxNorm(Constraint):
         >>> from ember import constraints, ops
         >>> ember.set_backend("numpy")
         >>> w = ops.convert_to_tensor([[0.3], [0.4]])
-        >>> ops.to_numpy(constraints.MinMaxNorm(min_value=1.0, max_value=2.0)(w)).round(4).tolist()
+        >>> ops.to_numpy(constraints.MinMaxNorm(min_value=1.0, max_value=2.0)(w)).astype(float).round(4).tolist()
         [[0.6], [0.8]]
     """
 
@@ -351,3 +352,19 @@ def apply_constraints(constraints: dict, params: dict) -> dict:
         else:
             updated[key] = constraint(params[key])
     return updated
+
+
+def weight_constraints(layer: Any, constraints: dict) -> dict:
+    """What a layer returns from :meth:`~ember.layers.Layer.constraints`: the entries of
+    ``{param_name: constraint or None}`` that are set, or ``{}`` for a frozen layer
+    (``trainable=False``), whose params the optimizer does not update.
+
+    Example:
+        >>> from ember import constraints, layers
+        >>> dense = layers.Dense(2, name="d")
+        >>> constraints.weight_constraints(dense, {"kernel": constraints.NonNeg(), "bias": None})
+        {'kernel': NonNeg()}
+    """
+    if not getattr(layer, "trainable", True):
+        return {}
+    return {name: constraint for name, constraint in constraints.items() if constraint is not None}

@@ -21,10 +21,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 import zlib
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -40,10 +42,70 @@ def set_seed(seed: int | None) -> None:
     _global = np.random.default_rng(seed)
 
 
-def derive_seed(seed: int, *names: Any) -> int:
-    """A stable seed for a named sub-part (same on every run and platform)."""
-    text = "/".join(str(n) for n in (seed, *names)).encode()
-    return zlib.crc32(text) & 0x7FFFFFFF
+_SHAPES_ONLY = contextvars.ContextVar("ember_initializers_shapes_only", default=False)
+
+
+@contextlib.contextmanager
+def shapes_only() -> Iterator[None]:
+    """Inside this block initializers return zeros of the right shape and dtype, drawing no numbers.
+
+    ``ember.load_model`` builds a model this way to learn its variables' shapes before
+    filling them from the file (initializing 100M weights costs seconds). The zeros are
+    read-only broadcast views (no memory is allocated for them): use them for their shapes
+    and dtypes only. Thread- and context-local.
+
+    Example:
+        >>> import ember
+        >>> from ember import initializers, ops
+        >>> ember.set_backend("numpy")
+        >>> with initializers.shapes_only():
+        ...     w = initializers.get("glorot_uniform")((2, 2), seed=0)
+        >>> ops.to_numpy(w).tolist()
+        [[0.0, 0.0], [0.0, 0.0]]
+    """
+    token = _SHAPES_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _SHAPES_ONLY.reset(token)
+
+
+def is_seed_array(value: Any) -> bool:
+    """True for a native 0-d integer array used as a seed (the trainer's step seed on MLX,
+    which must stay an array inside ``mx.compile`` instead of becoming a constant)."""
+    if value is None or isinstance(value, (bool, int, np.integer)):
+        return False
+    from ember import ops
+
+    return ops.is_array(value) and ops.ndim(value) == 0 and dtypes.is_integer(ops.dtype(value))
+
+
+def derive_seed(seed: Any, *names: Any) -> Any:
+    """A stable seed for a named sub-part (same on every run and platform).
+
+    ``seed`` is an int, or a 0-d integer array (:func:`is_seed_array`): then the child seed is
+    computed with ops, without reading the array on the host, as
+    ``(seed * 1000003 + crc32(names)) % 2**31`` in int64 (so an int seed and the same value as an
+    array give different, but each reproducible, child seeds).
+
+    Example:
+        >>> import ember
+        >>> from ember import ops
+        >>> from ember.initializers import derive_seed
+        >>> ember.set_backend("numpy")
+        >>> derive_seed(7, "dense") == derive_seed(7, "dense")
+        True
+        >>> int(derive_seed(ops.convert_to_tensor(7, dtype="int64"), "dense")) < 2**31
+        True
+    """
+    if isinstance(seed, int) or not is_seed_array(seed):
+        text = "/".join(str(n) for n in (seed, *names)).encode()
+        return zlib.crc32(text) & 0x7FFFFFFF
+    from ember import ops
+
+    salt = zlib.crc32("/".join(str(n) for n in names).encode()) & 0x7FFFFFFF
+    wide = seed if ops.dtype(seed) == "int64" else ops.cast(seed, "int64")
+    return ops.mod(ops.add(ops.multiply(wide, 1000003), salt), 2**31)
 
 
 def _generator(seed: int | None, own_seed: int | None) -> np.random.Generator:
@@ -93,6 +155,10 @@ class Initializer:
     def __call__(self, shape: Any, dtype: Any = None, seed: int | None = None) -> Any:
         shape = _shape(shape)
         name = dtypes.standardize_dtype(dtype) if dtype is not None else dtypes.floatx()
+        if _SHAPES_ONLY.get():
+            from ember import ops
+
+            return ops.broadcast_to(ops.zeros((), dtype=name), shape)  # no memory for the values
         return _to_backend(self.sample(shape, seed), name)
 
     def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:

@@ -32,7 +32,9 @@ from typing import Any
 
 from ember.saving.serialization import register_serializable
 
-__all__ = ["L1", "L1L2", "L2", "OrthogonalRegularizer", "Regularizer", "deserialize", "get", "serialize"]
+__all__ = [
+    "L1", "L1L2", "L2", "OrthogonalRegularizer", "Regularizer", "deserialize", "get", "serialize", "weight_penalties",
+]
 
 # Keras's backend.epsilon(): the floor on a row/column norm in OrthogonalRegularizer.
 _EPSILON = 1e-7
@@ -102,7 +104,7 @@ class L1L2(Regularizer):
         >>> from ember import ops, regularizers
         >>> ember.set_backend("numpy")
         >>> x = ops.convert_to_tensor([[1.0, -2.0]])
-        >>> float(ops.to_numpy(regularizers.L1L2(l1=0.1, l2=0.5)(x)))
+        >>> round(float(ops.to_numpy(regularizers.L1L2(l1=0.1, l2=0.5)(x))), 5)
         2.8
     """
 
@@ -312,3 +314,30 @@ def get(identifier: Any, argument: str = "regularizer") -> Any:
         return identifier
     raise TypeError(f"{argument}: expected a regularizer name, a Regularizer, a config dict or a function, "
                     f"received {identifier!r}")
+
+
+def weight_penalties(layer: Any, params: dict, regularizers: dict) -> list:
+    """The penalties a layer reports from :meth:`~ember.layers.Layer.regularization_losses`.
+
+    Args:
+        layer: the layer (a frozen one, ``trainable=False``, reports none, as in Keras
+            where only trainable weights are penalised).
+        params: the layer's params.
+        regularizers: ``{param_name: regularizer or None}``.
+
+    Returns:
+        ``[regularizer(params[name]), ...]`` for each param present with a regularizer.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops, regularizers
+        >>> ember.set_backend("numpy")
+        >>> dense = layers.Dense(2, name="d")
+        >>> params = {"kernel": ops.ones((3, 2)), "bias": ops.ones((2,))}
+        >>> [float(ops.to_numpy(v)) for v in regularizers.weight_penalties(dense, params, {"kernel": regularizers.L2(0.5)})]
+        [3.0]
+    """
+    if not getattr(layer, "trainable", True):
+        return []
+    return [regularizer(params[name]) for name, regularizer in regularizers.items()
+            if regularizer is not None and name in params]

@@ -22,7 +22,9 @@ from typing import Any, Callable, Sequence
 
 import optree
 
-from ember.autodiff.tape import GradientTape
+from ember import backends, dtypes, ops
+from ember.autodiff import recording
+from ember.autodiff.tape import GradientTape, engine_module
 
 
 def _argnums(argnums: int | Sequence[int], n_args: int, caller: str) -> tuple[int, ...]:
@@ -50,6 +52,9 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), "value_and_grad")
         chosen = [args[i] for i in nums]
+        direct = getattr(engine_module(backends.current().name), "value_and_grad_leaves", None)
+        if direct is not None and not recording.is_recording():
+            return _direct_value_and_grad(direct, fn, args, kwargs, nums, argnums, has_aux)
         with GradientTape() as tape:
             tape.watch(chosen)
             out = fn(*args, **kwargs)
@@ -64,6 +69,47 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
         return ((value, aux), grads) if has_aux else (value, grads)
 
     return wrapped
+
+
+def _direct_value_and_grad(direct: Callable, fn: Callable, args: tuple, kwargs: dict, nums: tuple,
+                           argnums: Any, has_aux: bool) -> Any:
+    """One-pass value and gradient through a backend's own transform (MLX)."""
+    leaves, spec = optree.tree_flatten([args[i] for i in nums], none_is_leaf=False)
+    natives = [leaf._native if _is_tensor(leaf) else leaf for leaf in leaves]
+    for position, native in enumerate(natives):
+        name = ops.dtype(native)
+        if name not in dtypes.FLOATING + dtypes.COMPLEX:
+            raise TypeError(
+                f"value_and_grad: source {position} has dtype {name}; gradients are defined only for "
+                "floating or complex sources (cast it with ops.cast)"
+            )
+    aux_box: list = []
+
+    def of_leaves(values: list) -> Any:
+        rebuilt = [type(leaf)(v) if _is_tensor(leaf) else v for leaf, v in zip(leaves, values)]
+        chosen = optree.tree_unflatten(spec, rebuilt)
+        call_args = list(args)
+        for i, value in zip(nums, chosen):
+            call_args[i] = value
+        out = fn(*call_args, **kwargs)
+        if has_aux:
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise ValueError("value_and_grad(has_aux=True): fn must return a pair (value, aux)")
+            out, aux = out
+            aux_box.append(aux)
+        aux_box.insert(0, out)
+        return out._native if _is_tensor(out) else out
+
+    _, grads = direct(of_leaves, natives)
+    value = aux_box[0]
+    grads = [type(leaf)(g) if _is_tensor(leaf) else g for leaf, g in zip(leaves, grads)]
+    grads = optree.tree_unflatten(spec, grads)
+    grads = grads[0] if isinstance(argnums, int) else tuple(grads)
+    return ((value, aux_box[1]), grads) if has_aux else (value, grads)
+
+
+def _is_tensor(value: Any) -> bool:
+    return getattr(type(value), "__ember_tensor__", False)
 
 
 def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:

@@ -1,5 +1,26 @@
 """``ember.layers``: immutable layers with explicit state (see :mod:`ember.layers.layer`)."""
 
+from ember.layers.attention import AdditiveAttention, Attention, MultiHeadAttention
+from ember.layers.conv import (
+    Conv1D,
+    Conv1DTranspose,
+    Conv2D,
+    Conv2DTranspose,
+    Conv3D,
+    Conv3DTranspose,
+    Convolution1D,
+    Convolution1DTranspose,
+    Convolution2D,
+    Convolution2DTranspose,
+    Convolution3D,
+    Convolution3DTranspose,
+    DepthwiseConv1D,
+    DepthwiseConv2D,
+    SeparableConv1D,
+    SeparableConv2D,
+    SeparableConvolution1D,
+    SeparableConvolution2D,
+)
 from ember.layers.core.activation import Activation
 from ember.layers.core.dense import Dense
 from ember.layers.core.dropout import Dropout
@@ -12,6 +33,22 @@ from ember.layers.core.permute import Permute
 from ember.layers.core.repeat_vector import RepeatVector
 from ember.layers.core.reshape import Reshape
 from ember.layers.layer import Layer, clear_session
+from ember.layers.normalization import (
+    BatchNormalization,
+    GroupNormalization,
+    LayerNormalization,
+    RMSNormalization,
+    UnitNormalization,
+)
+from ember.layers.regularization import (
+    ActivityRegularization,
+    GaussianDropout,
+    GaussianNoise,
+    SpatialDropout1D,
+    SpatialDropout2D,
+    SpatialDropout3D,
+)
+from ember.layers.ncp import CfC, CfCCell, LTC, LTCCell, MixedMemoryCell, NCPCell, WiredCfCCell
 from ember.layers.merge import (
     Add,
     Average,
@@ -22,9 +59,72 @@ from ember.layers.merge import (
     Multiply,
     Subtract,
 )
+from ember.layers.pooling import (
+    AveragePooling1D,
+    AveragePooling2D,
+    AveragePooling3D,
+    AvgPool1D,
+    AvgPool2D,
+    AvgPool3D,
+    GlobalAveragePooling1D,
+    GlobalAveragePooling2D,
+    GlobalAveragePooling3D,
+    GlobalAvgPool1D,
+    GlobalAvgPool2D,
+    GlobalAvgPool3D,
+    GlobalMaxPool1D,
+    GlobalMaxPool2D,
+    GlobalMaxPool3D,
+    GlobalMaxPooling1D,
+    GlobalMaxPooling2D,
+    GlobalMaxPooling3D,
+    MaxPool1D,
+    MaxPool2D,
+    MaxPool3D,
+    MaxPooling1D,
+    MaxPooling2D,
+    MaxPooling3D,
+)
+from ember.layers.rnn import (
+    GRU,
+    LSTM,
+    RNN,
+    Bidirectional,
+    GRUCell,
+    LSTMCell,
+    Masking,
+    RNNCell,
+    SimpleRNN,
+    SimpleRNNCell,
+    TimeDistributed,
+)
+from ember.layers.reshaping import (
+    Cropping1D,
+    Cropping2D,
+    Cropping3D,
+    UpSampling1D,
+    UpSampling2D,
+    UpSampling3D,
+    ZeroPadding1D,
+    ZeroPadding2D,
+    ZeroPadding3D,
+)
 
 __all__ = [
+    "ActivityRegularization",
+    "BatchNormalization",
+    "GaussianDropout",
+    "GaussianNoise",
+    "GroupNormalization",
+    "LayerNormalization",
+    "RMSNormalization",
+    "SpatialDropout1D",
+    "SpatialDropout2D",
+    "SpatialDropout3D",
+    "UnitNormalization",
     "Activation",
+    "AdditiveAttention",
+    "Attention",
     "Add",
     "Average",
     "Concatenate",
@@ -40,10 +140,94 @@ __all__ = [
     "Layer",
     "Maximum",
     "Minimum",
+    "MultiHeadAttention",
     "Multiply",
     "Permute",
     "RepeatVector",
     "Reshape",
     "Subtract",
     "clear_session",
+]
+
+# Convolution, pooling and spatial reshaping layers.
+__all__ += [
+    "Conv1D",
+    "Conv1DTranspose",
+    "Conv2D",
+    "Conv2DTranspose",
+    "Conv3D",
+    "Conv3DTranspose",
+    "Convolution1D",
+    "Convolution1DTranspose",
+    "Convolution2D",
+    "Convolution2DTranspose",
+    "Convolution3D",
+    "Convolution3DTranspose",
+    "DepthwiseConv1D",
+    "DepthwiseConv2D",
+    "SeparableConv1D",
+    "SeparableConv2D",
+    "SeparableConvolution1D",
+    "SeparableConvolution2D",
+    "AveragePooling1D",
+    "AveragePooling2D",
+    "AveragePooling3D",
+    "AvgPool1D",
+    "AvgPool2D",
+    "AvgPool3D",
+    "GlobalAveragePooling1D",
+    "GlobalAveragePooling2D",
+    "GlobalAveragePooling3D",
+    "GlobalAvgPool1D",
+    "GlobalAvgPool2D",
+    "GlobalAvgPool3D",
+    "GlobalMaxPool1D",
+    "GlobalMaxPool2D",
+    "GlobalMaxPool3D",
+    "GlobalMaxPooling1D",
+    "GlobalMaxPooling2D",
+    "GlobalMaxPooling3D",
+    "MaxPool1D",
+    "MaxPool2D",
+    "MaxPool3D",
+    "MaxPooling1D",
+    "MaxPooling2D",
+    "MaxPooling3D",
+    "Cropping1D",
+    "Cropping2D",
+    "Cropping3D",
+    "UpSampling1D",
+    "UpSampling2D",
+    "UpSampling3D",
+    "ZeroPadding1D",
+    "ZeroPadding2D",
+    "ZeroPadding3D",
+]
+
+# Recurrent layers.
+__all__ += [
+    "Bidirectional",
+    "GRU",
+    "GRUCell",
+    "LSTM",
+    "LSTMCell",
+    "Masking",
+    "RNN",
+    "RNNCell",
+    "SimpleRNN",
+    "SimpleRNNCell",
+    "TimeDistributed",
+]
+
+# Neural circuit policies (continuous-time and wired cells).
+NCP = NCPCell  # the single-step NCP cell under its short name
+__all__ += [
+    "CfC",
+    "CfCCell",
+    "LTC",
+    "LTCCell",
+    "MixedMemoryCell",
+    "NCP",
+    "NCPCell",
+    "WiredCfCCell",
 ]

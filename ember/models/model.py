@@ -28,12 +28,14 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
+import numpy as np
 import optree
 
-from ember.initializers import derive_seed
+from ember.initializers import derive_seed, is_seed_array
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
 from ember.models.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
+from ember.training.model_api import TrainingAPI
 
 # Attributes of the handle that may be replaced after construction.
 _HANDLE_ATTRIBUTES = frozenset({"state", "_training", "stop_training", "history"})
@@ -49,8 +51,11 @@ def _flat_tensors(structure: Any, argument: str) -> list[SymbolicTensor]:
     return leaves
 
 
-class Model(Layer):
+class Model(TrainingAPI, Layer):
     """A functional model: ``Model(inputs, outputs)`` over symbolic tensors.
+
+    Training (``compile``/``fit``/``evaluate``/``predict``) comes from
+    :class:`ember.training.model_api.TrainingAPI`.
 
     Args:
         inputs: a symbolic tensor from :func:`ember.Input`, or a list/dict of them.
@@ -202,6 +207,7 @@ class Model(Layer):
         values = self._bind_inputs(inputs)
         params, buffers = state["params"], state["buffers"]
         new_buffers = dict(buffers)
+        masks: dict = {}  # Keras-style masks of the values that carry one (see takes_mask)
         for node in self._nodes:
             layer = node.layer
             args = optree.tree_map(lambda t: values[t.uid], node.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
@@ -209,12 +215,17 @@ class Model(Layer):
             child_rng = None if rng is None else _child_rng(rng, layer.name)
             # Call kwargs may hold symbolic tensors (attention_mask=...): bind their values.
             kwargs = replace_symbolic(node.kwargs, lambda t: values[t.uid]) if node.kwargs else node.kwargs
+            mask = _input_mask(node, masks) if masks else None
+            if mask is not None and "mask" not in kwargs and takes_mask(layer):
+                kwargs = {**kwargs, "mask": mask}
             out, child_state = layer.apply(child_state, args, training=training, rng=child_rng, **kwargs)
             if child_state["buffers"]:
                 new_buffers[layer.name] = child_state["buffers"]
             flat = [out] if node.structure is None else optree.tree_leaves(out, none_is_leaf=False)
             for tensor, value in zip(node.outputs, flat):
                 values[tensor.uid] = value
+            if mask is not None or makes_mask(layer):
+                _store_masks(node, layer.compute_mask(args, mask), masks)
         outputs = optree.tree_map(lambda t: values[t.uid], self.outputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
         return outputs, {"params": params, "buffers": new_buffers}
 
@@ -299,6 +310,27 @@ class Model(Layer):
 
         return functional_from_config(cls, config)
 
+    # --- saving (ember.saving) ------------------------------------------------------------
+    def save(self, filepath: Any, overwrite: bool = True, include_optimizer: bool = True) -> None:
+        """Save architecture, compile config, weights and training state to one ``.h5`` file
+        (atomically); reload on any backend with :func:`ember.load_model`. See :func:`ember.saving.save_model`."""
+        from ember.saving.model_io import save_model
+
+        save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
+
+    def save_weights(self, filepath: Any, overwrite: bool = True) -> None:
+        """Save :attr:`state` (weights only) to an ``.h5`` file. See :func:`ember.saving.save_weights`."""
+        from ember.saving.weights import save_weights
+
+        save_weights(self, filepath, overwrite=overwrite)
+
+    def load_weights(self, filepath: Any, skip_mismatch: bool = False) -> Any:
+        """Replace :attr:`state` with the weights of a ``save_weights``/``save`` file, matched by state
+        path; returns an :class:`ember.saving.LoadReport`. See :func:`ember.saving.load_weights`."""
+        from ember.saving.weights import load_weights
+
+        return load_weights(self, filepath, skip_mismatch=skip_mismatch)
+
     def _tree_flatten(self) -> tuple[list, Any, list]:
         return [self._layers], (id(self), _Same(self)), ["layers"]
 
@@ -371,10 +403,16 @@ def _snake(name: str) -> str:
     return snake_case(name)
 
 
-def _child_rng(rng: Any, name: str) -> int:
+def _child_rng(rng: Any, name: str) -> Any:
+    """A layer's seed from the model's ``rng``: an int, or a 0-d integer array (derived with ops,
+    no host sync, so it can stay symbolic under ``mx.compile``)."""
     if isinstance(rng, int) and not isinstance(rng, bool):
         return derive_seed(rng, name)
-    raise TypeError(f"rng must be an int seed or None, received {type(rng).__name__}")
+    if isinstance(rng, np.integer):
+        return derive_seed(int(rng), name)
+    if is_seed_array(rng):
+        return derive_seed(rng, name)
+    raise TypeError(f"rng must be an int seed, a 0-d integer array or None, received {type(rng).__name__}")
 
 
 def _check_compatible(model_name: str, tensor: SymbolicTensor, shape: tuple) -> None:
@@ -384,3 +422,53 @@ def _check_compatible(model_name: str, tensor: SymbolicTensor, shape: tuple) -> 
         raise ValueError(
             f"Model {model_name!r}: input {tensor.name!r} expects shape {expected}, received {tuple(shape)}"
         )
+
+
+# --- masks (Keras semantics) ------------------------------------------------------------------
+# A layer's ``compute_mask(inputs, mask)`` gives the mask of its output (Embedding with
+# mask_zero and Masking make one; layers with ``supports_masking`` pass it on). The
+# models hand a value's mask to the next layer's ``apply(..., mask=)`` when that apply
+# takes a ``mask`` argument (RNN, LSTM, GRU, Bidirectional, TimeDistributed, ...).
+# Nested models do not take one, so masks stop at a nested model's boundary.
+_TAKES_MASK: dict[type, bool] = {}
+
+
+def takes_mask(layer: Layer) -> bool:
+    """Whether ``layer.apply`` accepts a ``mask=`` argument."""
+    cls = type(layer)
+    known = _TAKES_MASK.get(cls)
+    if known is None:
+        import inspect
+
+        known = "mask" in inspect.signature(cls.apply).parameters
+        _TAKES_MASK[cls] = known
+    return known
+
+
+def makes_mask(layer: Layer) -> bool:
+    """Whether ``layer`` may create a mask from an unmasked input (overrides ``compute_mask``)."""
+    return type(layer).compute_mask is not Layer.compute_mask
+
+
+def _input_mask(node: Node, masks: dict) -> Any:
+    """The masks of ``node``'s inputs in the inputs' structure, or None when none has one."""
+    if isinstance(node.inputs, SymbolicTensor):
+        return masks.get(node.inputs.uid)
+    structure = optree.tree_map(lambda t: masks.get(t.uid), node.inputs,
+                                is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
+    return structure if optree.tree_leaves(structure, none_is_leaf=False) else None
+
+
+def _store_masks(node: Node, mask: Any, masks: dict) -> None:
+    """Record ``compute_mask``'s result for the node's outputs (a list: one per output, as Keras zips)."""
+    if mask is None:
+        return
+    if node.structure is None:
+        masks[node.outputs[0].uid] = mask
+        return
+    from ember import ops
+
+    flat = mask if isinstance(mask, (list, tuple)) and not ops.is_array(mask) else [mask]
+    for tensor, value in zip(node.outputs, flat):
+        if value is not None:
+            masks[tensor.uid] = value

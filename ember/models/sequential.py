@@ -17,7 +17,7 @@ from typing import Any
 from ember.initializers import derive_seed
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
-from ember.models.model import Model, _check_compatible, _child_rng
+from ember.models.model import Model, _check_compatible, _child_rng, makes_mask, takes_mask
 from ember.models.symbolic import SymbolicTensor, is_shape
 
 
@@ -151,11 +151,17 @@ class Sequential(Model):
             _check_compatible(self.name, _Expected(self._input_layer, expected), ops.shape(x))
         params, buffers = state["params"], state["buffers"]
         new_buffers = dict(buffers)
+        mask = None  # Keras-style masks, as in Model.apply
         for layer in self._layers:
             child = {"params": params.get(layer.name, {}), "buffers": buffers.get(layer.name, {})}
-            x, child = layer.apply(child, x, training=training, rng=None if rng is None else _child_rng(rng, layer.name))
+            kwargs = {"mask": mask} if mask is not None and takes_mask(layer) else {}
+            x_in = x
+            x, child = layer.apply(child, x, training=training, rng=None if rng is None else _child_rng(rng, layer.name),
+                                   **kwargs)
             if child["buffers"]:
                 new_buffers[layer.name] = child["buffers"]
+            if mask is not None or makes_mask(layer):
+                mask = layer.compute_mask(x_in, mask)
         return x, {"params": params, "buffers": new_buffers}
 
     def predict_on_batch(self, x: Any, training: bool = False) -> Any:

@@ -32,6 +32,25 @@ def _install(tables: dict) -> None:
         vars(_MODULES[namespace]).update(table)
 
 
+def _select_on_first_use(namespace: str, name: str):
+    """Module ``__getattr__``: the first op looked up before any backend is active selects one."""
+    if name.startswith("_"):  # dunders, and private submodules (``from ember.ops import _spec``) being imported
+        raise AttributeError(name)
+    from ember import backends
+
+    if backends._active is None:
+        backends.current()  # binds the default backend's functions into every namespace
+        module = _MODULES[namespace]
+        if name in vars(module):
+            return vars(module)[name]
+    qualified = "ember.ops" + ("" if namespace == "core" else f".{namespace}")
+    raise AttributeError(f"module {qualified!r} has no attribute {name!r}; the op protocol is ember.ops._spec")
+
+
+def __getattr__(name: str):
+    return _select_on_first_use("core", name)
+
+
 def _on_backend_change(backend) -> None:
     _install(backend.op_tables())
 

@@ -25,14 +25,20 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 _REGISTRY: dict[str, type] = {}
 
 
 def registered_name(cls: type) -> str:
-    """``package>ClassName`` under which ``cls`` is registered."""
-    return getattr(cls, "_ember_registered_name", f"Custom>{cls.__name__}")
+    """``package>ClassName`` under which ``cls`` is registered.
+
+    Read from the class itself, not inherited: an unregistered subclass of a registered
+    class is ``Custom>Subclass`` (and loading it asks for registration) instead of
+    silently coming back as its parent.
+    """
+    return vars(cls).get("_ember_registered_name", f"Custom>{cls.__name__}")
 
 
 def register_serializable(package: str = "Custom", name: str | None = None) -> Callable[[Any], Any]:
@@ -78,8 +84,47 @@ def registered_function_name(function: Any) -> str | None:
     return key if key is not None and _REGISTRY.get(key) is function else None
 
 
+_SCOPES: list[dict] = []
+
+
+@contextlib.contextmanager
+def custom_object_scope(objects: dict | None) -> Iterator[None]:
+    """Resolve the names in ``objects`` (``{"MyLayer": MyLayer}`` or ``{"Custom>MyLayer": ...}``) to
+    those classes/functions while deserializing inside the block, without registering them globally
+    (what ``load_model(custom_objects=...)`` uses).
+
+    Example:
+        >>> from ember.saving import serialization
+        >>> class Thing:
+        ...     def __init__(self, size=1):
+        ...         self.size = size
+        >>> with serialization.custom_object_scope({"Thing": Thing}):
+        ...     serialization.deserialize({"class_name": "Custom>Thing", "config": {"size": 2}}).size
+        2
+    """
+    if objects is not None and not isinstance(objects, dict):
+        raise TypeError(f"custom_objects must be a dict of name -> class or function, received {objects!r}")
+    _SCOPES.append(dict(objects or {}))
+    try:
+        yield
+    finally:
+        _SCOPES.pop()
+
+
+def _scoped(key: str) -> Any:
+    bare = key.split(">", 1)[-1]
+    for scope in reversed(_SCOPES):
+        for name in (key, bare):
+            if name in scope:
+                return scope[name]
+    return None
+
+
 def get_registered_class(key: str) -> Any:
     """The class (or function) registered as ``key`` (``"ember>Dense"``; a bare ``"Dense"`` also resolves)."""
+    scoped = _scoped(key) if _SCOPES else None
+    if scoped is not None:
+        return scoped
     if key in _REGISTRY:
         return _REGISTRY[key]
     matches = [cls for k, cls in _REGISTRY.items() if k.split(">", 1)[-1] == key]

@@ -295,3 +295,15 @@ def test_listener_sees_every_switch():
         backends._listeners.remove(listener)
     assert seen[-1] == "numpy"
     assert set(seen) == set(backends.available())
+
+
+def test_ops_work_right_after_import_in_a_fresh_process():
+    """The first op looked up selects the default backend (no explicit set_backend needed)."""
+    import subprocess
+    import sys
+
+    code = "import ember; print(ember.ops.shape(ember.ops.nn.relu(ember.ops.zeros(2))), ember.get_backend())"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env={**__import__("os").environ, "EMBER_BACKEND": "numpy"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["(2,)", "numpy"]

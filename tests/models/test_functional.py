@@ -381,3 +381,15 @@ def test_failed_call_leaves_the_state_untouched(backend):
     assert_same_state(model.state, before)
     with pytest.raises(AttributeError, match="immutable"):
         model.name = "other"
+
+
+def test_unregistered_subclass_is_not_saved_as_its_parent():
+    from ember.saving.serialization import deserialize, serialize
+
+    class MyDense(ember.layers.Dense):
+        pass
+
+    data = serialize(MyDense(2, name="mine"))
+    assert data["class_name"] == "Custom>MyDense"
+    with pytest.raises(ValueError, match="register"):
+        deserialize(data)

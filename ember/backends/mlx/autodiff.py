@@ -455,3 +455,22 @@ def on_recording(active: bool) -> None:
 def is_patched() -> bool:
     """True while ``mx.array``'s operators are re-bound to recorded ``ember.ops`` calls."""
     return _operators.is_patched()
+
+
+def value_and_grad_leaves(fn: Any, leaves: list) -> tuple:
+    """``(fn(leaves), grads)`` with one ``mx.value_and_grad`` call: a single forward pass.
+
+    ``ember.value_and_grad`` uses this when no tape is recording (a recording tape must
+    see the computation for higher-order derivatives, so it goes through the tape then).
+    ``fn`` takes the list of leaves and returns a scalar array; anything else it wants
+    to hand back (aux outputs) it keeps in its own closure.
+    """
+
+    def of_leaves(*xs: Any) -> Any:
+        return fn(list(xs))
+
+    if not leaves:
+        return of_leaves(), []
+    value, grads = mx.value_and_grad(of_leaves, argnums=list(range(len(leaves))))(*leaves)
+    # MLX returns a bare array (not a 1-tuple) when one argument is differentiated.
+    return value, [grads] if len(leaves) == 1 else list(grads)

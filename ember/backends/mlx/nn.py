@@ -77,8 +77,10 @@ def hard_sigmoid(x):
 
 def softplus(x):
     x = inexact(x)
-    # log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)), stable for large |x|.
-    return mx.maximum(x, 0) + mx.log1p(_core.exp(-mx.abs(x)))
+    # log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)), stable for large |x|; written with
+    # `where` instead of maximum/abs so that mx.vjp gives the right gradient (0.5) at x == 0.
+    positive = x > 0
+    return mx.where(positive, x, 0.0) + mx.log1p(_core.exp(mx.where(positive, -x, x)))
 
 
 def softsign(x):
@@ -252,9 +254,16 @@ def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=No
     # ``strides``. Keras kernel (*k, out, in) -> MLX weight (out, *k, in).
     weight = mx.transpose(w, [n, *range(n), n + 1])
     low = [max(p[0], 0) for p in pads]
-    high = [max(p[1], 0) for p in pads]
+    # High padding past the kernel's reach only appends zero outputs, and mx.conv_general's
+    # VJP w.r.t. an input-dilated input has the wrong shape when given such padding
+    # (MLX 0.32): pad the output with those zeros instead.
+    reach = [(kernel_size[i] - 1) * dilation[i] for i in range(n)]
+    high = [min(max(p[1], 0), r) for p, r in zip(pads, reach)]
+    zeros = [max(p[1], 0) - h for p, h in zip(pads, high)]
     y = mx.conv_general(x, weight, stride=1, padding=(low, high), kernel_dilation=list(dilation),
                         input_dilation=list(strides), flip=True)
+    if any(zeros):
+        y = mx.pad(y, [(0, 0)] + [(0, z) for z in zeros] + [(0, 0)])
     if any(p[0] < 0 or p[1] < 0 for p in pads):  # negative padding: crop the output instead
         key = [slice(None)]
         for i, (lo, hi) in enumerate(pads):

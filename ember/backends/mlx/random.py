@@ -5,7 +5,8 @@ every run. ``seed=None`` draws a fresh key from a module-level generator: a Pyth
 ``random.Random`` hands out 64-bit key seeds, so the keys are plain constants (no
 ever-growing lazy chain of ``mx.random.split`` calls) and :func:`set_seed` makes the
 whole sequence reproducible. A native MLX key array (``uint32`` of shape ``(2,)``) is
-also accepted as ``seed`` (useful inside ``mx.compile``).
+also accepted as ``seed`` (useful inside ``mx.compile``), and so is a 0-d integer array,
+which gives the key of the same int without reading it on the host.
 
 MLX's ``uniform`` has no float64 kernel: float64 uniforms are built from two integer
 draws (53 random bits), and float64 truncated normals by inverting the normal CDF.
@@ -50,6 +51,11 @@ def _key(seed, op):
         return mx.random.key(int(seed) & _MASK64)
     if isinstance(seed, A) and seed.dtype == mx.uint32 and tuple(seed.shape) == (2,):
         return seed
+    if isinstance(seed, A) and seed.ndim == 0 and seed.dtype in INTEGERS:
+        # An integer seed array (a trainer's step seed under mx.compile): the key
+        # mx.random.key(int(seed)) would give, built on the device without a host sync.
+        wide = seed.astype(mx.uint64)
+        return mx.stack([mx.right_shift(wide, 32), mx.bitwise_and(wide, 0xFFFFFFFF)]).astype(mx.uint32)
     raise TypeError(f"{op}: seed must be an int, None or an MLX PRNG key, received {seed!r}")
 
 

@@ -13,7 +13,8 @@ from typing import Any
 DATA_FORMATS = ("channels_last", "channels_first")
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """An int that is not a bool."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -28,14 +29,14 @@ def standardize_tuple(name: str, value: Any, n: int, argument: str, allow_zero: 
     """
     low = 0 if allow_zero else 1
     expected = f"an int or a tuple of {n} ints, each >= {low}"
-    if _is_int(value):
+    if is_int(value):
         values = (value,) * n
     else:
         try:
             values = tuple(value)
         except TypeError:
             raise TypeError(f"{name}: {argument} must be {expected}, received {value!r}") from None
-        if len(values) != n or not all(_is_int(v) for v in values):
+        if len(values) != n or not all(is_int(v) for v in values):
             raise ValueError(f"{name}: {argument} must be {expected}, received {value!r}")
     if any(v < low for v in values):
         raise ValueError(f"{name}: {argument} must be {expected}, received {value!r}")
@@ -69,6 +70,15 @@ def spatial_shape(layer: Any, input_shape: Any, rank: int, data_format: str = "c
     if data_format == "channels_first":
         return shape, shape[2:], shape[1]
     return shape, shape[1:-1], shape[-1]
+
+
+def known_channels(layer: Any, input_shape: Any, data_format: str = "channels_last") -> int:
+    """The channel count of ``input_shape`` (rank ``layer.rank + 2``); ValueError when unknown."""
+    _, _, channels = spatial_shape(layer, input_shape, layer.rank, data_format)
+    if channels is None:
+        raise ValueError(
+            f"layer {layer.name!r} needs a known channel dimension, received shape {tuple(input_shape)}")
+    return channels
 
 
 def join_shape(batch: Any, spatial: tuple, channels: Any, data_format: str) -> tuple:

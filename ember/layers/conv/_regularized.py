@@ -1,13 +1,15 @@
 """Weight regularizers, activity regularizers and constraints of the convolution layers.
 
-A layer lists which of its params each config field applies to
+A layer maps its params to the config fields that apply to them
 (``_regularizer_fields = {"kernel": "kernel_regularizer", ...}``); this base class then
 
-* resolves the fields in ``__post_init__`` through ``ember.regularizers.get`` /
-  ``ember.constraints.get`` (imported lazily, so the layers import without them);
-* returns the weight penalties from :meth:`regularization_losses` (each a scalar);
+* resolves the fields in ``__post_init__`` with ``ember.regularizers.get`` /
+  ``ember.constraints.get`` (imported inside the functions, so importing the layers
+  does not import those modules);
+* reports the weight penalties from :meth:`regularization_losses` (none when frozen);
 * passes ``activity_regularizer(outputs)`` to :func:`ember.layers.layer.add_loss`;
-* projects params with :meth:`apply_constraints` (what an optimizer calls after a step).
+* reports ``{param: constraint}`` from :meth:`constraints`, which the optimizer
+  applies after each update (``ember.constraints.apply_constraints``).
 """
 
 from __future__ import annotations
@@ -17,37 +19,11 @@ from typing import Any, ClassVar
 from ember.layers.layer import Layer, add_loss
 
 
-def _module(kind: str) -> Any:
-    """``ember.regularizers`` / ``ember.constraints``, or None while that module does not exist."""
-    import importlib
-
-    try:
-        return importlib.import_module(f"ember.{kind}")
-    except ModuleNotFoundError as error:
-        if error.name != f"ember.{kind}":
-            raise
-        return None
-
-
-def resolve(kind: str, layer_name: str, argument: str, value: Any) -> Any:
-    """``None``, or the regularizer/constraint ``value`` names (``kind``: "regularizers"/"constraints")."""
-    if value is None:
-        return None
-    module = _module(kind)
-    if module is not None:
-        return module.get(value)
-    if callable(value):
-        return value
-    raise ValueError(
-        f"{layer_name}: {argument}={value!r} needs ember.{kind}, which is not available; pass a callable instead"
-    )
-
-
 class RegularizedLayer(Layer):
     """Base of layers with ``*_regularizer`` / ``*_constraint`` / ``activity_regularizer`` fields.
 
-    Subclasses declare the fields themselves (their position in the constructor is
-    Keras's) and map param names to them in the two class variables below.
+    Subclasses declare the fields themselves (at Keras's positions in the
+    constructor) and map param names to them in the two class variables below.
     """
 
     _regularizer_fields: ClassVar[dict] = {}
@@ -55,28 +31,30 @@ class RegularizedLayer(Layer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        from ember import constraints, regularizers
+
         for field in (*self._regularizer_fields.values(), "activity_regularizer"):
-            self._normalize(field, resolve("regularizers", self.name, field, getattr(self, field)))
+            self._normalize(field, regularizers.get(getattr(self, field), f"{self.name}: {field}"))
         for field in self._constraint_fields.values():
-            self._normalize(field, resolve("constraints", self.name, field, getattr(self, field)))
+            self._normalize(field, constraints.get(getattr(self, field), f"{self.name}: {field}"))
+
+    def _has_param(self, param: str) -> bool:
+        return param != "bias" or self.use_bias
 
     def regularization_losses(self, params: dict) -> list:
-        """The weight penalties: ``regularizer(param)`` for each param that has one."""
-        losses = []
-        for param, field in self._regularizer_fields.items():
-            regularizer = getattr(self, field)
-            if regularizer is not None and param in params:
-                losses.append(regularizer(params[param]))
-        return losses
+        """``regularizer(param)`` for each param that has a regularizer (none when frozen)."""
+        from ember import regularizers
 
-    def apply_constraints(self, params: dict) -> dict:
-        """New params with each ``*_constraint`` applied (the input dict is not modified)."""
-        constrained = dict(params)
-        for param, field in self._constraint_fields.items():
-            constraint = getattr(self, field)
-            if constraint is not None and param in constrained:
-                constrained[param] = constraint(constrained[param])
-        return constrained
+        return regularizers.weight_penalties(
+            self, params, {param: getattr(self, field) for param, field in self._regularizer_fields.items()})
+
+    def constraints(self) -> dict:
+        """``{param_name: constraint}`` for the params that have one (none when frozen)."""
+        from ember import constraints
+
+        return constraints.weight_constraints(
+            self, {param: getattr(self, field) for param, field in self._constraint_fields.items()
+                   if self._has_param(param)})
 
     def _activity_loss(self, outputs: Any) -> Any:
         if self.activity_regularizer is not None:

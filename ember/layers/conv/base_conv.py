@@ -54,7 +54,7 @@ class BaseConv(RegularizedLayer):
             :meth:`regularization_losses`).
         activity_regularizer: penalty on the outputs, passed to ``add_loss``.
         kernel_constraint, bias_constraint: projections applied by
-            :meth:`apply_constraints` after an optimizer step.
+            the optimizer after each update (see :meth:`constraints`).
     """
 
     rank: ClassVar[int] = 2
@@ -83,7 +83,7 @@ class BaseConv(RegularizedLayer):
         name, rank = self.name, self.rank
         for field in ("filters", "groups"):
             value = getattr(self, field)
-            if not _args._is_int(value) or value <= 0:
+            if not _args.is_int(value) or value <= 0:
                 raise ValueError(f"{name}: {field} must be a positive int, received {value!r}")
         if self.filters % self.groups:
             raise ValueError(f"{name}: filters ({self.filters}) must be divisible by groups ({self.groups})")
@@ -105,9 +105,7 @@ class BaseConv(RegularizedLayer):
 
     # --- shapes -----------------------------------------------------------------------------
     def _input_channels(self, input_shape: Any) -> int:
-        _, _, channels = _args.spatial_shape(self, input_shape, self.rank, self.data_format)
-        if channels is None:
-            raise ValueError(f"layer {self.name!r} needs a known channel dimension, received shape {tuple(input_shape)}")
+        channels = _args.known_channels(self, input_shape, self.data_format)
         if channels % self.groups:
             raise ValueError(
                 f"layer {self.name!r}: input channels ({channels}) must be divisible by groups ({self.groups}), "

@@ -36,7 +36,7 @@ class BaseConvTranspose(RegularizedLayer):
             :meth:`regularization_losses`).
         activity_regularizer: penalty on the outputs, passed to ``add_loss``.
         kernel_constraint, bias_constraint: projections applied by
-            :meth:`apply_constraints` after an optimizer step.
+            the optimizer after each update (see :meth:`constraints`).
     """
 
     rank: ClassVar[int] = 2
@@ -63,7 +63,7 @@ class BaseConvTranspose(RegularizedLayer):
     def __post_init__(self) -> None:
         super().__post_init__()
         name, rank = self.name, self.rank
-        if not _args._is_int(self.filters) or self.filters <= 0:
+        if not _args.is_int(self.filters) or self.filters <= 0:
             raise ValueError(f"{name}: filters must be a positive int, received {self.filters!r}")
         self._normalize("kernel_size", _args.standardize_tuple(name, self.kernel_size, rank, "kernel_size"))
         self._normalize("strides", _args.standardize_tuple(name, self.strides, rank, "strides"))
@@ -96,9 +96,7 @@ class BaseConvTranspose(RegularizedLayer):
         return _args.join_shape(shape[0], lengths, self.filters, self.data_format)
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        _, _, channels = _args.spatial_shape(self, input_shape, self.rank, self.data_format)
-        if channels is None:
-            raise ValueError(f"layer {self.name!r} needs a known channel dimension, received shape {tuple(input_shape)}")
+        channels = _args.known_channels(self, input_shape, self.data_format)
         shape = self.kernel_size + (self.filters, channels)
         params = {"kernel": self.kernel_initializer(
             shape, self.variable_dtype, None if seed is None else derive_seed(seed, "kernel"))}

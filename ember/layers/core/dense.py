@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import activations, initializers
+from ember import activations, constraints, initializers, regularizers
 from ember.initializers import derive_seed
-from ember.layers.layer import Layer
+from ember.layers.layer import Layer, add_loss
 
 
 def check_last_dim(layer: Layer, input_shape: Any, expected: int | None = None, min_rank: int = 2) -> int:
@@ -30,6 +30,13 @@ class Dense(Layer):
         use_bias: add a bias vector.
         kernel_initializer: for the ``(in, units)`` kernel.
         bias_initializer: for the ``(units,)`` bias.
+        kernel_regularizer: penalty on the kernel (see :mod:`ember.regularizers`),
+            reported by :meth:`regularization_losses`.
+        bias_regularizer: penalty on the bias.
+        activity_regularizer: penalty on the output, passed to ``add_loss`` in ``call``.
+        kernel_constraint: projection of the kernel after each optimizer step (see
+            :mod:`ember.constraints`), reported by :meth:`constraints`.
+        bias_constraint: projection of the bias after each optimizer step.
 
     Example:
         >>> import ember
@@ -46,6 +53,11 @@ class Dense(Layer):
     use_bias: bool = True
     kernel_initializer: Any = "glorot_uniform"
     bias_initializer: Any = "zeros"
+    kernel_regularizer: Any = None
+    bias_regularizer: Any = None
+    activity_regularizer: Any = None
+    kernel_constraint: Any = None
+    bias_constraint: Any = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -54,6 +66,10 @@ class Dense(Layer):
         self._normalize("activation", activations.standardize(self.activation, f"{self.name}: activation"))
         self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
         self._normalize("bias_initializer", initializers.get(self.bias_initializer))
+        for field in ("kernel_regularizer", "bias_regularizer", "activity_regularizer"):
+            self._normalize(field, regularizers.get(getattr(self, field), f"{self.name}: {field}"))
+        for field in ("kernel_constraint", "bias_constraint"):
+            self._normalize(field, constraints.get(getattr(self, field), f"{self.name}: {field}"))
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         fan_in = check_last_dim(self, tuple(input_shape))
@@ -76,7 +92,20 @@ class Dense(Layer):
         y = ops.matmul(inputs, kernel)
         if self.use_bias:
             y = ops.add(y, params["bias"])
-        return activations.get(self.activation)(y)
+        y = activations.get(self.activation)(y)
+        if self.activity_regularizer is not None:
+            add_loss(self.activity_regularizer(y))
+        return y
+
+    def regularization_losses(self, params: dict) -> list:
+        """``[kernel_regularizer(kernel), bias_regularizer(bias)]`` for those set (none when frozen)."""
+        return regularizers.weight_penalties(
+            self, params, {"kernel": self.kernel_regularizer, "bias": self.bias_regularizer})
+
+    def constraints(self) -> dict:
+        """``{"kernel": kernel_constraint, "bias": bias_constraint}`` for those set (none when frozen)."""
+        return constraints.weight_constraints(
+            self, {"kernel": self.kernel_constraint, "bias": self.bias_constraint if self.use_bias else None})
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         check_last_dim(self, tuple(input_shape))

@@ -5,12 +5,16 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+from ember.initializers import is_seed_array
 from ember.layers.layer import Layer
 
 
-def _check_seed(value: Any, argument: str) -> int | None:
+def _check_seed(value: Any, argument: str) -> Any:
+    """An int seed or None; a 0-d integer array (a trainer's step seed) passes through."""
     if value is None:
         return None
+    if is_seed_array(value):
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{argument} must be an int or None, received {value!r}")
     return int(value)

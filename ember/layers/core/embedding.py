@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import initializers
+from ember import constraints, initializers, regularizers
 from ember.initializers import derive_seed
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import Layer, add_loss
 
 _INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
@@ -32,7 +32,12 @@ class Embedding(Layer):
         output_dim: size of each vector.
         embeddings_initializer: initializer of the table; ``"uniform"`` (the
             default, as in Keras) is ``RandomUniform(-0.05, 0.05)``.
+        embeddings_regularizer: penalty on the table (see :mod:`ember.regularizers`),
+            reported by :meth:`regularization_losses`.
+        embeddings_constraint: projection of the table after each optimizer step
+            (see :mod:`ember.constraints`), reported by :meth:`constraints`.
         mask_zero: index 0 is padding: :meth:`compute_mask` returns ``inputs != 0``.
+        activity_regularizer: penalty on the output vectors, passed to ``add_loss``.
 
     Inputs of any shape ``(batch, ...)`` give ``(batch, ..., output_dim)``. Float
     inputs are cast to ``int32``. Indices outside ``[0, input_dim)`` raise a
@@ -55,7 +60,10 @@ class Embedding(Layer):
     input_dim: int
     output_dim: int
     embeddings_initializer: Any = "uniform"
+    embeddings_regularizer: Any = None
+    embeddings_constraint: Any = None
     mask_zero: bool = False
+    activity_regularizer: Any = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -69,6 +77,10 @@ class Embedding(Layer):
         if isinstance(initializer, str) and initializer == "uniform":  # Keras's alias
             initializer = initializers.RandomUniform(-0.05, 0.05)
         self._normalize("embeddings_initializer", initializers.get(initializer))
+        for field in ("embeddings_regularizer", "activity_regularizer"):
+            self._normalize(field, regularizers.get(getattr(self, field), f"{self.name}: {field}"))
+        self._normalize("embeddings_constraint",
+                        constraints.get(self.embeddings_constraint, f"{self.name}: embeddings_constraint"))
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         self.compute_output_shape(input_shape)
@@ -91,7 +103,18 @@ class Embedding(Layer):
                     f"layer {self.name!r}: indices must lie in [0, {self.input_dim}) (input_dim), received "
                     f"values in [{bounds[0]}, {bounds[1]}] in an input of shape {tuple(ops.shape(inputs))}"
                 )
-        return ops.take(params["embeddings"], inputs, axis=0)
+        outputs = ops.take(params["embeddings"], inputs, axis=0)
+        if self.activity_regularizer is not None:
+            add_loss(self.activity_regularizer(outputs))
+        return outputs
+
+    def regularization_losses(self, params: dict) -> list:
+        """``[embeddings_regularizer(embeddings)]`` when set (none when frozen)."""
+        return regularizers.weight_penalties(self, params, {"embeddings": self.embeddings_regularizer})
+
+    def constraints(self) -> dict:
+        """``{"embeddings": embeddings_constraint}`` when set (none when frozen)."""
+        return constraints.weight_constraints(self, {"embeddings": self.embeddings_constraint})
 
     @property
     def supports_masking(self) -> bool:  # Keras: an Embedding with mask_zero makes masks

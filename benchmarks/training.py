@@ -1,0 +1,419 @@
+"""Training speed and memory: Ember's ``model.fit`` vs a hand-written loop in the same backend.
+
+Run: ``python benchmarks/training.py`` (every installed backend) or
+``python benchmarks/training.py --backend torch --workload W1``. Each backend runs in its
+own process; inside it, Ember and the hand-written loop train the same model on the same
+data side by side, timed in alternation (so load drifts hit both alike). Never part of the
+test suite.
+
+Workloads (Adam, learning rate 1e-3, epsilon 1e-7, shuffled batches, sparse softmax
+cross-entropy on logits):
+
+* W1: MLP 784-256-256-10, batch 128;
+* W2: LSTM(64) over 32 steps of 16 features, then Dense(10), batch 64 (``ember.layers.LSTM``);
+* W3: CNN Conv2D(32, 3) - MaxPooling2D(2) - Conv2D(64, 3) - Flatten - Dense(10) on 28x28x1,
+  batch 128, channels_last (``ember.layers.Conv2D``).
+
+A workload whose Ember layers do not exist yet is listed as "n/a". Hand-written loops:
+
+* torch: ``torch.nn`` modules, ``torch.optim.Adam(eps=1e-7)``, ``loss.backward()``;
+* MLX: the step (forward, ``mx.value_and_grad``, Adam written out) under ``mx.compile``;
+* NumPy: forward and backward written out by hand, Adam written out (W1 only).
+
+Both sides get the same native arrays (no conversion inside the timed region) and run
+``EPOCHS`` epochs per timed call; Ember's time includes everything ``fit`` does (batching,
+shuffling, building its state, callbacks). Targets: torch <= 1.05x, MLX <= 1.05x, NumPy
+<= 1.2x (W1). Peak memory: each variant runs once more in a fresh process that records its
+peak resident memory above the level after loading the data (Linux ``VmHWM``); target
+Ember <= 1.2x the hand-written loop. On a loaded machine compare the minimum columns, and
+run with ``OMP_NUM_THREADS=1`` when other processes share the cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+EPOCHS = 2
+REPEAT = 9
+# Steps per epoch by backend (MLX's Linux CPU wheel uses a reference BLAS: keep it short).
+STEPS = {"torch": 30, "numpy": 30, "mlx": 6}
+WORKLOADS = ("W1", "W2", "W3")
+
+
+# ------------------------------------------------------------------------------------ data
+def make_data(workload: str, backend: str) -> tuple:
+    rng = np.random.default_rng(0)
+    steps = STEPS[backend]
+    if workload == "W1":
+        batch = 128
+        x = rng.normal(size=(batch * steps, 784)).astype(np.float32)
+    elif workload == "W2":
+        batch = 64
+        x = rng.normal(size=(batch * steps, 32, 16)).astype(np.float32)
+    else:
+        batch = 128
+        x = rng.normal(size=(batch * steps, 28, 28, 1)).astype(np.float32)
+    y = rng.integers(0, 10, size=len(x)).astype(np.int64)
+    return x, y, batch
+
+
+def ember_model(workload: str):
+    import ember
+    from ember import layers
+
+    if workload == "W1":
+        stack = [ember.Input((784,)), layers.Dense(256, activation="relu"), layers.Dense(256, activation="relu"),
+                 layers.Dense(10)]
+    elif workload == "W2":
+        if not hasattr(layers, "LSTM"):
+            return None
+        stack = [ember.Input((32, 16)), layers.LSTM(64), layers.Dense(10)]
+    else:
+        if not (hasattr(layers, "Conv2D") and hasattr(layers, "MaxPooling2D")):
+            return None
+        stack = [ember.Input((28, 28, 1)), layers.Conv2D(32, 3, activation="relu"), layers.MaxPooling2D(2),
+                 layers.Conv2D(64, 3, activation="relu"), layers.Flatten(), layers.Dense(10)]
+    model = ember.Sequential(stack)
+    model.build(seed=0)
+    model.compile(optimizer=ember.optimizers.Adam(1e-3, epsilon=1e-7),
+                  loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=0)
+    return model
+
+
+def ember_runner(workload: str, backend: str, x, y, batch: int):
+    model = ember_model(workload)
+    if model is None:
+        return None
+
+    def run(epochs: int = EPOCHS) -> float:
+        history = model.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, shuffle=True)
+        return history.history["loss"][-1]
+
+    return run
+
+
+# --------------------------------------------------------------------------- raw: torch
+def torch_runner(workload: str, x, y, batch: int):
+    import torch
+
+    torch.manual_seed(0)
+    nn = torch.nn
+    if workload == "W1":
+        model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+        forward = model
+    elif workload == "W2":
+        lstm, head = nn.LSTM(16, 64, batch_first=True), nn.Linear(64, 10)
+        model = nn.ModuleList([lstm, head])
+
+        def forward(xb):
+            out, _ = lstm(xb)
+            return head(out[:, -1])
+    else:
+        model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
+                              nn.Flatten(), nn.Linear(64 * 11 * 11, 10))
+
+        def forward(xb):  # the data is channels_last like Ember's; torch convolves channels_first
+            return model(xb.permute(0, 3, 1, 2))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+    loss_fn = nn.CrossEntropyLoss()
+    generator = torch.Generator().manual_seed(0)
+    n = x.shape[0]
+
+    def run(epochs: int = EPOCHS) -> float:
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=generator)
+            total = torch.zeros(())
+            for start in range(0, n, batch):
+                index = order[start:start + batch]
+                xb, yb = x[index], y[index]
+                optimizer.zero_grad(set_to_none=True)
+                loss = loss_fn(forward(xb), yb)
+                loss.backward()
+                optimizer.step()
+                total += loss.detach() * len(index)
+        return float(total / n)
+
+    return run
+
+
+# ----------------------------------------------------------------------------- raw: MLX
+def mlx_runner(workload: str, x, y, batch: int):
+    import mlx.core as mx
+    import mlx.nn as mnn
+
+    mx.random.seed(0)
+    if workload == "W1":
+        model = mnn.Sequential(mnn.Linear(784, 256), mnn.ReLU(), mnn.Linear(256, 256), mnn.ReLU(),
+                               mnn.Linear(256, 10))
+        forward = model
+    elif workload == "W2":
+        lstm, head = mnn.LSTM(16, 64), mnn.Linear(64, 10)
+        model = mnn.Sequential(lstm, head)
+
+        def forward(xb):
+            hidden, _ = lstm(xb)
+            return head(hidden[:, -1])
+    else:
+        conv = mnn.Sequential(mnn.Conv2d(1, 32, 3), mnn.ReLU(), mnn.MaxPool2d(2), mnn.Conv2d(32, 64, 3),
+                              mnn.ReLU())
+        head = mnn.Linear(64 * 11 * 11, 10)
+        model = mnn.Sequential(conv, head)
+
+        def forward(xb):  # NHWC, like Ember
+            return head(conv(xb).reshape(xb.shape[0], -1))
+
+    def loss_of(params, xb, yb):
+        model.update(params)
+        logits = forward(xb)
+        return mnn.losses.cross_entropy(logits, yb, reduction="mean")
+
+    from mlx.utils import tree_map
+
+    grad_fn = mx.value_and_grad(loss_of)
+    b1, b2, eps, lr = 0.9, 0.999, 1e-7, 1e-3
+
+    def step(state, xb, yb):
+        params, m, v, t = state["params"], state["m"], state["v"], state["t"] + 1
+        loss, grads = grad_fn(params, xb, yb)
+        alpha = lr * mx.sqrt(1 - b2 ** t.astype(mx.float32)) / (1 - b1 ** t.astype(mx.float32))
+        m = tree_map(lambda mi, g: mi + (g - mi) * (1 - b1), m, grads)
+        v = tree_map(lambda vi, g: vi + (g * g - vi) * (1 - b2), v, grads)
+        params = tree_map(lambda p, mi, vi: p - alpha * mi / (mx.sqrt(vi) + eps), params, m, v)
+        return {"params": params, "m": m, "v": v, "t": t}, loss
+
+    params = model.parameters()
+    state = {"params": params, "m": tree_map(mx.zeros_like, params), "v": tree_map(mx.zeros_like, params),
+             "t": mx.array(0, dtype=mx.int32)}
+    compiled = mx.compile(step)
+    rng = np.random.default_rng(0)
+    n = x.shape[0]
+    holder = [state]
+
+    def run(epochs: int = EPOCHS) -> float:
+        total = mx.array(0.0)
+        for _ in range(epochs):
+            order = mx.array(rng.permutation(n).astype(np.int32))
+            total = mx.array(0.0)
+            for start in range(0, n, batch):
+                index = order[start:start + batch]
+                holder[0], loss = compiled(holder[0], mx.take(x, index, axis=0), mx.take(y, index, axis=0))
+                total = total + loss * index.shape[0]
+                mx.eval(holder[0], total)
+        return float(total.item() / n)
+
+    return run
+
+
+# --------------------------------------------------------------------------- raw: NumPy
+def numpy_runner(workload: str, x, y, batch: int):
+    if workload != "W1":
+        return None
+    rng = np.random.default_rng(0)
+    sizes = (784, 256, 256, 10)
+    params = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        limit = np.sqrt(6.0 / (fan_in + fan_out))
+        params += [rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32), np.zeros(fan_out, np.float32)]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    t = [0]
+    b1, b2, eps, lr = 0.9, 0.999, 1e-7, 1e-3
+    n = x.shape[0]
+    order_rng = np.random.default_rng(1)
+
+    def step(xb, yb):
+        w1, c1, w2, c2, w3, c3 = params
+        z1 = xb @ w1 + c1
+        h1 = np.maximum(z1, 0)
+        z2 = h1 @ w2 + c2
+        h2 = np.maximum(z2, 0)
+        logits = h2 @ w3 + c3
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        rows = np.arange(len(yb))
+        loss = -log_p[rows, yb].mean()
+        d = np.exp(log_p)
+        d[rows, yb] -= 1.0
+        d /= len(yb)
+        grads = [None] * 6
+        grads[4], grads[5] = h2.T @ d, d.sum(axis=0)
+        dz2 = (d @ w3.T) * (z2 > 0)
+        grads[2], grads[3] = h1.T @ dz2, dz2.sum(axis=0)
+        dz1 = (dz2 @ w2.T) * (z1 > 0)
+        grads[0], grads[1] = xb.T @ dz1, dz1.sum(axis=0)
+        t[0] += 1
+        alpha = lr * np.sqrt(1 - b2 ** t[0]) / (1 - b1 ** t[0])
+        for i, g in enumerate(grads):
+            m[i] += (g - m[i]) * (1 - b1)
+            v[i] += (g * g - v[i]) * (1 - b2)
+            params[i] -= (alpha * m[i] / (np.sqrt(v[i]) + eps)).astype(np.float32)
+        return loss
+
+    def run(epochs: int = EPOCHS) -> float:
+        total = 0.0
+        for _ in range(epochs):
+            order = order_rng.permutation(n)
+            total = 0.0
+            for start in range(0, n, batch):
+                index = order[start:start + batch]
+                total += step(x[index], y[index]) * len(index)
+        return total / n
+
+    return run
+
+
+# ------------------------------------------------------------------------------- harness
+def native_data(backend: str, x, y):
+    if backend == "torch":
+        import torch
+
+        return torch.from_numpy(x), torch.from_numpy(y)
+    if backend == "mlx":
+        import mlx.core as mx
+
+        return mx.array(x), mx.array(y)
+    return x, y
+
+
+def runners(backend: str, workload: str):
+    import ember
+
+    ember.set_backend(backend)
+    x, y, batch = make_data(workload, backend)
+    x, y = native_data(backend, x, y)
+    raw = {"torch": torch_runner, "mlx": mlx_runner, "numpy": numpy_runner}[backend](workload, x, y, batch)
+    return ember_runner(workload, backend, x, y, batch), raw
+
+
+def _rss_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def memory_child(backend: str, workload: str, variant: str) -> None:
+    """Peak resident memory above the post-data level for one variant (fresh process)."""
+    import ember
+
+    ember.set_backend(backend)
+    x, y, batch = make_data(workload, backend)
+    x, y = native_data(backend, x, y)
+    # Import what either variant uses before the baseline, so neither pays for imports.
+    if backend == "torch":  # torch.optim's first step imports more of torch: do it before the baseline
+        import torch
+
+        warm = torch.nn.Parameter(torch.zeros(1))
+        warm.grad = torch.zeros(1)
+        torch.optim.Adam([warm]).step()
+    if backend == "mlx":
+        import mlx.core as mx
+        import mlx.nn  # noqa: F401
+
+        mx.eval(x, y)
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")  # reset the peak (VmHWM) to the current resident size
+    except OSError:
+        pass
+    base = _rss_kib("VmRSS")
+    if variant == "ember":
+        run = ember_runner(workload, backend, x, y, batch)
+    else:
+        run = {"torch": torch_runner, "mlx": mlx_runner, "numpy": numpy_runner}[backend](workload, x, y, batch)
+    run(1)
+    print(json.dumps({"peak_mib": (_rss_kib("VmHWM") - base) / 1024}))
+
+
+def timing_child(backend: str, workloads: list[str]) -> None:
+    rows = []
+    for workload in workloads:
+        ember_run, raw_run = runners(backend, workload)
+        if ember_run is None:
+            rows.append({"workload": workload, "status": "n/a (layer missing)"})
+            continue
+        fns = [raw_run, ember_run] if raw_run is not None else [ember_run]
+        for fn in fns:  # warm-up: traces, compiles, caches
+            fn(1)
+        wall: list[list[float]] = [[] for _ in fns]
+        cpu: list[list[float]] = [[] for _ in fns]
+        for _ in range(REPEAT):
+            for fn, w, c in zip(fns, wall, cpu):
+                start, start_cpu = time.perf_counter(), time.process_time()
+                fn()
+                w.append(time.perf_counter() - start)
+                c.append(time.process_time() - start_cpu)
+        steps = STEPS[backend] * EPOCHS
+        row = {"workload": workload, "steps": steps}
+        for name, w, c in zip(["raw", "ember"] if raw_run is not None else ["ember"], wall, cpu):
+            row[f"{name}_med"] = statistics.median(w) / steps * 1e3
+            row[f"{name}_min"] = min(w) / steps * 1e3
+            row[f"{name}_cpu"] = statistics.median(c) / steps * 1e3
+        rows.append(row)
+    print(json.dumps(rows))
+
+
+def _child(args: list[str]) -> str:
+    env = dict(os.environ)
+    result = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        raise RuntimeError(result.stderr[-3000:])
+    return result.stdout.strip().splitlines()[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", action="append", help="backend(s) to run (default: every installed one)")
+    parser.add_argument("--workload", action="append", choices=WORKLOADS, help="workload(s) (default: all)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        if args.child[0] == "memory":
+            memory_child(*args.child[1:])
+        else:
+            timing_child(args.child[1], args.child[2:])
+        return
+    import ember
+
+    names = args.backend or ember.backends.available()
+    workloads = args.workload or list(WORKLOADS)
+    targets = {"torch": 1.05, "mlx": 1.05, "numpy": 1.2}
+    print(f"Ember fit vs a hand-written loop, Adam, {EPOCHS} epochs per timed call, {REPEAT} calls; ms per step "
+          "(min wall time); ratios Ember/raw of the median wall time, the min wall time and the median CPU time")
+    print(f"{'backend':7} {'work':4} {'steps':>5} {'raw ms':>8} {'ember ms':>8} {'med':>6} {'min':>6} {'cpu':>6} "
+          f"{'target':>6} {'raw MiB':>8} {'ember MiB':>9} {'ratio':>6}")
+    for backend in names:
+        rows = json.loads(_child(["timing", backend, *workloads]))
+        for row in rows:
+            if "status" in row:
+                print(f"{backend:7} {row['workload']:4} {row['status']}")
+                continue
+            line = f"{backend:7} {row['workload']:4} {row['steps']:5d} "
+            if "raw_med" in row:
+                line += (f"{row['raw_min']:8.2f} {row['ember_min']:8.2f} {row['ember_med'] / row['raw_med']:5.2f}x "
+                         f"{row['ember_min'] / row['raw_min']:5.2f}x {row['ember_cpu'] / row['raw_cpu']:5.2f}x "
+                         f"{targets[backend]:5.2f}x")
+            else:
+                line += f"{'-':>8} {row['ember_min']:8.2f} {'-':>6} {'-':>6} {'-':>6} {'-':>6}"
+            if not args.no_memory:
+                ember_mem = json.loads(_child(["memory", backend, row["workload"], "ember"]))["peak_mib"]
+                if "raw_med" in row:
+                    raw_mem = json.loads(_child(["memory", backend, row["workload"], "raw"]))["peak_mib"]
+                    line += f" {raw_mem:8.1f} {ember_mem:9.1f} {ember_mem / max(raw_mem, 1e-9):5.2f}x"
+                else:
+                    line += f" {'-':>8} {ember_mem:9.1f}"
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+"""NumPy training steps: Ember's own reverse-mode engine, with two hand-fused pieces.
+
+* The gradient comes from :class:`ember.GradientTape` (Ember's NumPy engine). For the most
+  common loss, ``SparseCategoricalCrossentropy(from_logits=True)`` on one output without
+  sample weights, regularizers or activity losses, the loss and its gradient with respect
+  to the logits are computed in closed form (``softmax - one_hot``, over the batch) and the
+  tape starts its backward pass from the logits with that gradient: the same math as the
+  op-by-op loss, without recording a dozen small ops.
+* ``fit`` owns a private copy of the params and optimizer slots (made once by
+  :meth:`NumpySteps.own`) and updates them in place with NumPy ``out=`` kernels for
+  ``SGD``, ``Adam`` and ``AdamW`` without gradient clipping (the same formulas as
+  :mod:`ember.training.optimizers`); other optimizers take the pure path.
+
+The pure ``train_step`` copies the state first, so its input is never modified.
+
+Example:
+    >>> import numpy as np
+    >>> import ember
+    >>> from ember import layers
+    >>> ember.set_backend("numpy")
+    >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+    >>> _ = model.build(seed=0)
+    >>> trainer = ember.Trainer(model, optimizer="sgd", loss="mse")
+    >>> state = trainer.init_state(seed=0)
+    >>> new_state, logs = trainer.train_step(state, (np.ones((4, 2)), np.zeros((4, 1))))
+    >>> sorted(logs), new_state["model"]["params"] is state["model"]["params"]
+    (['loss'], False)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import optree
+
+from ember.training.steps import GenericSteps, StepCore, advance_rng, fusable_sparse_crossentropy
+
+
+def _plain(value: Any) -> Any:
+    """A traced array (the tape's view) as a plain ndarray sharing its memory."""
+    if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
+        return value.view(np.ndarray)
+    return value
+
+
+def _detach(tree: Any) -> Any:
+    return optree.tree_map(_plain, tree)
+
+
+def _copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
+# --------------------------------------------------------------------------- fused loss
+def sparse_crossentropy_from_logits(labels: Any, logits: Any) -> tuple[Any, Any] | None:
+    """``(mean loss, d loss / d logits)`` for integer labels, or None when the inputs do not fit
+    the closed form (the generic loss then runs and reports any problem)."""
+    labels, logits = _plain(labels), _plain(logits)
+    if not (isinstance(labels, np.ndarray) and isinstance(logits, np.ndarray)) or logits.ndim != 2 \
+            or logits.dtype not in (np.float32, np.float64) or labels.dtype.kind not in "iu":
+        return None
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    count, classes = logits.shape
+    if labels.shape != (count,) or count == 0:
+        return None
+    if labels.min() < 0 or labels.max() >= classes:
+        bad = labels[(labels < 0) | (labels >= classes)][0]
+        raise ValueError(f"sparse_categorical_crossentropy: class indices must be in [0, {classes}) for y_pred "
+                         f"with {classes} classes, received {bad!r}")
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    total = exp.sum(axis=1, keepdims=True)
+    rows = np.arange(count)
+    picked = shifted[rows, labels] - np.log(total[:, 0])
+    loss = np.asarray(-picked.mean(dtype=logits.dtype), dtype=logits.dtype)
+    grad = exp
+    grad /= total
+    grad[rows, labels] -= 1.0
+    grad *= logits.dtype.type(1.0 / count)
+    return loss, grad
+
+
+# ---------------------------------------------------------------------- in-place update
+def _inplace_supported(optimizer: Any, leaves: list) -> bool:
+    from ember.training import optimizers
+
+    return (type(optimizer) in (optimizers.SGD, optimizers.Adam, optimizers.AdamW)
+            and not (optimizer.clipnorm or optimizer.clipvalue or optimizer.global_clipnorm)
+            and optimizer.loss_scale_factor is None
+            and all(isinstance(p, np.ndarray) and p.dtype in (np.float32, np.float64) for p in leaves))
+
+
+def _one_minus_power(base: float, t: float) -> float:
+    return -math.expm1(t * math.log(base)) if base > 0.0 else 1.0 - base ** t
+
+
+def _apply_inplace(optimizer: Any, grads: list, params: list, slots: dict, lr: float, t: float,
+                   decay: list) -> None:
+    """One SGD/Adam/AdamW step on lists of arrays, in place (the formulas of the pure path)."""
+    from ember.training import optimizers
+
+    for i, (g, p) in enumerate(zip(grads, params)):
+        if g is None:
+            continue
+        g = _plain(g)
+        if g.dtype != p.dtype:
+            g = g.astype(p.dtype)
+        if decay[i]:
+            p -= p * (lr * optimizer.weight_decay)
+        if type(optimizer) is optimizers.SGD:
+            scaled = g * lr
+            if optimizer.momentum == 0.0:
+                p -= scaled
+                continue
+            velocity = slots["momentum"][i]
+            velocity *= optimizer.momentum
+            velocity -= scaled
+            if optimizer.nesterov:
+                p += velocity * optimizer.momentum
+                p -= scaled
+            else:
+                p += velocity
+            continue
+        m, v = slots["momentum"][i], slots["velocity"][i]
+        scratch = np.subtract(g, m)
+        scratch *= 1.0 - optimizer.beta_1
+        m += scratch
+        np.multiply(g, g, out=scratch)
+        scratch -= v
+        scratch *= 1.0 - optimizer.beta_2
+        v += scratch
+        if optimizer.amsgrad:
+            v = np.maximum(slots["velocity_hat"][i], v, out=slots["velocity_hat"][i])
+        alpha = lr * math.sqrt(_one_minus_power(optimizer.beta_2, t)) / _one_minus_power(optimizer.beta_1, t)
+        np.sqrt(v, out=scratch)
+        scratch += optimizer.epsilon
+        np.divide(m, scratch, out=scratch)
+        scratch *= alpha
+        p -= scratch
+
+
+class NumpySteps(GenericSteps):
+    """Ember-engine gradients with a fused loss and in-place updates (see the module docstring)."""
+
+    fit_step_is_pure = False
+
+    def __init__(self, core: StepCore, jit: bool = True) -> None:
+        super().__init__(core, lambda fn: fn, detach=_detach)
+        self._fused_loss = fusable_sparse_crossentropy(core.compile_loss)
+        self._regularized: bool | None = None
+        self._decay: tuple | None = None
+
+    # --- state ownership ---------------------------------------------------------------------
+    def own(self, state: dict) -> dict:
+        return {"model": {"params": optree.tree_map(_copy, state["model"]["params"]),
+                          "buffers": state["model"]["buffers"]},
+                "optimizer": optree.tree_map(_copy, state["optimizer"]),
+                "metrics": state["metrics"], "rng": state["rng"]}
+
+    # --- gradients ----------------------------------------------------------------------------
+    def _has_regularization(self, params: dict) -> bool:
+        if self._regularized is None:  # structural: it depends on the layers' config only
+            regularization = getattr(self.core.model, "regularization_losses", None)
+            self._regularized = bool(regularization(params)) if regularization is not None else False
+        return self._regularized
+
+    def gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any) -> tuple:
+        """``((total, per-output losses, y_pred_flat, new_buffers), grads)``."""
+        from ember.autodiff import GradientTape
+
+        core = self.core
+        with GradientTape() as tape:
+            tape.watch(trainable)
+            params = core.merge(trainable, frozen)
+            y_pred, new_buffers, activity = core.forward(params, buffers, x, True, rng)
+            y_pred_flat = core.flat(y_pred, "the model's outputs")
+            fused = None
+            if self._fused_loss and sw is None and not activity and not self._has_regularization(params):
+                with tape.stop_recording():
+                    fused = sparse_crossentropy_from_logits(core.flat(y, "y")[0], y_pred_flat[0])
+            if fused is None:
+                total, per_output = core.total_loss(params, y, y_pred_flat, sw, activity)
+                scaled = core.optimizer.scale_loss(total)
+        if fused is None:
+            grads = tape.gradient(scaled, trainable, unconnected_gradients="zero")
+        else:
+            total, seed = fused
+            per_output = [total]
+            if core.optimizer.loss_scale_factor is not None:
+                seed = seed * core.optimizer.loss_scale_factor
+            grads = tape.gradient(y_pred_flat[0], trainable, output_gradients=seed, unconnected_gradients="zero")
+        return _detach((total, per_output, y_pred_flat, new_buffers)), _detach(grads)
+
+    # --- steps ---------------------------------------------------------------------------------
+    def _decay_flags(self, optimizer: Any, trainable: dict, count: int) -> list:
+        spec = optree.tree_structure(trainable)
+        if self._decay is None or self._decay[0] != spec:
+            if optimizer.weight_decay is None:
+                flags = [False] * count
+            else:
+                flags = [optimizer.uses_weight_decay("/".join(str(k) for k in path))
+                         for path in optree.tree_paths(trainable)]
+            self._decay = (spec, flags)
+        return self._decay[1]
+
+    def fit_step(self, state: dict, batch: tuple) -> dict:
+        core = self.core
+        x, y, sw = batch
+        model_state = state["model"]
+        params = model_state["params"]
+        trainable, frozen = core.split(params)
+        rng = state["rng"]
+        (total, per_output, y_pred_flat, new_buffers), grads = self.gradients(
+            trainable, frozen, model_state["buffers"], x, y, sw, rng)
+        optimizer, opt_state = core.optimizer, state["optimizer"]
+        leaves, spec = optree.tree_flatten(trainable)
+        if _inplace_supported(optimizer, leaves):
+            iterations = opt_state["iterations"]
+            lr = float(np.asarray(optimizer.learning_rate_at(iterations, opt_state)))
+            t = float(iterations) + 1.0
+            slots = {name: spec.flatten_up_to(opt_state[name]) for name in optimizer.slot_initializers()}
+            _apply_inplace(optimizer, spec.flatten_up_to(grads), leaves, slots, lr, t,
+                           self._decay_flags(optimizer, trainable, len(leaves)))
+            opt_state = dict(opt_state)
+            opt_state["iterations"] = np.asarray(iterations + 1, dtype=np.asarray(iterations).dtype)
+            if core.constraints:
+                constrained = core.apply_constraints(params)
+                for leaf, new in zip(optree.tree_leaves(params), optree.tree_leaves(constrained)):
+                    if new is not leaf:
+                        np.copyto(leaf, _plain(new))
+        else:
+            new_trainable, opt_state = optimizer.apply_gradients(grads, opt_state, trainable)
+            params = core.apply_constraints(core.merge(new_trainable, frozen))
+        metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+        return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
+                "rng": advance_rng(rng)}
+
+    def train_step(self, state: dict, batch: tuple) -> dict:
+        return self.fit_step(self.own(state), batch)
+
+
+def make_steps(core: StepCore, jit: bool = True) -> NumpySteps:
+    """The NumPy steps (``jit`` has no meaning here: NumPy runs eagerly)."""
+    return NumpySteps(core, jit=jit)

@@ -1,0 +1,173 @@
+"""torch training steps: native autograd, then the optimizer's fused in-place update.
+
+``fit`` owns a private copy of the params (leaf tensors with ``requires_grad`` for the
+trainable ones) and of the optimizer state, made once per ``fit`` by :meth:`TorchSteps.own`.
+Each step runs the forward pass and the losses under autograd, ``torch.autograd.grad``
+for the trainable leaves, then ``optimizer.apply_gradients_inplace`` (``torch._foreach_*``
+kernels from :mod:`ember.backends.torch.optim`) updates params and slots in place under
+``no_grad``; metrics accumulate on the device. Nothing in a step reads a value on the host,
+so a CUDA step never synchronises (the progress bar reads the loss at most every 0.1 s).
+The pure ``train_step`` copies the state first, so its input is never modified.
+
+Example:
+    >>> import numpy as np
+    >>> import ember
+    >>> from ember import layers
+    >>> ember.set_backend("torch")
+    >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+    >>> _ = model.build(seed=0)
+    >>> trainer = ember.Trainer(model, optimizer="adam", loss="mse")
+    >>> state = trainer.init_state(seed=0)
+    >>> new_state, logs = trainer.train_step(state, (np.ones((4, 2)), np.zeros((4, 1))))
+    >>> new_state["model"]["params"] is state["model"]["params"], int(new_state["optimizer"]["iterations"])
+    (False, 1)
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import optree
+import torch
+import torch.nn.functional as F
+
+from ember.training.steps import GenericSteps, StepCore, advance_rng, fusable_sparse_crossentropy
+
+
+class _FusedLoss:
+    """The compiled loss, with one fused kernel for the most common case.
+
+    ``SparseCategoricalCrossentropy(from_logits=True)`` (mean reduction, no ``ignore_class``,
+    no sample weights, one output) runs as ``torch.nn.functional.cross_entropy``: one kernel
+    forward and one backward instead of a chain of small ops; the math is the same (mean of
+    ``-log_softmax(logits)[label]``). Every other case, and any input the fused kernel would
+    not take as is, goes to the generic losses (which also give the error messages).
+    """
+
+    def __init__(self, generic: Any) -> None:
+        self.generic = generic
+        self.entries = generic.entries
+        self.per_output_logs = generic.per_output_logs
+        self.fused = fusable_sparse_crossentropy(generic)
+
+    def __call__(self, y_true: list, y_pred: list, sample_weight: list) -> tuple[Any, list]:
+        if self.fused:
+            entry = self.entries[0]
+            labels, logits = y_true[entry.index], y_pred[entry.index]
+            if (sample_weight[entry.index] is None and isinstance(logits, torch.Tensor)
+                    and isinstance(labels, torch.Tensor) and logits.ndim == 2
+                    and logits.dtype in (torch.float32, torch.float64) and not labels.is_floating_point()
+                    and labels.dtype is not torch.bool and labels.shape[0] == logits.shape[0]
+                    and (labels.ndim == 1 or (labels.ndim == 2 and labels.shape[1] == 1))):
+                if labels.ndim == 2:
+                    labels = labels.reshape(-1)
+                if labels.dtype is not torch.int64:
+                    labels = labels.long()
+                value = F.cross_entropy(logits, labels)
+                return value, [value]
+        return self.generic(y_true, y_pred, sample_weight)
+
+
+def _clone(value: Any) -> Any:
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+def _detach(value: Any) -> Any:
+    return value.detach() if isinstance(value, torch.Tensor) else value
+
+
+class TorchSteps(GenericSteps):
+    """Autograd + fused in-place optimizer steps (see the module docstring)."""
+
+    fit_step_is_pure = False
+
+    def __init__(self, core: StepCore, jit: bool = True) -> None:
+        core = copy.copy(core)  # this backend's own view, with the fused loss
+        core.compile_loss = _FusedLoss(core.compile_loss)
+        super().__init__(core, lambda fn: fn)
+        self._released: tuple | None = None
+
+    # --- state ownership ------------------------------------------------------------------
+    def own(self, state: dict) -> dict:
+        core = self.core
+        params = state["model"]["params"]
+        core.prepare_mask(params)
+        mask = core._mask
+
+        def own_param(value: Any, trainable: bool) -> Any:
+            tensor = value.detach().clone()
+            if trainable and (tensor.is_floating_point() or tensor.is_complex()):
+                tensor.requires_grad_(True)
+            return tensor
+
+        owned = optree.tree_map(own_param, params, mask)
+        return {"model": {"params": owned, "buffers": state["model"]["buffers"]},
+                "optimizer": optree.tree_map(_clone, state["optimizer"]),
+                "metrics": state["metrics"], "rng": state["rng"]}
+
+    def release(self, model_state: dict) -> dict:
+        params = model_state["params"]
+        cached = self._released
+        if cached is None or cached[0] is not params:
+            cached = (params, optree.tree_map(_detach, params))
+            self._released = cached
+        return {"params": cached[1], "buffers": model_state["buffers"]}
+
+    # --- steps -----------------------------------------------------------------------------
+    def fit_step(self, state: dict, batch: tuple) -> dict:
+        core = self.core
+        x, y, sw = batch
+        model_state = state["model"]
+        params = model_state["params"]
+        trainable, frozen = core.split(params)
+        leaves, spec = optree.tree_flatten(trainable)
+        rng = state["rng"]
+        if not leaves:  # everything frozen: the loss is computed, nothing is updated
+            with torch.no_grad():
+                _, aux = core.objective(trainable, frozen, model_state["buffers"], x, y, sw, rng)
+                total, per_output, y_pred_flat, new_buffers = aux
+                metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+            return {"model": {"params": params, "buffers": new_buffers}, "optimizer": state["optimizer"],
+                    "metrics": metrics, "rng": advance_rng(rng)}
+        with torch.enable_grad():
+            scaled, aux = core.objective(trainable, frozen, model_state["buffers"], x, y, sw, rng)
+            wanted = [leaf for leaf in leaves if leaf.requires_grad]
+            if len(wanted) != len(leaves):
+                raise RuntimeError("TorchSteps.fit_step needs a state made by own(state); use train_step for "
+                                   "a state you hold")
+            grads = torch.autograd.grad(scaled, leaves, allow_unused=True)
+        with torch.no_grad():
+            new_trainable, opt_state = core.optimizer.apply_gradients_inplace(
+                spec.unflatten(list(grads)), state["optimizer"], trainable)
+            new_leaves = spec.flatten_up_to(new_trainable)
+            for leaf, new in zip(leaves, new_leaves):
+                if new is not leaf:  # an optimizer without a fused path returns new tensors
+                    leaf.copy_(new)
+            if core.constraints:
+                constrained = core.apply_constraints(params)
+                for leaf, new in zip(optree.tree_leaves(params), optree.tree_leaves(constrained)):
+                    if new is not leaf:
+                        leaf.copy_(new)
+            total, per_output, y_pred_flat, new_buffers = optree.tree_map(_detach, aux)
+            metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+        return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
+                "rng": advance_rng(rng)}
+
+    def train_step(self, state: dict, batch: tuple) -> dict:
+        new = self.fit_step(self.own(state), batch)
+        params = optree.tree_map(_detach, new["model"]["params"])
+        new["model"] = {"params": params, "buffers": new["model"]["buffers"]}
+        return new
+
+    def test_step(self, state: dict, batch: tuple) -> dict:
+        with torch.no_grad():
+            return super().test_step(state, batch)
+
+    def predict_step(self, state: dict, x: Any) -> Any:
+        with torch.no_grad():
+            return super().predict_step(state, x)
+
+
+def make_steps(core: StepCore, jit: bool = True) -> TorchSteps:
+    return TorchSteps(core, jit=jit)

@@ -1,0 +1,110 @@
+"""``BaseSeparableConv``: depthwise then pointwise convolution (``SeparableConv1D/2D``)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ember import activations, initializers, ops
+from ember.initializers import derive_seed
+from ember.layers.conv import _args
+from ember.layers.conv._regularized import RegularizedLayer
+from ember.layers.conv.base_conv import add_bias, check_input
+from ember.layers.conv.base_depthwise_conv import depthwise_conv, validate_depthwise
+
+
+class BaseSeparableConv(RegularizedLayer):
+    """Depthwise-separable convolution: a depthwise convolution, then a 1x1 convolution.
+
+    Params (Keras's names and layouts): ``depthwise_kernel`` ``(*kernel_size,
+    in_channels, depth_multiplier)``, ``pointwise_kernel`` ``(1, ..., 1, in_channels *
+    depth_multiplier, filters)`` and ``bias`` ``(filters,)``. ``strides``,
+    ``padding`` and ``dilation_rate`` apply to the depthwise step.
+
+    Args:
+        filters: number of output channels (positive int).
+        kernel_size: int or tuple of ``rank`` ints.
+        strides: int or tuple of ``rank`` ints (``> 1`` excludes ``dilation_rate > 1``).
+        padding: ``"valid"`` or ``"same"``.
+        data_format: ``"channels_last"`` (default, ``None``) or ``"channels_first"``.
+        dilation_rate: int or tuple of ``rank`` ints.
+        depth_multiplier: depthwise output channels per input channel.
+        activation: activation name or function; None is linear.
+        use_bias: add a bias vector.
+        depthwise_initializer, pointwise_initializer, bias_initializer: initializers.
+        depthwise_regularizer, pointwise_regularizer, bias_regularizer: weight penalties.
+        activity_regularizer: penalty on the outputs, passed to ``add_loss``.
+        depthwise_constraint, pointwise_constraint, bias_constraint: projections for
+            the optimizer applies after each update (see :meth:`constraints`).
+    """
+
+    rank: ClassVar[int] = 2
+    _regularizer_fields: ClassVar[dict] = {"depthwise_kernel": "depthwise_regularizer",
+                                           "pointwise_kernel": "pointwise_regularizer", "bias": "bias_regularizer"}
+    _constraint_fields: ClassVar[dict] = {"depthwise_kernel": "depthwise_constraint",
+                                          "pointwise_kernel": "pointwise_constraint", "bias": "bias_constraint"}
+
+    filters: int
+    kernel_size: Any
+    strides: Any = 1
+    padding: str = "valid"
+    data_format: str | None = None
+    dilation_rate: Any = 1
+    depth_multiplier: int = 1
+    activation: Any = None
+    use_bias: bool = True
+    depthwise_initializer: Any = "glorot_uniform"
+    pointwise_initializer: Any = "glorot_uniform"
+    bias_initializer: Any = "zeros"
+    depthwise_regularizer: Any = None
+    pointwise_regularizer: Any = None
+    bias_regularizer: Any = None
+    activity_regularizer: Any = None
+    depthwise_constraint: Any = None
+    pointwise_constraint: Any = None
+    bias_constraint: Any = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not _args.is_int(self.filters) or self.filters <= 0:
+            raise ValueError(f"{self.name}: filters must be a positive int, received {self.filters!r}")
+        validate_depthwise(self)
+        for field in ("depthwise_initializer", "pointwise_initializer", "bias_initializer"):
+            self._normalize(field, initializers.get(getattr(self, field)))
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        shape, spatial, _ = _args.spatial_shape(self, input_shape, self.rank, self.data_format)
+        lengths = _args.conv_output_lengths(self, shape, spatial, self.kernel_size, self.strides, self.padding,
+                                            self.dilation_rate)
+        return _args.join_shape(shape[0], lengths, self.filters, self.data_format)
+
+    def build(self, input_shape: Any, seed: int | None = None) -> dict:
+        channels = _args.known_channels(self, input_shape, self.data_format)
+        self.compute_output_shape(input_shape)
+
+        def sub_seed(name: str) -> int | None:
+            return None if seed is None else derive_seed(seed, name)
+
+        params = {
+            "depthwise_kernel": self.depthwise_initializer(
+                self.kernel_size + (channels, self.depth_multiplier), self.variable_dtype,
+                sub_seed("depthwise_kernel")),
+            "pointwise_kernel": self.pointwise_initializer(
+                (1,) * self.rank + (channels * self.depth_multiplier, self.filters), self.variable_dtype,
+                sub_seed("pointwise_kernel")),
+        }
+        if self.use_bias:
+            params["bias"] = self.bias_initializer((self.filters,), self.variable_dtype, sub_seed("bias"))
+        return self.make_state(params=params)
+
+    def call(self, params: dict, inputs: Any) -> Any:
+        depthwise = params["depthwise_kernel"]
+        check_input(self, inputs, ops.shape(depthwise)[-2])
+        hidden = depthwise_conv(self, inputs, depthwise)
+        pointwise = params["pointwise_kernel"]
+        if self.data_format == "channels_last":  # a 1x1 convolution is a matmul over the channels
+            outputs = ops.matmul(hidden, ops.reshape(pointwise, tuple(ops.shape(pointwise))[-2:]))
+        else:
+            outputs = ops.nn.conv(hidden, pointwise, strides=1, padding="valid", data_format=self.data_format)
+        if self.use_bias:
+            outputs = add_bias(self, outputs, params["bias"])
+        return self._activity_loss(activations.get(self.activation)(outputs))

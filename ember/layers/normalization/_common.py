@@ -1,0 +1,125 @@
+"""Shared pieces of the normalization layers: axis validation and float handling."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+from ember import constraints, regularizers
+from ember.layers.layer import Layer
+
+# Dtypes computed in float32 and cast back (as Keras does, for stability).
+LOW_PRECISION = ("float16", "bfloat16")
+
+
+def check_axis(layer: Layer, value: Any, allow_list: bool) -> int | tuple[int, ...]:
+    """Validate an ``axis`` config value: an int, or (``allow_list``) a non-empty list/tuple
+    of distinct ints, returned as a tuple."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if allow_list and isinstance(value, (list, tuple)) and value and all(
+            isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in value):
+        axes = tuple(int(a) for a in value)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"{layer.name}: axis must not repeat an axis, received {value!r}")
+        return axes
+    expected = "an int or a non-empty list/tuple of ints" if allow_list else "an int"
+    raise TypeError(f"{layer.name}: axis must be {expected}, received {value!r}")
+
+
+def check_real(layer: Layer, field: str, low: float, high: float | None = None, low_open: bool = False) -> None:
+    """Normalize the config field ``field`` to a float in ``[low, high]`` (``(low, ...`` if ``low_open``)."""
+    value = getattr(layer, field)
+    ok = not isinstance(value, bool) and isinstance(value, numbers.Real) and (
+        value > low if low_open else value >= low) and (high is None or value <= high)
+    if not ok:
+        bounds = f"{'(' if low_open else '['}{low}, {high if high is not None else 'inf'}{']' if high is not None else ')'}"
+        raise ValueError(f"{layer.name}: {field} must be a number in {bounds}, received {value!r}")
+    layer._normalize(field, float(value))
+
+
+def check_bools(layer: Layer, *fields: str) -> None:
+    for field in fields:
+        if not isinstance(getattr(layer, field), bool):
+            raise TypeError(f"{layer.name}: {field} must be a bool, received {getattr(layer, field)!r}")
+
+
+def resolve_weight_options(layer: Layer, prefixes: tuple[str, ...] = ("beta", "gamma")) -> None:
+    """Resolve ``<prefix>_regularizer`` / ``<prefix>_constraint`` fields through
+    :func:`ember.regularizers.get` / :func:`ember.constraints.get`."""
+    for prefix in prefixes:
+        field = f"{prefix}_regularizer"
+        layer._normalize(field, regularizers.get(getattr(layer, field), f"{layer.name}: {field}"))
+        field = f"{prefix}_constraint"
+        layer._normalize(field, constraints.get(getattr(layer, field), f"{layer.name}: {field}"))
+
+
+def penalties(layer: Layer, params: dict, prefixes: tuple[str, ...] = ("beta", "gamma")) -> list:
+    """``<prefix>_regularizer(params[prefix])`` for the params present (none when frozen)."""
+    return regularizers.weight_penalties(layer, params, {p: getattr(layer, f"{p}_regularizer") for p in prefixes})
+
+
+def projections(layer: Layer, params_built: tuple[str, ...], prefixes: tuple[str, ...] = ("beta", "gamma")) -> dict:
+    """``{prefix: <prefix>_constraint}`` for the params the layer builds (none when frozen)."""
+    return constraints.weight_constraints(
+        layer, {p: getattr(layer, f"{p}_constraint") for p in prefixes if p in params_built})
+
+
+def resolve_axes(layer: Layer, axis: int | tuple[int, ...], rank: int, shape: tuple | None = None) -> tuple[int, ...]:
+    """``axis`` as sorted non-negative axes of a rank-``rank`` input; ValueError naming the
+    layer when an axis is out of range or is the batch axis."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    where = f"inputs of shape {shape}" if shape is not None else f"rank-{rank} inputs"
+    resolved = []
+    for a in axes:
+        if not -rank <= a < rank:
+            raise ValueError(f"layer {layer.name!r}: axis {a} is out of range for {where}")
+        resolved.append(a % rank)
+    if 0 in resolved:
+        raise ValueError(f"layer {layer.name!r}: axis {axis} includes the batch axis 0 of {where}")
+    if len(set(resolved)) != len(resolved):
+        raise ValueError(f"layer {layer.name!r}: axis {axis} names the same axis twice for {where}")
+    return tuple(sorted(resolved))
+
+
+def known_dims(layer: Layer, shape: tuple, axes: tuple[int, ...]) -> tuple[int, ...]:
+    """The sizes of ``shape`` at ``axes``, which must be known (they size the params)."""
+    dims = tuple(shape[a] for a in axes)
+    if any(d is None for d in dims):
+        raise ValueError(f"layer {layer.name!r} needs known sizes on axis {axes} to build its weights, "
+                         f"received shape {shape}")
+    return dims
+
+
+def broadcast_param(param: Any, axes: tuple[int, ...], shape: tuple) -> Any:
+    """Reshape a param of shape ``shape[axes]`` so it broadcasts against ``shape``."""
+    from ember import ops
+
+    rank = len(shape)
+    if axes == tuple(range(rank - len(axes), rank)):
+        return param  # trailing axes broadcast as they are
+    target = [1] * rank
+    for a in axes:
+        target[a] = shape[a]
+    return ops.reshape(param, tuple(target))
+
+
+def compute_input(layer: Layer, x: Any) -> tuple[Any, str]:
+    """``(x in its compute dtype, original dtype)``: half precision is computed in float32."""
+    from ember import ops
+
+    dtype = ops.dtype(x)
+    if dtype in LOW_PRECISION:
+        return ops.cast(x, "float32"), dtype
+    if not dtype.startswith("float"):
+        raise TypeError(f"layer {layer.name!r} expects floating-point inputs, received dtype {dtype}")
+    return x, dtype
+
+
+def input_shape(layer: Layer, x: Any) -> tuple:
+    """The shape of the native array ``x`` (TypeError naming the layer for non-arrays)."""
+    from ember import ops
+
+    if not ops.is_array(x):
+        raise TypeError(f"layer {layer.name!r} expects one array input, received {type(x).__name__}")
+    return tuple(ops.shape(x))

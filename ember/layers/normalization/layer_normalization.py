@@ -1,0 +1,141 @@
+"""``LayerNormalization``: normalize each sample over its feature axes (Ba et al., 2016)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember import initializers
+from ember.initializers import derive_seed
+from ember.layers.core._checks import input_shape_of
+from ember.layers.layer import Layer
+from ember.layers.normalization import _common
+
+
+class LayerNormalization(Layer):
+    """Layer normalization, Keras semantics.
+
+    For each sample, over the axes ``axis``:
+    ``y = (x - mean) / sqrt(variance + epsilon) * gamma + beta`` (biased variance).
+    ``gamma``/``beta`` have the shape of the normalized axes (sorted in input order).
+
+    With ``rms_scaling=True``, ``center`` and ``scale`` are ignored and the output is
+    ``x * rsqrt(variance + epsilon) * gamma``: Keras's definition, which divides by
+    the standard deviation but does not subtract the mean (it is *not*
+    :class:`RMSNormalization`, which uses ``mean(x**2)``).
+
+    Args:
+        axis: int or list/tuple of ints: the axes to normalize over (never the batch axis).
+        epsilon: added to the variance (``> 0``).
+        center: learn the offset ``beta``.
+        scale: learn the scale ``gamma``.
+        rms_scaling: see above.
+        beta_initializer, gamma_initializer: initializers of the params.
+        beta_regularizer, gamma_regularizer: weight penalties (:mod:`ember.regularizers`).
+        beta_constraint, gamma_constraint: projections applied after optimizer steps.
+
+    ``float16``/``bfloat16`` inputs are computed in float32 and cast back.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> ln = layers.LayerNormalization(epsilon=0.0001, name="ln")
+        >>> state = ln.build((None, 2))
+        >>> y, _ = ln.apply(state, ops.convert_to_tensor([[1.0, 3.0], [0.0, -4.0]]))
+        >>> ops.to_numpy(y).astype(float).round(3).tolist()
+        [[-1.0, 1.0], [1.0, -1.0]]
+    """
+
+    axis: Any = -1
+    epsilon: float = 1e-3
+    center: bool = True
+    scale: bool = True
+    rms_scaling: bool = False
+    beta_initializer: Any = "zeros"
+    gamma_initializer: Any = "ones"
+    beta_regularizer: Any = None
+    gamma_regularizer: Any = None
+    beta_constraint: Any = None
+    gamma_constraint: Any = None
+
+    supports_masking = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._normalize("axis", _common.check_axis(self, self.axis, allow_list=True))
+        _common.check_real(self, "epsilon", 0.0, low_open=True)
+        _common.check_bools(self, "center", "scale", "rms_scaling")
+        for field in ("beta_initializer", "gamma_initializer"):
+            self._normalize(field, initializers.get(getattr(self, field)))
+        _common.resolve_weight_options(self)
+
+    def _uses(self) -> tuple[bool, bool]:
+        """``(has gamma, has beta)``."""
+        return self.scale or self.rms_scaling, self.center and not self.rms_scaling
+
+    def build(self, input_shape: Any, seed: int | None = None) -> dict:
+        shape = input_shape_of(self, input_shape, min_rank=2)
+        axes = _common.resolve_axes(self, self.axis, len(shape), shape)
+        dims = _common.known_dims(self, shape, axes)
+        has_gamma, has_beta = self._uses()
+        params = {}
+        if has_gamma:
+            params["gamma"] = self.gamma_initializer(
+                dims, self.variable_dtype, None if seed is None else derive_seed(seed, "gamma"))
+        if has_beta:
+            params["beta"] = self.beta_initializer(
+                dims, self.variable_dtype, None if seed is None else derive_seed(seed, "beta"))
+        return self.make_state(params=params)
+
+    def call(self, params: dict, inputs: Any) -> Any:
+        from ember import ops
+
+        shape = _common.input_shape(self, inputs)
+        axes = _common.resolve_axes(self, self.axis, len(shape), shape)
+        x, input_dtype = _common.compute_input(self, inputs)
+        has_gamma, has_beta = self._uses()
+        gamma = _checked_param(self, params, "gamma", shape, axes) if has_gamma else None
+        beta = _checked_param(self, params, "beta", shape, axes) if has_beta else None
+        if self.rms_scaling:
+            variance = ops.var(x, axis=axes, keepdims=True)
+            outputs = ops.multiply(ops.multiply(x, ops.rsqrt(ops.add(variance, self.epsilon))),
+                                   ops.cast(gamma, ops.dtype(x)))
+        else:
+            mean, variance = ops.nn.moments(x, axes=axes, keepdims=True)
+            inv = ops.rsqrt(ops.add(variance, self.epsilon))
+            if gamma is not None:
+                inv = ops.multiply(inv, ops.cast(gamma, ops.dtype(x)))
+            offset = ops.negative(ops.multiply(mean, inv))
+            if beta is not None:
+                offset = ops.add(offset, ops.cast(beta, ops.dtype(x)))
+            outputs = ops.add(ops.multiply(x, inv), offset)
+        if ops.dtype(outputs) != input_dtype:
+            outputs = ops.cast(outputs, input_dtype)
+        return outputs
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        shape = input_shape_of(self, input_shape, min_rank=2)
+        _common.resolve_axes(self, self.axis, len(shape), shape)
+        return shape
+
+    def regularization_losses(self, params: dict) -> list:
+        """``beta_regularizer(beta)`` / ``gamma_regularizer(gamma)`` for those set (none when frozen)."""
+        return _common.penalties(self, params)
+
+    def constraints(self) -> dict:
+        """``{"beta": ..., "gamma": ...}`` constraints for the params built (none when frozen)."""
+        has_gamma, has_beta = self._uses()
+        built = tuple(name for name, on in (("beta", has_beta), ("gamma", has_gamma)) if on)
+        return _common.projections(self, built)
+
+
+def _checked_param(layer: Layer, params: dict, name: str, shape: tuple, axes: tuple[int, ...]) -> Any:
+    """``params[name]`` reshaped to broadcast against ``shape``; ValueError when it does not fit."""
+    from ember import ops
+
+    param = params[name]
+    expected = tuple(shape[a] for a in axes)
+    if tuple(ops.shape(param)) != expected:
+        raise ValueError(f"layer {layer.name!r} was built for sizes {tuple(ops.shape(param))} on axis "
+                         f"{layer.axis}, received inputs of shape {shape}")
+    return _common.broadcast_param(param, axes, shape)

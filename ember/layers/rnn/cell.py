@@ -1,0 +1,294 @@
+"""``RNNCell``: the protocol every recurrent cell implements (one time step).
+
+A cell is a :class:`~ember.layers.Layer` that computes one step of a recurrence. The
+:class:`~ember.layers.RNN` layer loops a cell over the time axis; ``LSTMCell``,
+``GRUCell``, ``SimpleRNNCell`` and the NCP cells (``CfCCell``, ``LTCCell``) all follow
+this protocol, so any of them can be wrapped in ``RNN`` (and ``Bidirectional``).
+
+The protocol:
+
+* ``state_size`` (property): an ``int``, or a tuple of ints when the cell carries
+  several state tensors (LSTM: ``(units, units)`` for ``[h, c]``). Known from the
+  config alone (before ``build``).
+* ``output_size`` (property): the ``int`` size of one step's output.
+* ``build(input_shape, seed=None) -> state``: ``input_shape`` is ``(batch, features)``
+  of ONE step (the RNN passes ``(batch, *sequence_shape[2:])``). The cell's state
+  (``{"params": ..., "buffers": ...}``) is the RNN layer's state as is: no extra
+  nesting, so ``rnn_state["params"]["kernel"]`` is the cell's kernel.
+* ``get_initial_state(batch_size, dtype=None) -> list``: one zeros array
+  ``(batch_size, size)`` per entry of ``state_size`` (a list even for one state).
+* ``step(params, inputs, states, *, training=False, rng=None, timespan=None)
+  -> (output, new_states)``: ``inputs`` is ``(batch, features)``, ``states`` and
+  ``new_states`` are lists of arrays in ``state_size`` order. ``rng`` is an int seed
+  or None; the RNN passes the SAME ``rng`` to every step of one call, so a dropout
+  mask derived from it is the same at every step (Keras's "variational" dropout).
+* ``accepts_timespan`` (class attribute, default False): when True the RNN passes
+  ``timespan``, a ``(batch, 1)`` array holding the elapsed time of this step (1.0
+  unless ``RNN.apply(..., timespans=)`` gives it), to every step. Cells that do not
+  accept one are never given it; continuous-time cells (LTC, CfC) set it True.
+
+Optional fast path (the defaults fall back to ``step``; a cell only overrides these
+to hoist work out of the time loop):
+
+* ``prepare_sequence(params, sequences, *, training=False, rng=None)
+  -> (step_inputs, context)`` runs once per call on the time-major sequence
+  ``(time, batch, features)``; the RNN splits ``step_inputs`` along its first axis
+  once and feeds slice ``t`` to ``prepared_step``. LSTM/GRU/SimpleRNN compute
+  ``x @ kernel + bias`` for all time steps here in one matmul, and draw their dropout
+  masks once.
+* ``prepared_step(params, step_input, states, context, *, training=False, rng=None,
+  timespan=None) -> (output, new_states)``.
+
+A cell is also a one-step layer: ``cell.apply(state, x)`` runs ``step`` from zero
+states, and ``cell.apply(state, [x, *states])`` from the given ones, returning
+``[output, *new_states]`` (a ``build`` override calls :meth:`RNNCell.step_input_shape`
+first to accept that list form). That is what ``run_layer_test`` exercises.
+
+A cell that only implements the protocol (a plain ``Layer`` with ``state_size``,
+``output_size``, ``get_initial_state`` and ``step``) also runs in ``RNN``, through
+``step`` alone.
+
+Example:
+    >>> import ember
+    >>> from ember import layers, ops
+    >>> from ember.layers.rnn.cell import RNNCell
+    >>> class Accumulate(RNNCell):
+    ...     '''``h_t = h_{t-1} + x_t``: a running sum.'''
+    ...     units: int = 2
+    ...     @property
+    ...     def state_size(self):
+    ...         return self.units
+    ...     @property
+    ...     def output_size(self):
+    ...         return self.units
+    ...     def step(self, params, inputs, states, *, training=False, rng=None, timespan=None):
+    ...         h = ops.add(states[0], inputs)
+    ...         return h, [h]
+    >>> ember.set_backend("numpy")
+    >>> rnn = layers.RNN(Accumulate(), return_sequences=True)
+    >>> state = rnn.build((None, 3, 2))
+    >>> y, _ = rnn.apply(state, ops.ones((1, 3, 2)))
+    >>> ops.to_numpy(y)[0, :, 0].tolist()
+    [1.0, 2.0, 3.0]
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, ClassVar
+
+from ember.initializers import derive_seed
+from ember.layers.layer import Layer
+from ember.models.symbolic import is_shape
+
+
+def check_rate(layer: Layer, field: str) -> None:
+    """Validate (and store as float) a dropout rate field in ``[0, 1)``."""
+    rate = getattr(layer, field)
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= float(rate) < 1.0:
+        raise ValueError(f"{layer.name}: {field} must be a number in [0, 1), received {rate!r}")
+    layer._normalize(field, float(rate))
+
+
+def check_seed(value: Any, argument: str) -> int | None:
+    """An int seed or None; TypeError naming ``argument`` otherwise."""
+    if value is None:
+        return None
+    from ember.initializers import is_seed_array
+
+    if is_seed_array(value):  # a trainer's step seed (an array under mx.compile)
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{argument} must be an int seed or None, received {value!r}")
+    return int(value)
+
+
+def check_units(layer: Layer) -> None:
+    units = getattr(layer, "units")
+    if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
+        raise ValueError(f"{layer.name}: units must be a positive int, received {units!r}")
+
+
+def dropout_mask(layer: Layer, shape: tuple, rate: float, rng: Any, which: str, dtype: str) -> Any:
+    """A ``(batch, size)`` dropout mask (kept entries ``1 / (1 - rate)``, dropped 0).
+
+    The seed comes from ``rng`` (the apply call's), else the layer's ``seed``, else the
+    backend's global stream; ``which`` names the mask (``"dropout"``,
+    ``"recurrent_dropout"``) so the two differ.
+    """
+    from ember import ops
+
+    base = check_seed(rng, f"layer {layer.name!r}: rng") if rng is not None else getattr(layer, "seed", None)
+    seed = None if base is None else derive_seed(base, which)
+    return ops.random.dropout(ops.ones(shape, dtype=dtype), rate, seed=seed)
+
+
+class RNNCell(Layer):
+    """Base class of recurrent cells: one step of a recurrence (see the module docstring).
+
+    Subclasses declare their config fields, implement ``state_size``,
+    ``output_size``, ``build`` and ``step``, and may override ``prepare_sequence`` /
+    ``prepared_step`` to move per-sequence work out of the time loop.
+    """
+
+    accepts_timespan: ClassVar[bool] = False
+
+    # --- protocol ------------------------------------------------------------------------
+    @property
+    def state_size(self) -> int | tuple[int, ...]:
+        """Size of the state tensor, or a tuple of sizes for several."""
+        raise NotImplementedError(f"{type(self).__name__} must define the state_size property")
+
+    @property
+    def output_size(self) -> int:
+        """Size of one step's output."""
+        raise NotImplementedError(f"{type(self).__name__} must define the output_size property")
+
+    @property
+    def state_sizes(self) -> tuple[int, ...]:
+        """``state_size`` as a tuple (one entry per state tensor)."""
+        size = self.state_size
+        return (size,) if isinstance(size, int) else tuple(size)
+
+    def get_initial_state(self, batch_size: int, dtype: Any = None) -> list:
+        """One zeros array ``(batch_size, size)`` per state tensor."""
+        from ember import ops
+
+        dtype = dtype or self.variable_dtype
+        return [ops.zeros((batch_size, size), dtype=dtype) for size in self.state_sizes]
+
+    def step(self, params: dict, inputs: Any, states: list, *, training: bool = False, rng: Any = None,
+             timespan: Any = None) -> tuple[Any, list]:
+        """One time step: ``(output, new_states)`` for ``inputs`` ``(batch, features)``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement step(params, inputs, states, ...)")
+
+    def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
+                         rng: Any = None) -> tuple[Any, Any]:
+        """Once per call, on the time-major ``(time, batch, ...)`` inputs: ``(step_inputs, context)``.
+
+        The default hands the inputs through unchanged (``context`` None).
+        """
+        return sequences, None
+
+    def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
+                      training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
+        """One step on ``prepare_sequence``'s per-step input; the default calls :meth:`step`."""
+        if self.accepts_timespan:
+            return self.step(params, step_input, states, training=training, rng=rng, timespan=timespan)
+        return self.step(params, step_input, states, training=training, rng=rng)
+
+    # --- one-step layer ------------------------------------------------------------------
+    def _split_call_shape(self, input_shape: Any) -> tuple[tuple, list | None]:
+        if is_shape(input_shape):
+            return tuple(input_shape), None
+        if isinstance(input_shape, (list, tuple)) and input_shape and all(is_shape(tuple(s)) for s in input_shape):
+            return tuple(input_shape[0]), [tuple(s) for s in input_shape[1:]]
+        raise ValueError(
+            f"cell {self.name!r} expects a (batch, features) input shape or a list [inputs, *states], "
+            f"received {input_shape!r}"
+        )
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        x_shape, state_shapes = self._split_call_shape(input_shape)
+        if len(x_shape) != 2:
+            raise ValueError(f"cell {self.name!r} expects inputs of shape (batch, features), received {x_shape}")
+        batch = x_shape[0]
+        if state_shapes is None:
+            return (batch, self.output_size)
+        self._check_state_shapes(state_shapes, batch)
+        return [(batch, self.output_size)] + [(batch, size) for size in self.state_sizes]
+
+    def _check_state_shapes(self, shapes: list, batch: int | None) -> None:
+        sizes = self.state_sizes
+        if len(shapes) != len(sizes):
+            raise ValueError(f"cell {self.name!r} carries {len(sizes)} state(s) of sizes {list(sizes)}, "
+                             f"received {len(shapes)} with shapes {shapes}")
+        for shape, size in zip(shapes, sizes):
+            if len(shape) != 2 or shape[1] != size or (batch is not None and shape[0] not in (None, batch)):
+                raise ValueError(f"cell {self.name!r} expects states of shapes "
+                                 f"{[(batch, s) for s in sizes]}, received {shapes}")
+
+    def step_input_shape(self, input_shape: Any) -> tuple:
+        """The ``(batch, features)`` step shape from ``build``'s argument: a step shape, or
+        ``[step_shape, *state_shapes]`` for the one-step layer form. ``build`` overrides
+        call this first so ``cell.apply(state, [x, *states])`` works."""
+        x_shape, _ = self._split_call_shape(input_shape)
+        if len(x_shape) != 2 or x_shape[-1] is None:
+            raise ValueError(f"cell {self.name!r} expects step inputs of shape (batch, features) with known "
+                             f"features, received {x_shape}")
+        return x_shape
+
+    def build(self, input_shape: Any, seed: int | None = None) -> dict:
+        """Variables for step inputs of ``input_shape`` ``(batch, features)``; none by default."""
+        self.compute_output_shape(input_shape)
+        return self.make_state()
+
+    def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
+        from ember import ops
+
+        if isinstance(inputs, (list, tuple)) and not ops.is_array(inputs):
+            x, states = inputs[0], list(inputs[1:])
+            self._check_state_shapes([tuple(ops.shape(s)) for s in states], ops.shape(x)[0])
+        else:
+            x, states = inputs, None
+        if ops.ndim(x) != 2:
+            raise ValueError(f"cell {self.name!r} expects inputs of shape (batch, features), "
+                             f"received {tuple(ops.shape(x))}")
+        if states is None:
+            states = self.get_initial_state(ops.shape(x)[0], dtype=ops.dtype(x))
+        timespan = {"timespan": ops.ones((ops.shape(x)[0], 1), dtype=ops.dtype(x))} if self.accepts_timespan else {}
+        output, new_states = self.step(params, x, states, training=training, rng=rng, **timespan)
+        if isinstance(inputs, (list, tuple)) and not ops.is_array(inputs):
+            return [output, *new_states]
+        return output
+
+
+# --- shared by the dense-kernel cells (SimpleRNN, LSTM, GRU) ---------------------------------
+def normalize_dense_cell(cell: Layer) -> None:
+    """Validate and standardize the config fields the dense-kernel cells share."""
+    from ember import activations, initializers
+
+    check_units(cell)
+    for field in ("activation", "recurrent_activation"):
+        if hasattr(cell, field):
+            cell._normalize(field, activations.standardize(getattr(cell, field), f"{cell.name}: {field}"))
+    for field in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
+        cell._normalize(field, initializers.get(getattr(cell, field)))
+    for field in ("use_bias", "unit_forget_bias", "reset_after"):
+        if hasattr(cell, field) and not isinstance(getattr(cell, field), bool):
+            raise TypeError(f"{cell.name}: {field} must be a bool, received {getattr(cell, field)!r}")
+    check_rate(cell, "dropout")
+    check_rate(cell, "recurrent_dropout")
+    cell._normalize("seed", check_seed(cell.seed, f"{cell.name}: seed"))
+
+
+def project_inputs(cell: Layer, params: dict, x: Any, training: bool, rng: Any, bias: Any = None) -> tuple[Any, Any]:
+    """``(x @ kernel + bias, recurrent_dropout_mask)`` for ``x`` ``(..., batch, features)``.
+
+    With ``training`` the input dropout mask ``(batch, features)`` multiplies ``x`` (the
+    same mask at every step) and a ``(batch, units)`` recurrent mask is drawn for the
+    caller to apply to ``h`` before the recurrent matmul; otherwise the mask is None.
+    """
+    from ember import ops
+
+    shape = tuple(ops.shape(x))
+    features = ops.shape(params["kernel"])[0]
+    if shape[-1] != features:
+        raise ValueError(f"layer {cell.name!r} expects {features} input features (the last axis), "
+                         f"received {shape[-1]}")
+    dtype = ops.dtype(x)
+    if training and cell.dropout > 0.0:
+        x = ops.multiply(x, dropout_mask(cell, shape[-2:], cell.dropout, rng, "dropout", dtype))
+    projected = ops.matmul(x, params["kernel"])
+    if bias is not None:
+        projected = ops.add(projected, bias)
+    recurrent_mask = None
+    if training and cell.recurrent_dropout > 0.0:
+        recurrent_mask = dropout_mask(cell, (shape[-2], cell.units), cell.recurrent_dropout, rng,
+                                      "recurrent_dropout", dtype)
+    return projected, recurrent_mask
+
+
+def init_weight(cell: Layer, initializer: Any, shape: tuple, seed: int | None, name: str) -> Any:
+    """``initializer(shape)`` in the cell's variable dtype, seeded per variable name."""
+    return initializer(shape, cell.variable_dtype, None if seed is None else derive_seed(seed, name))

@@ -1,0 +1,167 @@
+"""``LSTMCell`` and ``LSTM``: long short-term memory (Hochreiter & Schmidhuber, 1997).
+
+Weights in Keras's layout (gate order i, f, c, o along the last axis)::
+
+    kernel            (features, 4 * units)
+    recurrent_kernel  (units, 4 * units)
+    bias              (4 * units,)
+
+One step: ``z = x @ kernel + h @ recurrent_kernel + bias``; ``i, f, c~, o = split(z, 4)``;
+``c = sigmoid(f) * c + sigmoid(i) * tanh(c~)``; ``h = sigmoid(o) * tanh(c)`` (with
+``recurrent_activation`` for sigmoid and ``activation`` for tanh). The states are
+``[h, c]``; the output is ``h``.
+
+From/to PyTorch (``torch.nn.LSTM``, single layer): torch's gate order i, f, g, o is
+Keras's i, f, c, o, so no reordering is needed: ``weight_ih_l0 = kernel.T``,
+``weight_hh_l0 = recurrent_kernel.T``, ``bias_ih_l0 = bias`` and ``bias_hh_l0 = 0``
+(going back, ``bias = bias_ih_l0 + bias_hh_l0``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ember import activations
+from ember.layers.rnn.cell import RNNCell, init_weight, normalize_dense_cell, project_inputs
+from ember.layers.rnn.rnn import RNN
+
+
+class LSTMCell(RNNCell):
+    """One LSTM step (see the module docstring for the math and the weight layout).
+
+    Args:
+        units: size of the output and of both states.
+        activation: for the candidate and the output (``"tanh"``).
+        recurrent_activation: for the gates (``"sigmoid"``).
+        use_bias: add ``bias``.
+        kernel_initializer, recurrent_initializer, bias_initializer: initializers of
+            the three variables.
+        unit_forget_bias: initialize the forget gate's bias to 1 (Jozefowicz et al.).
+        dropout: fraction of the input features dropped while training (one mask per
+            call, shared by every step and gate).
+        recurrent_dropout: fraction of ``h`` dropped before the recurrent matmul while
+            training (one mask per call).
+        seed: seed of the dropout masks when ``apply`` gets no ``rng``.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> cell = layers.LSTMCell(4)
+        >>> state = cell.build((None, 3), seed=0)
+        >>> cell.state_size, [ops.shape(state["params"][k]) for k in ("kernel", "recurrent_kernel", "bias")]
+        ((4, 4), [(3, 16), (4, 16), (16,)])
+        >>> h, new_states = cell.step(state["params"], ops.ones((2, 3)), cell.get_initial_state(2))
+        >>> ops.shape(h), len(new_states)
+        ((2, 4), 2)
+    """
+
+    units: int
+    activation: Any = "tanh"
+    recurrent_activation: Any = "sigmoid"
+    use_bias: bool = True
+    kernel_initializer: Any = "glorot_uniform"
+    recurrent_initializer: Any = "orthogonal"
+    bias_initializer: Any = "zeros"
+    unit_forget_bias: bool = True
+    dropout: float = 0.0
+    recurrent_dropout: float = 0.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        normalize_dense_cell(self)
+
+    @property
+    def state_size(self) -> tuple[int, int]:
+        return (self.units, self.units)
+
+    @property
+    def output_size(self) -> int:
+        return self.units
+
+    def build(self, input_shape: Any, seed: int | None = None) -> dict:
+        from ember import ops
+
+        features = self.step_input_shape(input_shape)[-1]
+        units = self.units
+        params = {
+            "kernel": init_weight(self, self.kernel_initializer, (features, 4 * units), seed, "kernel"),
+            "recurrent_kernel": init_weight(self, self.recurrent_initializer, (units, 4 * units), seed,
+                                            "recurrent_kernel"),
+        }
+        if self.use_bias:
+            if self.unit_forget_bias:
+                params["bias"] = ops.concatenate([
+                    init_weight(self, self.bias_initializer, (units,), seed, "bias"),
+                    ops.ones((units,), dtype=self.variable_dtype),
+                    init_weight(self, self.bias_initializer, (2 * units,), seed, "bias_co"),
+                ])
+            else:
+                params["bias"] = init_weight(self, self.bias_initializer, (4 * units,), seed, "bias")
+        return self.make_state(params=params)
+
+    def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
+                         rng: Any = None) -> tuple[Any, Any]:
+        """``x @ kernel + bias`` for every step at once; the recurrent dropout mask as context."""
+        return project_inputs(self, params, sequences, training, rng, params.get("bias") if self.use_bias else None)
+
+    def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
+                      training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
+        from ember import ops
+
+        h, c = states
+        h_in = h if context is None else ops.multiply(h, context)
+        z = ops.add(step_input, ops.matmul(h_in, params["recurrent_kernel"]))
+        i, f, g, o = ops.split(z, 4, axis=-1)
+        gate = activations.get(self.recurrent_activation)
+        act = activations.get(self.activation)
+        c = ops.add(ops.multiply(gate(f), c), ops.multiply(gate(i), act(g)))
+        h = ops.multiply(gate(o), act(c))
+        return h, [h, c]
+
+    def step(self, params: dict, inputs: Any, states: list, *, training: bool = False, rng: Any = None,
+             timespan: Any = None) -> tuple[Any, list]:
+        projected, context = self.prepare_sequence(params, inputs, training=training, rng=rng)
+        return self.prepared_step(params, projected, states, context)
+
+
+class LSTM(RNN):
+    """Long short-term memory layer: ``RNN(LSTMCell(...))`` with the cell's arguments flattened in.
+
+    Args:
+        units, activation, recurrent_activation, use_bias, kernel_initializer,
+            recurrent_initializer, bias_initializer, unit_forget_bias, dropout,
+            recurrent_dropout, seed: as for :class:`LSTMCell`.
+        return_sequences, return_state, go_backwards, stateful, unroll, time_major,
+            zero_output_for_mask: as for :class:`~ember.layers.RNN` (keyword-only).
+
+    The state is the cell's: ``{"params": {"kernel", "recurrent_kernel", "bias"}}`` in
+    Keras's shapes (see the module docstring for copying weights from Keras or torch).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> lstm = layers.LSTM(8, return_sequences=True, return_state=True)
+        >>> state = lstm.build((None, 5, 3), seed=0)
+        >>> sequence, h, c = lstm.apply(state, ops.ones((2, 5, 3)))[0]
+        >>> ops.shape(sequence), ops.shape(h), ops.shape(c)
+        ((2, 5, 8), (2, 8), (2, 8))
+    """
+
+    units: int
+    activation: Any = "tanh"
+    recurrent_activation: Any = "sigmoid"
+    use_bias: bool = True
+    kernel_initializer: Any = "glorot_uniform"
+    recurrent_initializer: Any = "orthogonal"
+    bias_initializer: Any = "zeros"
+    unit_forget_bias: bool = True
+    dropout: float = 0.0
+    recurrent_dropout: float = 0.0
+    seed: int | None = None
+    cell: Any = dataclasses.field(init=False, repr=False)
+
+    _cell_class = LSTMCell

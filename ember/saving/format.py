@@ -1,0 +1,274 @@
+"""The layout of an Ember checkpoint file (HDF5, version 1), and the pieces shared by its
+writer and reader: names, dtype encoding, state paths, checksums and the error type.
+
+A checkpoint is one HDF5 file::
+
+    /                         attributes: ember_format="ember.checkpoint", format_version=1,
+                              ember_version, kind ("model" | "weights" | "object"),
+                              backend and device that wrote it, created (ISO 8601, UTC),
+                              manifest_crc32 (written last: the completeness marker)
+    /metadata/<name>          JSON documents as UTF-8 string datasets ("config", "training")
+    /state/params/<layer>/... every variable of the model state, one dataset per array,
+    /state/buffers/<layer>/... at its state path, with attributes dtype and backend
+    /training/optimizer/...   (kind "model", optional) the optimizer state: "iterations",
+                              "learning_rate", one subtree per slot mirroring params
+    /manifest                 JSON: for every dataset its dtype, shape and CRC-32 of each
+                              16 MiB block; which groups are lists; written after all data
+
+A reader trusts nothing it has not checked: the root attributes identify the format and
+version, ``manifest_crc32`` proves the manifest complete and intact, the manifest names
+every dataset the file must hold (no more, no fewer, each with its shape and dtype), and
+every byte read is checked against its block checksums. Any failure raises
+:class:`CheckpointError` naming the file and what is wrong, before anything is returned.
+
+HDF5 has no bfloat16: such arrays are stored as their raw ``uint16`` bit patterns
+(lossless) with the attribute ``dtype="bfloat16"``. Every other Ember dtype is stored as
+the HDF5 type h5py gives the NumPy dtype.
+
+Example:
+    >>> from ember.saving import format
+    >>> format.flatten_tree({"params": {"dense": {"kernel": 1, "bias": 2}}, "buffers": {}})
+    [('params/dense/bias', 2), ('params/dense/kernel', 1)]
+    >>> format.block_crcs(b"ember") == format.block_crcs(bytearray(b"ember"))
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from typing import Any, Iterator
+
+import numpy as np
+
+FORMAT = "ember.checkpoint"
+FORMAT_VERSION = 1
+KINDS = ("model", "weights", "object")
+
+# Checksums cover blocks of this many bytes (so large arrays are checked in parallel).
+BLOCK_BYTES = 16 << 20
+
+STATE = "state"
+OPTIMIZER = "training/optimizer"
+METADATA = "metadata"
+MANIFEST = "manifest"
+MANIFEST_CRC = "manifest_crc32"
+
+ROOT_ATTRIBUTES = ("ember_format", "format_version", "ember_version", "kind", "backend", "device", "created")
+
+# dtype names Ember stores, and how (the NumPy dtype of the stored dataset).
+_STORED = {
+    "bfloat16": "uint16",
+}
+SUPPORTED_DTYPES = ("bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+                    "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used: not HDF5, not Ember's, truncated, corrupted,
+    from a newer format, or not matching the model. The message names the file.
+
+    Example:
+        >>> error = CheckpointError("model.h5", "the file is truncated")
+        >>> str(error), error.path, isinstance(error, ValueError)
+        ("checkpoint 'model.h5': the file is truncated", 'model.h5', True)
+    """
+
+    def __init__(self, path: Any, message: str) -> None:
+        self.path = str(path)
+        self.reason = message
+        super().__init__(f"checkpoint {self.path!r}: {message}")
+
+
+# --------------------------------------------------------------------------- dtypes
+def dtype_name(array: np.ndarray) -> str:
+    """Ember's name of a NumPy array's dtype (``"bfloat16"`` for ml_dtypes' bfloat16)."""
+    name = array.dtype.name
+    if name not in SUPPORTED_DTYPES:
+        raise TypeError(f"cannot save an array of dtype {name}: supported dtypes are {list(SUPPORTED_DTYPES)}")
+    return name
+
+
+def encode(array: np.ndarray) -> tuple[np.ndarray, str]:
+    """``(array as stored, Ember dtype name)``: bfloat16 becomes its uint16 bits, C order always."""
+    name = dtype_name(array)
+    stored = _STORED.get(name)
+    if not array.flags.c_contiguous:
+        array = array.copy(order="C")  # (np.ascontiguousarray would make 0-d arrays 1-d)
+    if stored is not None:
+        array = array.view(stored)
+    return array, name
+
+
+def stored_dtype(name: str) -> np.dtype:
+    """The NumPy dtype a dataset holding Ember dtype ``name`` has in the file."""
+    return np.dtype(_STORED.get(name, name))
+
+
+def decode(stored: np.ndarray, name: str) -> np.ndarray:
+    """Inverse of :func:`encode` (no copy)."""
+    if name in _STORED:
+        import ml_dtypes
+
+        return stored.view(ml_dtypes.bfloat16)
+    return stored
+
+
+# ---------------------------------------------------------------------------- paths
+def check_key(key: Any, where: str) -> str:
+    """A state key usable as an HDF5 name (a non-empty string without ``/``, not ``.``)."""
+    if not isinstance(key, str):
+        raise TypeError(f"cannot save state key {key!r} under {where or '/'!r}: keys must be strings")
+    if not key or "/" in key or key == ".":
+        raise ValueError(f"cannot save state key {key!r} under {where or '/'!r}: keys must be non-empty "
+                         "and contain no '/'")
+    return key
+
+
+def flatten_tree(tree: Any, prefix: str = "", lists: dict | None = None) -> list[tuple[str, Any]]:
+    """``[(path, leaf)]`` for a nested dict/list tree, sorted by path; empty dicts give no entries.
+
+    List and tuple nodes use their indices as keys; their paths are recorded in ``lists``
+    (``{path: "list"}``) when given, so :func:`unflatten_tree` rebuilds them.
+    """
+    out: list[tuple[str, Any]] = []
+
+    def visit(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for key in sorted(node, key=str):
+                visit(node[key], f"{path}/{check_key(key, path)}" if path else check_key(key, path))
+        elif isinstance(node, (list, tuple)):
+            if lists is not None:
+                lists[path] = "list"
+            for index, value in enumerate(node):
+                visit(value, f"{path}/{index}" if path else str(index))
+        else:
+            out.append((path, node))
+
+    visit(tree, prefix)
+    return sorted(out, key=lambda item: item[0])
+
+
+def empty_groups(tree: Any, prefix: str = "") -> list[str]:
+    """Paths of empty dicts inside ``tree`` (kept in the file, so the structure round-trips)."""
+    out = []
+    if isinstance(tree, dict):
+        if not tree and prefix:
+            out.append(prefix)
+        for key, value in tree.items():
+            out.extend(empty_groups(value, f"{prefix}/{key}" if prefix else str(key)))
+    elif isinstance(tree, (list, tuple)):
+        for index, value in enumerate(tree):
+            out.extend(empty_groups(value, f"{prefix}/{index}" if prefix else str(index)))
+    return out
+
+
+def unflatten_tree(items: dict[str, Any], lists: dict | None = None, groups: list[str] | None = None) -> dict:
+    """Nested dicts (lists where ``lists`` says so) from ``{path: leaf}``; ``groups`` adds empty dicts."""
+    root: dict = {}
+    for path in groups or ():
+        node = root
+        for part in path.split("/"):
+            node = node.setdefault(part, {})
+    for path, value in items.items():
+        parts = path.split("/")
+        node = root
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    lists = lists or {}
+
+    def fix(node: Any, path: str) -> Any:
+        if not isinstance(node, dict):
+            return node
+        fixed = {k: fix(v, f"{path}/{k}" if path else k) for k, v in node.items()}
+        if path in lists:
+            return [fixed[str(i)] for i in range(len(fixed))]
+        return fixed
+
+    return fix(root, "")
+
+
+def subtree(items: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """``{path relative to prefix: value}`` for the entries under ``prefix``."""
+    start = prefix.rstrip("/") + "/"
+    return {path[len(start):]: value for path, value in items.items() if path.startswith(start)}
+
+
+# ------------------------------------------------------------------------ checksums
+def byte_view(buffer: Any) -> memoryview:
+    """A flat, zero-copy byte view of a C-contiguous NumPy array (any shape, empty too) or bytes."""
+    if isinstance(buffer, np.ndarray):
+        return memoryview(buffer.reshape(-1).view(np.uint8))
+    return memoryview(buffer).cast("B")
+
+
+def blocks(buffer: Any, block_bytes: int = BLOCK_BYTES) -> Iterator[memoryview]:
+    """``buffer``'s bytes in consecutive blocks (zero-copy views; one empty block for no bytes)."""
+    view = byte_view(buffer)
+    if len(view) == 0:
+        yield view
+        return
+    for start in range(0, len(view), block_bytes):
+        yield view[start:start + block_bytes]
+
+
+def crc32(block: Any) -> int:
+    """CRC-32 of one block (``zlib`` releases the GIL, so blocks are checked in parallel threads)."""
+    return zlib.crc32(block) & 0xFFFFFFFF
+
+
+def block_crcs(buffer: Any, block_bytes: int = BLOCK_BYTES) -> list[int]:
+    """CRC-32 of every block of ``buffer`` (sequentially)."""
+    return [crc32(block) for block in blocks(buffer, block_bytes)]
+
+
+def dumps(document: Any) -> str:
+    """Compact JSON, keys in their given order (a dict of model outputs keeps its order).
+
+    Non-finite floats are written as JSON's common extension (``NaN``, ``Infinity``), which
+    Python's reader accepts, so a config holding ``float("inf")`` (a clip value) round-trips.
+    """
+    return json.dumps(document, separators=(",", ":"))
+
+
+_POOL: Any = None
+
+
+def checksum_pool() -> Any:
+    """The shared thread pool that computes and verifies block checksums (created on first use)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2)),
+                                   thread_name_prefix="ember-checksum")
+    return _POOL
+
+
+def _forget_pool() -> None:
+    global _POOL
+    _POOL = None  # a forked child has none of the parent's threads: it makes its own pool
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+# Arrays smaller than this are checksummed inline (a thread hand-off costs more).
+INLINE_BYTES = 1 << 20
+
+
+def submit_crcs(buffer: Any, block_bytes: int = BLOCK_BYTES) -> list:
+    """Futures (or ready values) of the block checksums of ``buffer``, computed in the pool."""
+    view = byte_view(buffer)
+    if len(view) <= min(INLINE_BYTES, block_bytes):
+        return [crc32(view)]
+    pool = checksum_pool()
+    return [pool.submit(crc32, block) for block in blocks(view, block_bytes)]
+
+
+def resolve(values: list) -> list[int]:
+    """The results of :func:`submit_crcs`."""
+    return [v if isinstance(v, int) else v.result() for v in values]

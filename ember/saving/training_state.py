@@ -1,0 +1,125 @@
+"""The training state a full checkpoint carries, so that ``fit`` resumes exactly.
+
+Besides the weights, ``model.save`` stores (by default) what the next training step
+depends on:
+
+* the optimizer state (``iterations``, the learning rate, every slot) under
+  ``/training/optimizer``, loaded with the dtypes the optimizer uses on the loading
+  backend (``iterations`` is int32 on MLX, int64 elsewhere);
+* the ``training`` document: the base seed of the fit in progress (it fixes the shuffling
+  of every epoch), the step RNG after the last completed step (it fixes dropout), the index
+  of the next epoch, and how many ``fit`` calls the trainer has seeded (so later fits draw
+  the same seeds as they would have without the interruption).
+
+After ``ember.load_model(path)``, the next ``fit(..., initial_epoch=<saved epoch>)`` continues
+the saved run: training 2 epochs, saving, loading and training 2 more gives the same weights
+as 4 epochs in one ``fit``. :class:`ember.callbacks.BackupAndRestore` uses the same state to
+resume an interrupted ``fit`` by itself.
+
+The trainer keeps this state in ``model._training``: ``"trainer"``, ``"opt_state"``,
+``"live_state"`` (the running fit loop), ``"last_fit"`` (``{"seed", "rng", "epoch"}`` of the
+last fit) and ``"resume"`` (set here, consumed by the next ``fit``).
+
+Example:
+    >>> import numpy as np
+    >>> import ember
+    >>> from ember import layers
+    >>> from ember.saving import training_state
+    >>> ember.set_backend("numpy")
+    >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+    >>> model.compile(optimizer="adam", loss="mse", seed=0)
+    >>> _ = model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=2, verbose=0)
+    >>> opt_state, document = training_state.capture(model)
+    >>> int(opt_state["iterations"]), document["epoch"], document["fits"]
+    (2, 2, 1)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def _training(model: Any) -> dict:
+    training = getattr(model, "_training", None)
+    return training if isinstance(training, dict) else {}
+
+
+def _as_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    from ember.saving import _arrays
+
+    host, _, _ = _arrays.to_host(value)
+    return int(host)
+
+
+def capture(model: Any) -> tuple[Any, dict | None]:
+    """``(optimizer state or None, training document or None)`` of a compiled model.
+
+    During ``fit`` (a callback saving) they come from the running loop; after it, from the
+    state ``fit`` left on the model.
+    """
+    training = _training(model)
+    trainer = training.get("trainer")
+    if trainer is None:
+        return None, None
+    live = training.get("live_state")
+    resume = training.get("resume")
+    fits = int(getattr(trainer, "_fits", 0))
+    if live is not None:
+        opt_state = live.state["optimizer"]
+        rng, seed, epoch = live.state["rng"], getattr(live, "seed", None), getattr(live, "epoch", None)
+    elif resume is not None:  # loaded and saved again before any fit: keep what was loaded
+        opt_state = training.get("opt_state")
+        rng, seed, epoch = resume["rng"], resume["seed"], resume["epoch"]
+        fits += 1  # (restore counted the saved fit as the next one)
+    else:
+        opt_state = training.get("opt_state")
+        last = training.get("last_fit") or {}
+        rng, seed, epoch = last.get("rng"), last.get("seed"), last.get("epoch")
+    document = {"fits": fits, "seed": _as_int(seed), "rng": _as_int(rng),
+                "epoch": None if epoch is None else int(epoch)}
+    return opt_state, document
+
+
+def step_rng(steps: Any, value: int) -> Any:
+    """The step RNG ``value`` in the form the backend's ``steps`` use (an int, or an MLX array).
+
+    ``steps.rng(seed)`` maps a seed ``s`` to ``s % (2**31 - 2) + 1``, so ``value - 1`` gives back
+    ``value`` for every state of the generator (``1 <= value <= 2**31 - 2``).
+    """
+    return steps.rng(int(value) - 1)
+
+
+def optimizer_template(model: Any) -> dict:
+    """A fresh optimizer state for the model's trainable params on the active backend."""
+    trainer = _training(model)["trainer"]
+    core = trainer.core
+    core.prepare_mask(model.state["params"])
+    trainable, _ = core.split(model.state["params"])
+    return trainer.optimizer.init(trainable)
+
+
+def restore(model: Any, opt_state: Any, document: dict | None) -> None:
+    """Give a compiled model (its state already loaded) a loaded optimizer state and resume record."""
+    import optree
+
+    training = _training(model)
+    trainer = training["trainer"]
+    if opt_state is not None:
+        core = trainer.core
+        core.prepare_mask(model.state["params"])
+        trainable, _ = core.split(model.state["params"])
+        training["opt_state"] = opt_state
+        training["opt_spec"] = optree.tree_structure(trainable)
+    if document:
+        fits = int(document.get("fits") or 0)
+        if document.get("seed") is not None and document.get("rng") is not None:
+            training["resume"] = {"seed": int(document["seed"]), "rng": int(document["rng"]),
+                                  "epoch": document.get("epoch")}
+            fits = max(fits - 1, 0)  # the next fit continues the saved one: it is that fit, not a new one
+        trainer._fits = fits

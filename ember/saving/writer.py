@@ -1,0 +1,228 @@
+"""Writing checkpoint files atomically: a temporary file in the same directory, flushed and
+synced, then renamed over the target (see :mod:`ember.saving.format` for the layout).
+
+An exception or a crash at any point before the rename leaves the previous file at the
+target exactly as it was (the temporary file is removed on exceptions); the rename itself
+is atomic on POSIX and Windows. Block checksums are computed in a thread pool while HDF5
+writes the next array, so integrity costs little time.
+
+Example:
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from ember.saving import reader, writer
+    >>> path = os.path.join(tempfile.mkdtemp(), "demo.h5")
+    >>> writer.write_checkpoint(path, "weights", trees={"state": {"params": {"w": np.ones(3, "float32")}}})
+    >>> with reader.CheckpointReader(path) as ckpt:
+    ...     ckpt.arrays("state")["params/w"].tolist()
+    [1.0, 1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import secrets
+from typing import Any, Iterator
+
+import numpy as np
+
+from ember.saving import _arrays
+from ember.saving import format as fmt
+
+
+# ---------------------------------------------------------------------------- files
+def _fsync_path(path: str, directory: bool = False) -> None:
+    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        if directory:  # some platforms (Windows) cannot open directories: nothing to sync
+            return
+        raise
+    try:
+        os.fsync(fd)
+    except OSError:
+        if not directory:
+            raise
+    finally:
+        os.close(fd)
+
+
+def check_target(path: Any, overwrite: bool, caller: str) -> str:
+    """The target path as a string, after checking it can be written.
+
+    Raises:
+        TypeError: ``path`` is not a path.
+        ValueError: it does not end with ``.h5``/``.hdf5``, or is a directory.
+        FileNotFoundError: its directory does not exist.
+        FileExistsError: it exists and ``overwrite`` is False.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{caller}: filepath must be a str or os.PathLike, received {type(path).__name__}")
+    path = os.fspath(path)
+    if not path.endswith((".h5", ".hdf5")):
+        raise ValueError(f"{caller}: Ember checkpoints are HDF5 files: the filepath must end with '.h5' "
+                         f"(e.g. 'model.h5' or 'model.weights.h5'), received {path!r}")
+    if os.path.isdir(path):
+        raise ValueError(f"{caller}: {path!r} is a directory, expected a file path")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"{caller}: the directory {directory!r} of {path!r} does not exist")
+    if not overwrite and os.path.exists(path):
+        raise FileExistsError(f"{caller}: {path!r} exists and overwrite=False")
+    return path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str) -> Iterator[str]:
+    """Yield a fresh temporary path next to ``path``; on success sync it and rename it over ``path``.
+
+    On any exception the temporary file is deleted and ``path`` is untouched.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    base = os.path.basename(path)
+    while True:
+        temporary = os.path.join(directory, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        break
+    try:
+        yield temporary
+        _fsync_path(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _fsync_path(directory, directory=True)
+
+
+def current_device() -> str:
+    from ember import backends
+
+    return str(backends.default_device())
+
+
+# ---------------------------------------------------------------------------- writer
+class CheckpointWriter:
+    """Adds arrays and JSON documents to an open ``h5py.File``; :meth:`finish` writes the manifest.
+
+    Args:
+        file: an ``h5py.File`` opened for writing.
+    """
+
+    # Checksums still being computed hold their arrays (copies, for MLX or GPU arrays): past this many
+    # bytes in flight the writer waits for the oldest, so memory stays bounded for huge models.
+    MAX_IN_FLIGHT = 512 << 20
+
+    def __init__(self, file: Any) -> None:
+        self.file = file
+        self.datasets: dict[str, dict] = {}
+        self.documents: dict[str, int] = {}
+        self.lists: dict[str, str] = {}
+        self.groups: list[str] = []
+        self._pending: list[tuple[str, list, int]] = []
+        self._in_flight = 0
+        self.backend: str | None = None
+        self.device: str | None = None
+
+    def array(self, path: str, value: Any) -> None:
+        """Store one array at ``path`` with its ``dtype`` and ``backend`` attributes."""
+        host, backend, device = _arrays.to_host(value)
+        stored, name = fmt.encode(host)
+        if self.backend is None:
+            self.backend, self.device = backend, device
+        self._pending.append((path, fmt.submit_crcs(stored), stored.nbytes))
+        self._in_flight += stored.nbytes
+        dataset = self.file.create_dataset(path, data=stored)
+        dataset.attrs["dtype"] = name
+        dataset.attrs["backend"] = backend
+        self.datasets[path] = {"dtype": name, "shape": list(stored.shape)}
+        while self._in_flight > self.MAX_IN_FLIGHT and len(self._pending) > 1:
+            self._resolve_oldest()
+
+    def _resolve_oldest(self) -> None:
+        path, futures, nbytes = self._pending.pop(0)
+        self.datasets[path]["crc32"] = fmt.resolve(futures)
+        self._in_flight -= nbytes
+
+    def tree(self, prefix: str, tree: Any) -> None:
+        """Store every leaf of a nested dict/list ``tree`` under ``prefix``."""
+        lists: dict = {}
+        for path, leaf in fmt.flatten_tree(tree, prefix, lists):
+            self.array(path, leaf)
+        self.lists.update(lists)
+        for path in fmt.empty_groups(tree, prefix):
+            self.file.require_group(path)
+            self.groups.append(path)
+        if isinstance(tree, dict) and not tree:
+            self.file.require_group(prefix)
+            self.groups.append(prefix)
+
+    def document(self, path: str, text: str) -> None:
+        """Store a JSON text (from :func:`~ember.saving.format.dumps`) as a UTF-8 string dataset."""
+        self.file.create_dataset(path, data=text)
+        self.documents[path] = fmt.crc32(text.encode("utf-8"))
+
+    def finish(self, attributes: dict) -> None:
+        """Write the root ``attributes``, wait for the checksums, then write the manifest (which
+        repeats the attributes, so they are checksummed too) and, last, its checksum."""
+        for key, value in attributes.items():
+            self.file.attrs[key] = value
+        while self._pending:
+            self._resolve_oldest()
+        manifest = {"format_version": fmt.FORMAT_VERSION, "block_bytes": fmt.BLOCK_BYTES,
+                    "attributes": attributes, "datasets": self.datasets, "documents": self.documents,
+                    "lists": self.lists, "groups": sorted(set(self.groups))}
+        text = fmt.dumps(manifest)
+        self.file.create_dataset(fmt.MANIFEST, data=text)
+        self.file.attrs[fmt.MANIFEST_CRC] = np.uint32(fmt.crc32(text.encode("utf-8")))
+
+
+def write_checkpoint(path: Any, kind: str, *, trees: dict | None = None, documents: dict | None = None,
+                     overwrite: bool = True, caller: str = "save") -> None:
+    """Write a checkpoint atomically.
+
+    Args:
+        path: target ``.h5`` path.
+        kind: ``"model"``, ``"weights"`` or ``"object"``.
+        trees: ``{group path: nested dict of arrays}`` (e.g. ``{"state": model.state}``).
+        documents: ``{name: JSON-compatible document}`` stored under ``/metadata``.
+        overwrite: replace an existing file (atomically).
+        caller: the public function's name, for error messages.
+    """
+    import h5py
+
+    from ember import __version__, backends
+
+    if kind not in fmt.KINDS:
+        raise ValueError(f"{caller}: unknown checkpoint kind {kind!r}; expected one of {fmt.KINDS}")
+    path = check_target(path, overwrite, caller)
+    texts = {}
+    for name, document in (documents or {}).items():
+        try:
+            texts[name] = fmt.dumps(document)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"{caller}: the {name} cannot be stored as JSON ({error}); config values must be JSON "
+                            "data or objects registered with @ember.saving.register_serializable()") from None
+    with atomic_path(path) as temporary:
+        with h5py.File(temporary, "w") as file:
+            writer = CheckpointWriter(file)
+            for prefix, tree in (trees or {}).items():
+                writer.tree(prefix, tree)
+            for name, text in texts.items():
+                writer.document(f"{fmt.METADATA}/{name}", text)
+            writer.finish({
+                "ember_format": fmt.FORMAT,
+                "format_version": fmt.FORMAT_VERSION,
+                "ember_version": __version__,
+                "kind": kind,
+                "backend": writer.backend or backends.get_backend(),
+                "device": writer.device or current_device(),
+                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            })
+            file.flush()

@@ -1,0 +1,135 @@
+"""``BackupAndRestore``: resume an interrupted ``fit`` where it stopped (Keras's callback).
+
+At the end of every epoch the callback saves a full checkpoint (``model.save``: weights,
+optimizer state, step RNG, shuffling seed, next epoch) to ``backup_dir``. When ``fit``
+starts with a backup present (the previous run was interrupted by an exception, a crash or
+a kill), the model, optimizer and RNG state are restored from it and training continues at
+the saved epoch: the finished run has the same weights as an uninterrupted one. A ``fit``
+that completes deletes the backup (unless ``delete_checkpoint=False``). Writes are atomic,
+so a crash while saving leaves the previous backup intact.
+
+Example:
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import ember
+    >>> from ember import callbacks, layers
+    >>> ember.set_backend("numpy")
+    >>> x, y = np.ones((8, 2), "float32"), np.ones((8, 1), "float32")
+    >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+    >>> model.compile(optimizer="adam", loss="mse", seed=0)
+    >>> backup = callbacks.BackupAndRestore(os.path.join(tempfile.mkdtemp(), "backup"))
+    >>> class Crash(callbacks.Callback):
+    ...     def on_epoch_end(self, epoch, logs=None):
+    ...         if epoch == 1:
+    ...             raise RuntimeError("power cut")
+    >>> try:
+    ...     model.fit(x, y, epochs=4, callbacks=[backup, Crash()], verbose=0)
+    ... except RuntimeError:
+    ...     pass
+    >>> history = model.fit(x, y, epochs=4, callbacks=[backup], verbose=0)  # resumes at epoch 2
+    >>> history.epoch
+    [2, 3]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+from ember.training.callbacks.callback import Callback
+
+
+class BackupAndRestore(Callback):
+    """Back up training state every epoch; restore it when ``fit`` restarts after an interruption.
+
+    Args:
+        backup_dir: directory for the backup files (created if needed); use one per training run.
+        save_freq: ``"epoch"`` (the only supported value: Ember resumes at epoch boundaries).
+        double_checkpoint: keep the previous backup too, and fall back to it if the latest one
+            cannot be read.
+        delete_checkpoint: delete the backup when ``fit`` completes.
+
+    Raises:
+        NotImplementedError: ``save_freq`` other than ``"epoch"`` (mid-epoch backups).
+
+    Example:
+        >>> from ember import callbacks
+        >>> backup = callbacks.BackupAndRestore("/tmp/run-1-backup")
+        >>> backup.latest_path
+        '/tmp/run-1-backup/latest.h5'
+    """
+
+    def __init__(self, backup_dir: Any, save_freq: Any = "epoch", double_checkpoint: bool = False,
+                 delete_checkpoint: bool = True) -> None:
+        super().__init__()
+        if not isinstance(backup_dir, (str, os.PathLike)) or not os.fspath(backup_dir):
+            raise ValueError(f"BackupAndRestore: backup_dir must be a directory path, received {backup_dir!r}")
+        if save_freq is False or save_freq != "epoch":
+            raise NotImplementedError(
+                f"BackupAndRestore: save_freq={save_freq!r} is not supported: Ember backs up and resumes at epoch "
+                "boundaries only; use save_freq='epoch' (ModelCheckpoint(save_freq=N) saves every N batches)")
+        self.backup_dir = os.fspath(backup_dir)
+        self.save_freq = save_freq
+        self.double_checkpoint = bool(double_checkpoint)
+        self.delete_checkpoint = bool(delete_checkpoint)
+        self.restored_epoch: int | None = None
+
+    @property
+    def latest_path(self) -> str:
+        return os.path.join(self.backup_dir, "latest.h5")
+
+    @property
+    def previous_path(self) -> str:
+        return os.path.join(self.backup_dir, "previous.h5")
+
+    def _read(self) -> Any:
+        from ember.saving import CheckpointError
+        from ember.saving.model_io import read_training_checkpoint
+
+        candidates = [self.latest_path] + ([self.previous_path] if self.double_checkpoint else [])
+        errors = []
+        for path in candidates:
+            if not os.path.exists(path):
+                continue
+            try:
+                return read_training_checkpoint(self.model, path)
+            except CheckpointError as error:
+                errors.append(error)
+        if errors:
+            raise errors[0]
+        return None
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        self.restored_epoch = None
+        live = self.model._training.get("live_state")
+        if live is None:
+            raise RuntimeError("BackupAndRestore works inside model.fit only")
+        found = self._read()
+        if found is None:
+            return
+        from ember.saving.training_state import step_rng
+
+        model_state, opt_state, progress = found
+        if opt_state is None or progress.get("epoch") is None or progress.get("rng") is None:
+            raise ValueError(f"BackupAndRestore: the backup {self.latest_path!r} holds no training state "
+                             "(optimizer state, epoch and RNG); delete it to start afresh")
+        live.resume(model_state, opt_state, step_rng(live.steps, progress["rng"]), progress["epoch"],
+                    progress.get("seed"))
+        self.model._training["trainer"]._fits = int(progress.get("fits") or 0)
+        self.restored_epoch = int(progress["epoch"])
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        os.makedirs(self.backup_dir, exist_ok=True)
+        if self.double_checkpoint and os.path.exists(self.latest_path):
+            os.replace(self.latest_path, self.previous_path)
+        self.model.save(self.latest_path)
+
+    def on_train_end(self, logs: Any = None) -> None:
+        if not self.delete_checkpoint:
+            return
+        for path in (self.latest_path, self.previous_path):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+        with contextlib.suppress(OSError):
+            os.rmdir(self.backup_dir)  # only when empty

@@ -1,0 +1,109 @@
+"""``ModelCheckpoint``: save the model (or its weights) during training.
+
+It calls ``model.save(path)`` or, with ``save_weights_only=True``, ``model.save_weights(path)``:
+the checkpoint format is :mod:`ember.saving`'s (HDF5, written atomically, so an interrupted save
+never damages the previous best file). The path must end with ``.h5``; this is checked when
+training begins.
+
+``filepath`` may contain ``{epoch}`` (1-based) and log names (``"ckpt-{epoch:02d}-{val_loss:.2f}.h5"``).
+
+Example:
+    >>> from ember import callbacks
+    >>> checkpoint = callbacks.ModelCheckpoint("best.weights.h5", monitor="val_loss", save_best_only=True,
+    ...                                        save_weights_only=True)
+    >>> checkpoint.monitor, checkpoint.mode
+    ('val_loss', 'min')
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from typing import Any
+
+from ember.training.callbacks._monitor import improvement, read_monitor, resolve_mode
+from ember.training.callbacks.callback import Callback
+
+
+class ModelCheckpoint(Callback):
+    """Save after every epoch (or every ``save_freq`` batches), or only on improvement.
+
+    Args:
+        filepath: where to save; may hold ``{epoch}`` and log-name placeholders.
+        monitor: the log deciding "best" with ``save_best_only``.
+        verbose: 1 prints a line per save.
+        save_best_only: save only when ``monitor`` improves (the file is overwritten).
+        save_weights_only: ``model.save_weights`` instead of ``model.save``.
+        mode: ``"min"``, ``"max"`` or ``"auto"``.
+        save_freq: ``"epoch"`` or a number of batches.
+        initial_value_threshold: the value ``monitor`` must beat for the first save.
+    """
+
+    def __init__(self, filepath: str, monitor: str = "val_loss", verbose: int = 0, save_best_only: bool = False,
+                 save_weights_only: bool = False, mode: str = "auto", save_freq: Any = "epoch",
+                 initial_value_threshold: float | None = None) -> None:
+        super().__init__()
+        if not isinstance(filepath, (str, os.PathLike)):
+            raise TypeError(f"ModelCheckpoint: filepath must be a path, received {filepath!r}")
+        if save_freq != "epoch" and (isinstance(save_freq, bool) or not isinstance(save_freq, numbers.Integral)
+                                     or save_freq <= 0):
+            raise ValueError(f"ModelCheckpoint: save_freq must be 'epoch' or a positive int, received {save_freq!r}")
+        self.filepath = os.fspath(filepath)
+        self.monitor = monitor
+        self.verbose = verbose
+        self.save_best_only = bool(save_best_only)
+        self.save_weights_only = bool(save_weights_only)
+        self.mode = resolve_mode("ModelCheckpoint", monitor, mode)
+        self.save_freq = save_freq
+        self._better = improvement(self.mode, 0.0)
+        self.initial_value_threshold = initial_value_threshold
+        self.best = initial_value_threshold if initial_value_threshold is not None else (
+            float("inf") if self.mode == "min" else float("-inf"))
+        self._batches = 0
+        self._epoch = 0
+
+    @property
+    def _method(self) -> str:
+        return "save_weights" if self.save_weights_only else "save"
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        if not self.filepath.endswith((".h5", ".hdf5")):
+            raise ValueError(f"ModelCheckpoint: filepath must end with '.h5' (Ember checkpoints are HDF5 files), "
+                             f"received {self.filepath!r}")
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        if self.save_freq == "epoch":
+            return
+        self._batches += 1
+        if self._batches % self.save_freq == 0:
+            self._save(self._epoch, dict(logs or {}), batch=batch)
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        if self.save_freq == "epoch":
+            self._save(epoch, dict(logs or {}))
+
+    def _save(self, epoch: int, logs: dict, batch: int | None = None) -> None:
+        try:
+            path = self.filepath.format(epoch=epoch + 1, batch=batch, **logs)
+        except KeyError as error:
+            raise KeyError(f"ModelCheckpoint: filepath {self.filepath!r} names {error}, which is not in the logs "
+                           f"{sorted(logs)}") from None
+        if self.save_best_only:
+            current = read_monitor("ModelCheckpoint", logs, self.monitor)
+            if current is None or not self._better(current, self.best):
+                if self.verbose > 0 and current is not None:
+                    print(f"Epoch {epoch + 1}: {self.monitor} did not improve from {self.best:.5f}")
+                return
+            if self.verbose > 0:
+                print(f"Epoch {epoch + 1}: {self.monitor} improved from {self.best:.5f} to {current:.5f}, "
+                      f"saving model to {path}")
+            self.best = current
+        elif self.verbose > 0:
+            print(f"Epoch {epoch + 1}: saving model to {path}")
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        getattr(self.model, self._method)(path)

@@ -1,0 +1,139 @@
+"""Turning user data into native arrays of the active backend, and walking its structure.
+
+User data is an array (NumPy, a backend's native array, ``ember.Tensor``, anything with
+``__array__`` such as a torch tensor on another backend, nested Python lists of numbers),
+or a list/tuple/dict of such arrays (multi-input or multi-output models). Floating data
+is cast to ``floatx()`` (NumPy's float64 becomes float32, as in Keras); integer and
+boolean data keep their dtype.
+
+Example:
+    >>> import numpy as np
+    >>> import ember
+    >>> from ember import ops
+    >>> from ember.training.data.convert import to_native
+    >>> ember.set_backend("numpy")
+    >>> x = to_native({"a": np.zeros((2, 3)), "b": [1, 2]})
+    >>> ops.dtype(x["a"]), ops.dtype(x["b"])
+    ('float32', 'int64')
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ember import dtypes
+
+
+def is_array_like(value: Any) -> bool:
+    """True for one array (of any kind Ember reads), False for a list/tuple/dict of arrays."""
+    if isinstance(value, (dict, str, bytes)) or value is None:
+        return False
+    if getattr(type(value), "__ember_tensor__", False) or hasattr(value, "shape"):
+        return True
+    if isinstance(value, (list, tuple)):
+        # A list of numbers (or nested lists of numbers) is one array; a list of arrays is a structure.
+        return len(value) > 0 and all(_is_plain_nested(v) for v in value)
+    return isinstance(value, (int, float, bool, np.number))
+
+
+def _is_plain_nested(value: Any) -> bool:
+    if isinstance(value, (int, float, bool, np.number)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_plain_nested(v) for v in value)
+    return False
+
+
+def map_structure(fn: Callable[[Any], Any], value: Any) -> Any:
+    """Apply ``fn`` to every array of a (possibly nested) list/tuple/dict structure."""
+    if value is None:
+        return None
+    if is_array_like(value):
+        return fn(value)
+    if isinstance(value, dict):
+        return {k: map_structure(fn, v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        mapped = [map_structure(fn, v) for v in value]
+        return tuple(mapped) if isinstance(value, tuple) else mapped
+    raise TypeError(f"expected arrays or lists/tuples/dicts of arrays, received {type(value).__name__}")
+
+
+def flatten(value: Any) -> list:
+    """Every array of a structure, in order (dicts in insertion order)."""
+    out: list = []
+
+    def visit(v: Any) -> None:
+        if v is None:
+            return
+        if is_array_like(v):
+            out.append(v)
+        elif isinstance(v, dict):
+            for item in v.values():
+                visit(item)
+        elif isinstance(v, (list, tuple)):
+            for item in v:
+                visit(item)
+        else:
+            raise TypeError(f"expected arrays or lists/tuples/dicts of arrays, received {type(v).__name__}")
+
+    visit(value)
+    return out
+
+
+def to_numpy_host(value: Any) -> np.ndarray:
+    """One array as a NumPy array on the host (used for data that is not yet native)."""
+    from ember import ops
+
+    if getattr(type(value), "__ember_tensor__", False):
+        value = value._native
+    if ops.is_array(value):
+        return ops.to_numpy(value)
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor while another backend is active
+        value = value.detach().cpu()
+    return np.asarray(value)
+
+
+def _target_dtype(dtype_name: str) -> str | None:
+    if dtypes.is_float(dtype_name) and dtype_name != dtypes.floatx():
+        return dtypes.floatx()
+    return None
+
+
+def to_native(value: Any) -> Any:
+    """A structure of arrays as the active backend's native arrays (floats as ``floatx()``)."""
+    return map_structure(_leaf_to_native, value)
+
+
+def _leaf_to_native(value: Any) -> Any:
+    from ember import ops
+
+    if getattr(type(value), "__ember_tensor__", False):
+        value = value._native
+    if ops.is_array(value):
+        target = _target_dtype(ops.dtype(value))
+        return value if target is None else ops.cast(value, target)
+    array = to_numpy_host(value)
+    if array.dtype == object:
+        raise TypeError(f"data must be numeric arrays, received an array of Python objects (shape {array.shape})")
+    name = dtypes.standardize_dtype(array.dtype) if array.dtype.kind in "biuf" else None
+    if name is None:
+        raise TypeError(f"data must be numeric arrays, received dtype {array.dtype}")
+    target = _target_dtype(name)
+    return ops.convert_to_tensor(array, dtype=target or name)
+
+
+def num_samples(value: Any) -> int:
+    """The leading (batch) dimension of one array."""
+    from ember import ops
+
+    if getattr(type(value), "__ember_tensor__", False):
+        value = value._native
+    if ops.is_array(value) or hasattr(value, "shape"):
+        shape = tuple(value.shape) if not ops.is_array(value) else ops.shape(value)
+    else:
+        shape = np.shape(value)
+    if len(shape) == 0:
+        raise ValueError("data arrays need a batch dimension, received a scalar (shape ())")
+    return int(shape[0])

@@ -1,0 +1,239 @@
+"""The loops behind ``fit``, ``evaluate`` and ``predict``: batches in, steps, callbacks, logs out.
+
+They drive a :class:`~ember.training.trainer.Trainer`'s backend steps and keep the model
+handle in sync: ``model.state`` always holds the weights of the last completed step (so
+callbacks can read, copy or replace it), and the per-step Python work is a handful of
+attribute reads: logs are computed only when a callback reads them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ember.training.callbacks.callback_list import BatchLogs, CallbackList, _to_float
+from ember.training.losses.base import unchecked_values
+
+
+def to_floats(logs: dict) -> dict:
+    """Native scalars -> Python floats (arrays, e.g. per-class scores, as NumPy)."""
+    return {k: _to_float(v) for k, v in logs.items()}
+
+
+class FitLoop:
+    """One ``fit`` call (see the module docstring)."""
+
+    # The handle's attributes before fit (set by fit); a failure before the first step completes
+    # restores them, and the first step drops them.
+    restore_point: Any = None
+
+    def __init__(self, model: Any, trainer: Any, state: dict, iterator: Any, callbacks: CallbackList,
+                 epochs: int, initial_epoch: int, validation: Any, validation_freq: Any, seed: Any = None) -> None:
+        self.model = model
+        self.seed = seed  # the fit's base seed and the next epoch: saved by ember.saving for exact resume
+        self.epoch = initial_epoch
+        self.trainer = trainer
+        self.steps = trainer.steps
+        self.state = state
+        self.iterator = iterator
+        self.callbacks = callbacks
+        self.epochs = epochs
+        self.initial_epoch = initial_epoch
+        self.validation = validation
+        self.validation_freq = validation_freq
+        self.keep_previous = any(getattr(cb, "keeps_previous_state", False) for cb in callbacks)
+        pure = getattr(self.steps, "fit_step_is_pure", False)
+        self.completed_steps = 0
+        self.step_fn = self.steps.train_step if (self.keep_previous and not pure) else self.steps.fit_step
+        self.published: Any = None
+        optimizer = trainer.optimizer
+        self.known_lr = None if optimizer.has_schedule else optimizer.learning_rate
+        if self.known_lr is not None:
+            self.state["optimizer"] = optimizer.set_learning_rate(self.state["optimizer"], self.known_lr)
+        model._training["live_state"] = self
+
+    # --- handle sync ------------------------------------------------------------------------
+    def publish(self) -> None:
+        self.published = self.steps.release(self.state["model"])
+        self.model.state = self.published
+
+    def adopt_changes(self) -> None:
+        """Pick up what callbacks changed: the model's state, the learning rate."""
+        model = self.model
+        if model.state is not self.published:
+            owned = self.steps.own({"model": model.state, "optimizer": self.state["optimizer"],
+                                    "metrics": self.state["metrics"], "rng": self.state["rng"]})
+            self.state = owned
+            self.publish()
+        optimizer = self.trainer.optimizer
+        if self.known_lr is not None and optimizer.learning_rate != self.known_lr:
+            self.state["optimizer"] = optimizer.set_learning_rate(self.state["optimizer"], optimizer.learning_rate)
+            self.known_lr = optimizer.learning_rate
+
+    def resume(self, model_state: dict, opt_state: dict, rng: Any, epoch: int, seed: Any) -> None:
+        """Continue an interrupted fit (``ember.callbacks.BackupAndRestore``, from ``on_train_begin``):
+        its weights, optimizer state, step RNG, next epoch and shuffling seed."""
+        self.state = self.steps.own({"model": model_state, "optimizer": opt_state, "metrics": self.state["metrics"],
+                                     "rng": rng})
+        if self.known_lr is not None and "learning_rate" in opt_state:  # the saved rate wins (ReduceLROnPlateau)
+            from ember import ops
+
+            self.trainer.optimizer.learning_rate = float(ops.to_numpy(self.state["optimizer"]["learning_rate"]))
+            self.known_lr = self.trainer.optimizer.learning_rate
+        self.initial_epoch = self.epoch = int(epoch)
+        if seed is not None:
+            self.seed = seed
+            if hasattr(self.iterator.adapter, "seed"):
+                self.iterator.adapter.seed = int(seed)  # epoch e shuffles with (seed, e)
+        self.publish()
+
+    def current_learning_rate(self) -> float:
+        from ember import ops
+
+        optimizer = self.trainer.optimizer
+        lr = optimizer.learning_rate_at(self.state["optimizer"]["iterations"], self.state["optimizer"])
+        return float(ops.to_numpy(lr)) if not isinstance(lr, (int, float)) else float(lr)
+
+    # --- the loop ------------------------------------------------------------------------------
+    def run(self) -> Any:
+        model, callbacks, trainer = self.model, self.callbacks, self.trainer
+        wants_begin = callbacks.wants("on_train_batch_begin")
+        wants_end = callbacks.wants("on_train_batch_end")
+        results = trainer.core.results
+        model.stop_training = False
+        self.publish()
+        callbacks.on_train_begin()
+        self.adopt_changes()
+        logs: dict = {}
+        try:
+            for epoch in range(self.initial_epoch, self.epochs):
+                self.state = trainer.reset_metrics(self.state)
+                callbacks.on_epoch_begin(epoch)
+                self.adopt_changes()
+                stepped = self._run_epoch(epoch, wants_begin, wants_end, results)
+                if not stepped:
+                    warnings.warn(
+                        "fit: the training data ran out (a generator yields no more batches); training stopped. "
+                        "Give a re-iterable data source, or steps_per_epoch so that the data lasts "
+                        "steps_per_epoch * epochs batches.", RuntimeWarning, stacklevel=3)
+                    break
+                self.epoch = epoch + 1
+                logs = to_floats(results(self.state["metrics"]))
+                if self.validation is not None and self._validate_now(epoch):
+                    val_logs = evaluate_state(trainer, self.state["model"], self.validation, callbacks)
+                    logs.update({f"val_{k}": v for k, v in val_logs.items()})
+                callbacks.on_epoch_end(epoch, logs)
+                self.iterator.adapter.on_epoch_end()
+                self.adopt_changes()
+                if model.stop_training or self.iterator.ran_out:
+                    if self.iterator.ran_out and not model.stop_training:
+                        warnings.warn("fit: the training data ran out before the last epoch; training stopped",
+                                      RuntimeWarning, stacklevel=3)
+                    break
+        finally:
+            model._training["opt_state"] = self.state["optimizer"]
+            model._training["last_fit"] = {"seed": self.seed, "rng": self.state["rng"], "epoch": self.epoch}
+            model._training.pop("live_state", None)
+            self.publish()
+        callbacks.on_train_end(logs)
+        return callbacks.history
+
+    def _run_epoch(self, epoch: int, wants_begin: bool, wants_end: bool, results: Any) -> bool:
+        """The steps of one epoch; whether any ran. Label values were checked on the first batch
+        (``Trainer.check_batch``), so the steps skip those checks: no host sync per step."""
+        model, callbacks, step_fn = self.model, self.callbacks, self.step_fn
+        stepped = False
+        with unchecked_values():
+            for step, batch in self.iterator.epoch(epoch):
+                if wants_begin:
+                    callbacks.on_train_batch_begin(step)
+                # The state before the step is kept only for a rollback (TerminateOnNaN): holding it
+                # otherwise would keep a third copy of the weights alive during the next step.
+                previous = self.state if self.keep_previous else None
+                self.state = step_fn(self.state, batch)
+                stepped = True
+                self.completed_steps += 1
+                self.restore_point = None
+                self.publish()
+                if wants_end:
+                    state = self.state
+                    callbacks.on_train_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"])))
+                self.adopt_changes()
+                if model.stop_training:
+                    if previous is not None and any(getattr(cb, "rollback", False) for cb in callbacks):
+                        self.state = previous
+                        self.publish()
+                    break
+        return stepped
+
+    def _validate_now(self, epoch: int) -> bool:
+        freq = self.validation_freq
+        if isinstance(freq, int):
+            return (epoch + 1) % freq == 0
+        return (epoch + 1) in freq
+
+
+def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: CallbackList | None) -> dict:
+    """Loss and metrics over ``iterator``'s data with ``model_state`` (inference mode), as floats."""
+    steps = trainer.steps
+    state = {"model": model_state, "metrics": trainer.reset_metrics({})["metrics"]}
+    results = trainer.core.results
+    wants_end = callbacks is not None and callbacks.wants("on_test_batch_end")
+    wants_begin = callbacks is not None and callbacks.wants("on_test_batch_begin")
+    if callbacks is not None:
+        callbacks.on_test_begin()
+    seen = False
+    for step, batch in iterator.epoch(0):
+        if batch[1] is None and trainer.compile_loss.entries:
+            raise ValueError("evaluate: the data gives no targets y, but the model has a loss to compute")
+        if wants_begin:
+            callbacks.on_test_batch_begin(step)
+        state = steps.test_step(state, batch)
+        seen = True
+        if wants_end:
+            callbacks.on_test_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"])))
+    if not seen:
+        raise ValueError("evaluate: the data yields no batches")
+    logs = to_floats(results(state["metrics"]))
+    iterator.adapter.on_epoch_end()
+    if callbacks is not None:
+        callbacks.on_test_end(logs)
+    return logs
+
+
+def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: CallbackList) -> Any:
+    """The model's outputs over ``iterator``'s inputs, concatenated along the batch (NumPy arrays)."""
+    from ember import ops
+
+    steps = trainer.steps
+    state = {"model": model_state}
+    outputs: list = []
+    callbacks.on_predict_begin()
+    for step, batch in iterator.epoch(0):
+        callbacks.on_predict_batch_begin(step)
+        y_pred = steps.predict_step(state, batch[0])
+        outputs.append(_map(lambda a: ops.to_numpy(a), y_pred))
+        callbacks.on_predict_batch_end(step, {"outputs": outputs[-1]})
+    callbacks.on_predict_end()
+    if not outputs:
+        raise ValueError("predict: the data yields no batches")
+    return _concatenate(outputs)
+
+
+def _map(fn: Any, value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _map(fn, v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map(fn, v) for v in value)
+    return fn(value)
+
+
+def _concatenate(parts: list) -> Any:
+    first = parts[0]
+    if isinstance(first, dict):
+        return {k: _concatenate([p[k] for p in parts]) for k in first}
+    if isinstance(first, (list, tuple)):
+        return type(first)(_concatenate([p[i] for p in parts]) for i in range(len(first)))
+    return np.concatenate(parts, axis=0)

@@ -1,0 +1,405 @@
+"""``TrainingAPI``: Keras's ``compile``/``fit``/``evaluate``/``predict`` on ``ember.Model``.
+
+``ember.Model`` (and so ``Sequential``) inherits this mixin. ``compile`` creates an
+:class:`ember.Trainer`; ``fit`` trains the model handle's ``state`` (building it from the
+first batch if needed), keeps the optimizer state between calls, and returns a
+:class:`~ember.callbacks.History`.
+
+Deviations from Keras, on purpose: ``verbose="auto"`` prints nothing when standard output
+is not a terminal (ask for 1 or 2 to get output in logs); ``predict`` returns NumPy arrays
+like Keras, while ``predict_on_batch``/``model(x)`` return native arrays;
+``train_on_batch``/``test_on_batch`` keep separate running averages (Keras 3 shares them)
+until :meth:`reset_metrics`; ``compile(seed=...)`` is an Ember extension seeding shuffling and
+dropout.
+
+Example:
+    >>> import numpy as np
+    >>> import ember
+    >>> from ember import layers
+    >>> ember.set_backend("numpy")
+    >>> x = np.random.default_rng(0).normal(size=(128, 4)).astype("float32")
+    >>> y = (x.sum(axis=1) > 0).astype("int64")
+    >>> model = ember.Sequential([ember.Input((4,)), layers.Dense(16, activation="relu"), layers.Dense(2)])
+    >>> model.compile(optimizer=ember.optimizers.Adam(0.01),
+    ...               loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"], seed=0)
+    >>> history = model.fit(x, y, batch_size=32, epochs=30, validation_split=0.25, verbose=0)
+    >>> sorted(history.history)
+    ['accuracy', 'loss', 'val_accuracy', 'val_loss']
+    >>> model.evaluate(x, y, verbose=0, return_dict=True)["accuracy"] > 0.9
+    True
+    >>> model.predict(x[:3], verbose=0).shape
+    (3, 2)
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+from typing import Any
+
+from ember.training.callbacks.callback_list import CallbackList
+from ember.training.data.adapter import get_adapter, is_array_data, split_validation, unpack_batch
+from ember.training.data.epoch_iterator import EpochIterator, check_steps
+from ember.training.loops import FitLoop, evaluate_state, predict_state, to_floats
+
+
+def _verbosity(verbose: Any, caller: str) -> int:
+    if verbose == "auto":
+        return 1 if getattr(sys.stdout, "isatty", lambda: False)() else 0
+    if verbose in (0, 1, 2) and not isinstance(verbose, bool):
+        return int(verbose)
+    raise ValueError(f"{caller}: verbose must be 'auto', 0, 1 or 2, received {verbose!r}")
+
+
+def _non_negative_int(caller: str, name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"{caller}: {name} must be a non-negative int, received {value!r}")
+    return int(value)
+
+
+def _flat_results(trainer: Any, logs: dict, return_dict: bool) -> Any:
+    if return_dict:
+        return logs
+    values = [logs[name] for name in trainer.metrics_names if name in logs]
+    return values[0] if len(values) == 1 else values
+
+
+class TrainingAPI:
+    """The Keras training API of ``ember.Model`` (see the module docstring)."""
+
+    # --- compile ------------------------------------------------------------------------
+    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, loss_weights: Any = None, metrics: Any = None,
+                weighted_metrics: Any = None, run_eagerly: bool = False, steps_per_execution: int = 1,
+                jit_compile: Any = "auto", auto_scale_loss: bool = True, seed: int | None = None) -> None:
+        """Configure the model for training.
+
+        Args:
+            optimizer: name (``"adam"``), config or :class:`ember.optimizers.Optimizer`.
+            loss: name, :class:`ember.losses.Loss`, function, or a list/dict per output.
+            loss_weights: per-output weights of the losses (list/dict) or one number.
+            metrics: metric names/objects/functions; a list per output or a dict for several outputs.
+            weighted_metrics: metrics that take the sample weights into account.
+            run_eagerly: no compilation (MLX runs op by op; for debugging).
+            steps_per_execution: must be 1 (several steps per call are not offered).
+            jit_compile: ``"auto"``/True/False: whether MLX compiles the step with ``mx.compile``.
+            auto_scale_loss: accepted for Keras compatibility (no mixed-precision loss scaling here).
+            seed: Ember extension: the base seed of shuffling and dropout in ``fit`` (None: drawn
+                from the backend's global random stream, fixed by ``ember.random.set_seed``).
+
+        Raises:
+            ValueError: unknown optimizer/loss/metric names (the valid ones are listed), losses or
+                metrics that do not match the outputs.
+        """
+        from ember.training.trainer import Trainer
+
+        if steps_per_execution != 1:
+            raise NotImplementedError(
+                f"compile: steps_per_execution={steps_per_execution!r} is not supported (every backend runs one "
+                "step per call; the per-step overhead is already small); use 1")
+        trainer = Trainer(self, optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=loss_weights,
+                          weighted_metrics=weighted_metrics, jit_compile=jit_compile, run_eagerly=run_eagerly,
+                          seed=seed)
+        self._training = {"trainer": trainer, "compile_config": {  # saved by model.save (ember.saving)
+            "loss": loss, "loss_weights": loss_weights, "metrics": metrics, "weighted_metrics": weighted_metrics,
+            "run_eagerly": run_eagerly, "jit_compile": jit_compile, "seed": seed}}
+
+    def _trainer(self, caller: str) -> Any:
+        trainer = self._training.get("trainer") if isinstance(self._training, dict) else None
+        if trainer is None:
+            raise ValueError(f"You must call `compile()` before using the model: {caller}() needs an optimizer "
+                             "and a loss (e.g. model.compile(optimizer='adam', loss='mse'))")
+        return trainer
+
+    @property
+    def compiled(self) -> bool:
+        """Whether :meth:`compile` has been called."""
+        return isinstance(self._training, dict) and "trainer" in self._training
+
+    @property
+    def optimizer(self) -> Any:
+        """The optimizer given to :meth:`compile` (None before)."""
+        trainer = self._training.get("trainer") if isinstance(self._training, dict) else None
+        return None if trainer is None else trainer.optimizer
+
+    @property
+    def loss(self) -> Any:
+        """The ``loss`` given to :meth:`compile` (None before)."""
+        trainer = self._training.get("trainer") if isinstance(self._training, dict) else None
+        return None if trainer is None else trainer.loss
+
+    @property
+    def metrics_names(self) -> list[str]:
+        """The names :meth:`evaluate` returns values for, in order (``["loss"]`` before any metric)."""
+        trainer = self._training.get("trainer") if isinstance(self._training, dict) else None
+        return ["loss"] if trainer is None else trainer.metrics_names
+
+    def _current_learning_rate(self) -> float:
+        live = self._training.get("live_state")
+        if live is not None:
+            return live.current_learning_rate()
+        optimizer = self._trainer("learning rate")
+        return float(optimizer.optimizer.learning_rate)
+
+    # --- building ---------------------------------------------------------------------------
+    def _ensure_built(self, batch_x: Any, seed: int) -> None:
+        if self.state is not None:
+            return
+        from ember import ops
+        from ember.initializers import derive_seed
+        from ember.training.data.convert import flatten
+
+        known = getattr(self, "_known_input_shape", None)
+        if known is not None and known() is None:
+            first = flatten(batch_x)[0]
+            self.build((None,) + tuple(ops.shape(first))[1:], seed=derive_seed(seed, "build"))
+        else:
+            self.build(seed=derive_seed(seed, "build"))
+
+    def _snapshot(self) -> dict:
+        saved = {key: getattr(self, key) for key in self._handle_attributes()}
+        saved["_training"] = dict(self._training)
+        return saved
+
+    def _restore(self, saved: dict) -> None:
+        for key, value in saved.items():
+            object.__setattr__(self, key, value)
+
+    def _train_state(self, trainer: Any, seed: int) -> dict:
+        """A TrainState from the handle's state and the optimizer state kept from earlier calls."""
+        import optree
+
+        core = trainer.core
+        core.prepare_mask(self.state["params"])
+        trainable, _ = core.split(self.state["params"])
+        spec = optree.tree_structure(trainable)
+        opt_state = self._training.get("opt_state")
+        if opt_state is not None and self._training.get("opt_spec") != spec:
+            opt_state = None
+        state = trainer.init_state(self.state, seed=seed, opt_state=opt_state)
+        self._training["opt_spec"] = spec
+        return state
+
+    # --- fit --------------------------------------------------------------------------------
+    def fit(self, x: Any = None, y: Any = None, batch_size: int | None = None, epochs: int = 1,
+            verbose: Any = "auto", callbacks: Any = None, validation_split: float = 0.0, validation_data: Any = None,
+            shuffle: Any = True, class_weight: dict | None = None, sample_weight: Any = None, initial_epoch: int = 0,
+            steps_per_epoch: int | None = None, validation_steps: int | None = None,
+            validation_batch_size: int | None = None, validation_freq: Any = 1) -> Any:
+        """Train the model for ``epochs`` epochs (Keras's arguments and semantics).
+
+        Args:
+            x: inputs: arrays (NumPy/native/``ember.Tensor``, lists/dicts for several inputs), an
+                :class:`ember.data.Dataset`, a torch ``DataLoader``, or a generator/iterable of
+                ``(x, y[, sample_weight])`` batches.
+            y: targets for array ``x`` (a list/dict for several outputs).
+            batch_size: samples per step for arrays (default 32).
+            epochs: index of the last epoch (training runs ``initial_epoch .. epochs - 1``).
+            verbose: ``"auto"``, 0, 1 (progress bar) or 2 (a line per epoch).
+            callbacks: a list of :class:`ember.callbacks.Callback`.
+            validation_split: fraction of array data (the last samples, before shuffling) held out.
+            validation_data: ``(x_val, y_val[, sample_weight_val])`` or a Dataset/generator.
+            shuffle: True (every epoch, seeded), ``"batch"`` or False; arrays and Datasets only.
+            class_weight: ``{class: weight}`` scaling each sample's loss by its class.
+            sample_weight: per-sample weights for array data.
+            initial_epoch: epoch to resume from.
+            steps_per_epoch: batches per epoch (the data iterator then persists across epochs).
+            validation_steps: batches of validation data per evaluation.
+            validation_batch_size: batch size of validation arrays (default: ``batch_size``).
+            validation_freq: validate every N epochs, or at the (1-based) epochs listed.
+
+        Returns:
+            A :class:`ember.callbacks.History` (also ``model.history``).
+
+        Raises:
+            ValueError: fit before compile, arrays of different lengths, labels of the wrong
+                shape/dtype for the loss, bad arguments. Nothing is changed when fit raises before
+                its first step completes.
+        """
+        trainer = self._trainer("fit")
+        verbose = _verbosity(verbose, "fit")
+        epochs = _non_negative_int("fit", "epochs", epochs)
+        initial_epoch = _non_negative_int("fit", "initial_epoch", initial_epoch)
+        steps_per_epoch = check_steps(steps_per_epoch, "fit: steps_per_epoch")
+        validation_steps = check_steps(validation_steps, "fit: validation_steps")
+        if isinstance(validation_freq, bool) or not (
+                (isinstance(validation_freq, numbers.Integral) and validation_freq > 0) or (
+                isinstance(validation_freq, (list, tuple, set, range)) and all(
+                    isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in validation_freq))):
+            raise ValueError(f"fit: validation_freq must be a positive int or a list of epochs, "
+                             f"received {validation_freq!r}")
+        if not isinstance(validation_freq, numbers.Integral):
+            validation_freq = set(int(v) for v in validation_freq)
+        else:
+            validation_freq = int(validation_freq)
+        seed = trainer.next_seed()
+        resume = self._training.get("resume")  # set by ember.load_model: continue the saved fit exactly
+        if resume is not None:
+            seed = resume["seed"]
+        if validation_split and validation_data is None:
+            if not is_array_data(x):
+                raise ValueError("fit: validation_split is only supported for array data; give validation_data "
+                                 "for a Dataset, DataLoader or generator")
+            (x, y, sample_weight), validation_data = split_validation(x, y, sample_weight, validation_split)
+        elif validation_split:
+            split_validation(x, y, sample_weight, validation_split)  # validates the value
+        adapter = get_adapter(x, y, sample_weight, batch_size, shuffle, class_weight, seed, caller="fit")
+        iterator = EpochIterator(adapter, steps_per_epoch)
+        validation = self._validation_iterator(validation_data, validation_batch_size or batch_size,
+                                               validation_steps)
+        restore_point = self._snapshot()
+        loop = None
+        try:
+            first = adapter.peek()
+            self._ensure_built(first[0], seed)
+            steps = trainer.steps
+            state = self._train_state(trainer, seed)
+            if resume is not None:
+                from ember.saving.training_state import step_rng
+
+                state["rng"] = step_rng(steps, resume["rng"])
+            trainer.check_batch(state, first)
+            state = steps.own(state)
+            callback_list = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0, model=self,
+                                         verbose=verbose, epochs=epochs, steps=iterator.num_steps)
+            loop = FitLoop(self, trainer, state, iterator, callback_list, epochs, initial_epoch, validation,
+                           validation_freq, seed=seed)
+            # The loop drops the restore point after its first step, and nothing here keeps the
+            # initial state alive: an extra copy of the weights would raise the peak memory.
+            loop.restore_point, restore_point = restore_point, None
+            del state, first
+            self._training.pop("resume", None)
+            history = loop.run()
+        except BaseException:
+            point = restore_point if loop is None else loop.restore_point
+            if point is not None:
+                self._restore(point)
+            raise
+        if self.history is not history:
+            self.history = history
+        return history
+
+    def _validation_iterator(self, data: Any, batch_size: int | None, steps: int | None) -> Any:
+        if data is None:
+            return None
+        if isinstance(data, (tuple, list)) and len(data) in (2, 3) and is_array_data(data[0]):
+            vx, vy, vsw = unpack_batch(tuple(data), "validation_data")
+            adapter = get_adapter(vx, vy, vsw, batch_size, False, None, 0, caller="fit(validation_data)")
+        elif is_array_data(data):
+            raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or (x_val, y_val, "
+                             "sample_weight_val), or a Dataset/DataLoader/generator; received arrays without targets")
+        else:
+            adapter = get_adapter(data, caller="fit(validation_data)")
+        return EpochIterator(adapter, steps)
+
+    # --- evaluate / predict ------------------------------------------------------------------------
+    def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None, verbose: Any = "auto",
+                 sample_weight: Any = None, steps: int | None = None, callbacks: Any = None,
+                 return_dict: bool = False) -> Any:
+        """The loss and metrics on the given data, in inference mode.
+
+        Returns:
+            A float when only the loss is computed, else a list in the order of
+            :attr:`metrics_names`, or a dict with ``return_dict=True``.
+        """
+        trainer = self._trainer("evaluate")
+        verbose = _verbosity(verbose, "evaluate")
+        steps = check_steps(steps, "evaluate: steps")
+        adapter = get_adapter(x, y, sample_weight, batch_size, False, None, 0, caller="evaluate")
+        iterator = EpochIterator(adapter, steps)
+        saved = self._snapshot()
+        try:
+            first = adapter.peek()
+            self._ensure_built(first[0], 0)
+            trainer.check_batch({"model": self.state}, first)  # label values, also where the step is compiled
+            callback_list = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
+                                         epochs=1, steps=iterator.num_steps)
+            logs = evaluate_state(trainer, self.state, iterator, callback_list)
+        except BaseException:
+            self._restore(saved)
+            raise
+        return _flat_results(trainer, logs, return_dict)
+
+    def predict(self, x: Any, batch_size: int | None = None, verbose: Any = "auto", steps: int | None = None,
+                callbacks: Any = None) -> Any:
+        """The model's outputs for ``x`` (NumPy arrays, in the structure of the model's outputs)."""
+        from ember.training.trainer import Trainer
+
+        verbose = _verbosity(verbose, "predict")
+        steps = check_steps(steps, "predict: steps")
+        trainer = self._training.get("trainer") if isinstance(self._training, dict) else None
+        if trainer is None:
+            trainer = self._training.get("predict_trainer")
+            if trainer is None:
+                trainer = Trainer(self, optimizer="sgd")
+                self._training["predict_trainer"] = trainer
+        adapter = get_adapter(x, None, None, batch_size, False, None, 0, caller="predict")
+        iterator = EpochIterator(adapter, steps)
+        saved = self._snapshot()
+        try:
+            self._ensure_built(adapter.peek()[0], 0)
+            callback_list = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
+                                         epochs=1, steps=iterator.num_steps)
+            return predict_state(trainer, self.state, iterator, callback_list)
+        except BaseException:
+            self._restore(saved)
+            raise
+
+    # --- single batches --------------------------------------------------------------------------
+    def _batch_state(self, trainer: Any, kind: str) -> dict:
+        if kind == "train":
+            state = self._train_state(trainer, 0)
+            rng = self._training.get("batch_rng")
+            if rng is not None:
+                state["rng"] = rng
+        else:
+            state = {"model": self.state}
+        metrics = self._training.get(f"{kind}_metrics")
+        state["metrics"] = metrics if metrics is not None else trainer.reset_metrics({})["metrics"]
+        return state
+
+    def train_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, class_weight: dict | None = None,
+                       return_dict: bool = False) -> Any:
+        """One training step on one batch; returns the running loss/metrics since :meth:`reset_metrics`
+        (a float, a list in :attr:`metrics_names` order, or a dict)."""
+        from ember.training.data.adapter import check_class_weight, native_batch
+
+        trainer = self._trainer("train_on_batch")
+        batch = native_batch(x, y, sample_weight, check_class_weight(class_weight))
+        saved = self._snapshot()
+        try:
+            self._ensure_built(batch[0], trainer.next_seed() if self.state is None else 0)
+            state = self._batch_state(trainer, "train")
+            new = trainer.steps.train_step(state, batch)
+        except BaseException:
+            self._restore(saved)
+            raise
+        self.state = trainer.steps.release(new["model"])
+        self._training["opt_state"] = new["optimizer"]
+        self._training["train_metrics"] = new["metrics"]
+        self._training["batch_rng"] = new["rng"]
+        return _flat_results(trainer, to_floats(trainer.results(new)), return_dict)
+
+    def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False) -> Any:
+        """Loss and metrics on one batch (inference mode), running since :meth:`reset_metrics`."""
+        from ember.training.data.adapter import native_batch
+
+        trainer = self._trainer("test_on_batch")
+        batch = native_batch(x, y, sample_weight)
+        saved = self._snapshot()
+        try:
+            self._ensure_built(batch[0], 0)
+            state = self._batch_state(trainer, "test")
+            if batch[1] is None and trainer.compile_loss.entries:
+                raise ValueError("test_on_batch: y is required to compute the loss")
+            new = trainer.steps.test_step(state, batch)
+        except BaseException:
+            self._restore(saved)
+            raise
+        self._training["test_metrics"] = new["metrics"]
+        return _flat_results(trainer, to_floats(trainer.results(new)), return_dict)
+
+    def reset_metrics(self) -> None:
+        """Restart the running averages that :meth:`train_on_batch`/:meth:`test_on_batch` return."""
+        if isinstance(self._training, dict):
+            self._training.pop("train_metrics", None)
+            self._training.pop("test_metrics", None)

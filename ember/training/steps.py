@@ -1,0 +1,327 @@
+"""The pure pieces of a training step, shared by every backend's step builder.
+
+:class:`StepCore` knows the model, the optimizer and the compiled losses/metrics, and
+offers pure functions over native arrays: the objective (forward pass, losses,
+regularization and activity losses), the metric updates, the split of params into
+trainable and frozen parts, and the step RNG. Each backend's
+``ember/backends/<name>/training.py`` turns them into steps through one small interface,
+``make_steps(core) -> Steps``:
+
+* ``train_step(state, batch) -> state``: pure (the input state is never modified);
+* ``fit_step(state, batch) -> state``: what ``fit`` calls; may update the arrays of a state
+  made by ``own`` in place (torch: fused optimizer kernels);
+* ``test_step(state, batch) -> state`` (metrics only) and ``predict_step(state, x) -> y_pred``;
+* ``own(state)``: a private copy ``fit_step`` may update in place; ``release(model_state)``:
+  the model state to show users (torch: views without ``requires_grad``);
+* ``rng(seed)``: the step-RNG value for an int seed (an int, or an integer array on MLX so
+  that a compiled step does not retrace for every new seed).
+
+:class:`GenericSteps` builds all of them from a ``value_and_grad`` transform; NumPy uses it
+with Ember's engine and MLX with ``mx.value_and_grad`` under ``mx.compile``.
+
+TrainState layout::
+
+    {"model": {"params", "buffers"}, "optimizer": opt_state,
+     "metrics": {"loss": {"total", "count"}, "output_losses": [...], "metrics": [...]},
+     "rng": seed (int, or a 0-d int64 array on MLX)}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import optree
+
+from ember.training.compile_utils import flatten_outputs
+
+# Park-Miller "minimal standard" generator: the step seeds s_{k+1} = 48271 s_k mod (2^31 - 1).
+_RNG_MULTIPLIER = 48271
+_RNG_MODULUS = 2147483647
+
+
+def initial_rng(seed: int) -> int:
+    """The first step seed for an int ``seed`` (in [1, 2^31 - 2], never the fixed point 0)."""
+    return int(seed) % (_RNG_MODULUS - 1) + 1
+
+
+def advance_rng(rng: Any) -> Any:
+    """The next step seed (ints with Python arithmetic, arrays with int64 ops: no host sync)."""
+    if isinstance(rng, int):
+        return rng * _RNG_MULTIPLIER % _RNG_MODULUS
+    from ember import ops
+
+    return ops.mod(ops.multiply(rng, _RNG_MULTIPLIER), _RNG_MODULUS)
+
+
+# ------------------------------------------------------------------------ trainable split
+def trainable_mask(layer: Any, params: dict) -> Any:
+    """A tree of bools mirroring ``params``: False under layers with ``trainable=False``."""
+    if not getattr(layer, "trainable", True):
+        return optree.tree_map(lambda _: False, params)
+    children = {}
+    subs = layer.layers if hasattr(layer, "layers") and hasattr(layer, "_layers") else layer.sublayers()
+    for sub in subs:
+        children[sub.name] = sub
+    mask = {}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            child = children.get(key)
+            mask[key] = trainable_mask(child, value) if child is not None else optree.tree_map(lambda _: True, value)
+        else:
+            mask[key] = True
+    return mask
+
+
+def split_tree(tree: dict, mask: Any) -> tuple[dict, dict]:
+    """``(trainable, frozen)`` nested dicts (empty sub-dicts dropped)."""
+    trainable, frozen = {}, {}
+    for key, value in tree.items():
+        flag = mask[key]
+        if isinstance(value, dict):
+            t, f = split_tree(value, flag)
+            if t:
+                trainable[key] = t
+            if f:
+                frozen[key] = f
+        elif flag:
+            trainable[key] = value
+        else:
+            frozen[key] = value
+    return trainable, frozen
+
+
+def merge_trees(a: dict, b: dict) -> dict:
+    """Deep union of two nested dicts with disjoint leaves."""
+    if not b:
+        return a
+    if not a:
+        return b
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = merge_trees(out[key], value) if key in out and isinstance(value, dict) else value
+    return out
+
+
+def _all_true(mask: Any) -> bool:
+    return all(optree.tree_leaves(mask))
+
+
+def fusable_sparse_crossentropy(compile_loss: Any) -> bool:
+    """Whether the compiled loss is exactly ``SparseCategoricalCrossentropy(from_logits=True)`` on one
+    output (mean reduction, no ``ignore_class``, weight 1): the case backends may compute in one
+    fused kernel (the same math), falling back to the generic losses for anything else."""
+    from ember.training.losses import SparseCategoricalCrossentropy
+
+    entries = compile_loss.entries
+    if len(entries) != 1 or compile_loss.per_output_logs:
+        return False
+    entry = entries[0]
+    if type(entry.fn) is not SparseCategoricalCrossentropy or entry.weight != 1.0:
+        return False
+    config = entry.fn.get_config()
+    return (config.get("from_logits") is True and config.get("ignore_class") is None
+            and config.get("axis", -1) == -1 and config.get("reduction") in ("sum_over_batch_size", "mean")
+            and config.get("dtype") is None)
+
+
+def batch_size_of(x: Any) -> int:
+    from ember import ops
+
+    if isinstance(x, dict):
+        x = next(iter(x.values()))
+    while isinstance(x, (list, tuple)):
+        x = x[0]
+        if isinstance(x, dict):
+            x = next(iter(x.values()))
+    return ops.shape(x)[0]
+
+
+# --------------------------------------------------------------------------------- core
+class StepCore:
+    """The pure pieces of a step for one model/optimizer/loss/metrics combination."""
+
+    def __init__(self, model: Any, optimizer: Any, compile_loss: Any, compile_metrics: Any,
+                 output_names: list[str]) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        self.compile_loss = compile_loss
+        self.compile_metrics = compile_metrics
+        self.output_names = output_names
+        self._mask: Any = None
+        self._mask_spec: Any = None
+        self.all_trainable = True
+        constraints = getattr(model, "constraints", None)
+        self.constraints = constraints() if callable(constraints) else {}
+
+    # --- params ------------------------------------------------------------------------
+    def prepare_mask(self, params: dict) -> None:
+        spec = optree.tree_structure(params)
+        if spec != self._mask_spec:
+            self._mask = trainable_mask(self.model, params)
+            self._mask_spec = spec
+            self.all_trainable = _all_true(self._mask)
+
+    def split(self, params: dict) -> tuple[dict, dict]:
+        if self.all_trainable:
+            return params, {}
+        return split_tree(params, self._mask)
+
+    def merge(self, trainable: dict, frozen: dict) -> dict:
+        return trainable if not frozen else merge_trees(trainable, frozen)
+
+    def apply_constraints(self, params: dict) -> dict:
+        if not self.constraints:
+            return params
+        from ember.constraints import apply_constraints
+
+        return apply_constraints(self.constraints, params)
+
+    # --- forward / loss ---------------------------------------------------------------------
+    def flat(self, value: Any, what: str) -> list:
+        return flatten_outputs(value, self.output_names, what)
+
+    def forward(self, params: dict, buffers: dict, x: Any, training: bool, rng: Any) -> tuple[Any, dict, list]:
+        """``(y_pred, new_buffers, activity_losses)``."""
+        from ember.layers.layer import collect_losses
+
+        with collect_losses() as activity:
+            y_pred, new_state = self.model.apply({"params": params, "buffers": buffers}, x, training=training,
+                                                 rng=rng)
+        return y_pred, new_state["buffers"], list(activity)
+
+    def total_loss(self, params: dict, y: Any, y_pred_flat: list, sw: Any, activity: list) -> tuple[Any, list]:
+        """``(total, per-output losses)``: compiled losses + regularization + activity losses."""
+        from ember import ops
+
+        total, per_output = self.compile_loss(self.flat(y, "y"), y_pred_flat, self.flat(sw, "sample_weight"))
+        extra = list(activity)
+        regularization = getattr(self.model, "regularization_losses", None)
+        if regularization is not None:
+            extra.extend(regularization(params))
+        for value in extra:
+            total = value if total is None else ops.add(total, value)
+        if total is None:
+            raise ValueError("No loss to compute: pass `loss=` to compile() (or give the model layers that add losses)")
+        return total, per_output
+
+    def objective(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any,
+                  rng: Any) -> tuple[Any, tuple]:
+        """The differentiated function: ``(scaled loss, (loss, per-output losses, y_pred_flat, new_buffers))``."""
+        params = self.merge(trainable, frozen)
+        y_pred, new_buffers, activity = self.forward(params, buffers, x, True, rng)
+        y_pred_flat = self.flat(y_pred, "the model's outputs")
+        total, per_output = self.total_loss(params, y, y_pred_flat, sw, activity)
+        return self.optimizer.scale_loss(total), (total, per_output, y_pred_flat, new_buffers)
+
+    # --- metrics --------------------------------------------------------------------------------
+    def init_metrics(self, output_shapes: list) -> dict:
+        from ember import dtypes, ops
+
+        def tracker() -> dict:
+            return {"total": ops.zeros((), dtype=dtypes.floatx()), "count": ops.zeros((), dtype=dtypes.floatx())}
+
+        losses = self.compile_loss.entries if self.compile_loss.per_output_logs else []
+        return {"loss": tracker(), "output_losses": [tracker() for _ in losses],
+                "metrics": self.compile_metrics.init_states(output_shapes)}
+
+    def update_metrics(self, state: dict, x: Any, y: Any, y_pred_flat: list, sw: Any, total: Any,
+                       per_output: list) -> dict:
+        from ember import ops
+
+        count = float(batch_size_of(x))
+
+        def track(tracker: dict, value: Any) -> dict:
+            value = ops.cast(value, ops.dtype(tracker["total"]))
+            return {"total": ops.add(tracker["total"], ops.multiply(value, count)),
+                    "count": ops.add(tracker["count"], count)}
+
+        new = {"loss": track(state["loss"], total),
+               "output_losses": [track(t, v) for t, v in zip(state["output_losses"], per_output)],
+               "metrics": state["metrics"]}
+        if self.compile_metrics.entries and y is not None:
+            new["metrics"] = self.compile_metrics.update(state["metrics"], self.flat(y, "y"), y_pred_flat,
+                                                         self.flat(sw, "sample_weight"))
+        return new
+
+    def results(self, state: dict) -> dict:
+        """``{log name: native scalar}``: the running loss, per-output losses and metrics."""
+        from ember import ops
+
+        def mean(tracker: dict) -> Any:
+            return ops.divide(tracker["total"], ops.maximum(tracker["count"], 1.0))
+
+        logs = {"loss": mean(state["loss"])}
+        if self.compile_loss.per_output_logs:
+            for entry, tracker in zip(self.compile_loss.entries, state["output_losses"]):
+                logs[entry.log_name] = mean(tracker)
+        logs.update(self.compile_metrics.results(state["metrics"]))
+        return logs
+
+    def eval_loss(self, params: dict, buffers: dict, x: Any, y: Any, sw: Any) -> tuple[Any, list, list]:
+        """Inference-mode ``(total or None, per-output losses, y_pred_flat)`` (no targets: no loss)."""
+        y_pred, _, activity = self.forward(params, buffers, x, False, None)
+        y_pred_flat = self.flat(y_pred, "the model's outputs")
+        if y is None:
+            return None, [], y_pred_flat
+        total, per_output = self.total_loss(params, y, y_pred_flat, sw, activity)
+        return total, per_output, y_pred_flat
+
+
+# ------------------------------------------------------------------------ generic steps
+class GenericSteps:
+    """Steps built from a ``value_and_grad(fn) -> f(trainable, *rest) -> ((value, aux), grads)``.
+
+    Used as is on NumPy (Ember's engine); MLX wraps these functions in ``mx.compile``.
+    """
+
+    fit_step_is_pure = True  # fit_step never modifies its input (torch's does: it updates in place)
+
+    def __init__(self, core: StepCore, value_and_grad: Callable, detach: Callable = lambda x: x) -> None:
+        self.core = core
+        self._grad_objective = value_and_grad(core.objective)
+        self._detach = detach
+
+    def rng(self, seed: int) -> Any:
+        return initial_rng(seed)
+
+    def own(self, state: dict) -> dict:
+        return state
+
+    def release(self, model_state: dict) -> dict:
+        return model_state
+
+    def train_step(self, state: dict, batch: tuple) -> dict:
+        core = self.core
+        x, y, sw = batch
+        model_state = state["model"]
+        trainable, frozen = core.split(model_state["params"])
+        rng = state["rng"]
+        if not optree.tree_leaves(trainable):  # everything frozen: the loss is computed, nothing is updated
+            _, aux = core.objective(trainable, frozen, model_state["buffers"], x, y, sw, rng)
+            total, per_output, y_pred_flat, new_buffers = self._detach(aux)
+            new_trainable, opt_state = trainable, state["optimizer"]
+        else:
+            (_, aux), grads = self._grad_objective(trainable, frozen, model_state["buffers"], x, y, sw, rng)
+            total, per_output, y_pred_flat, new_buffers = self._detach(aux)
+            new_trainable, opt_state = core.optimizer.apply_gradients(grads, state["optimizer"], trainable)
+        params = core.apply_constraints(core.merge(new_trainable, frozen))
+        metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+        return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
+                "rng": advance_rng(rng)}
+
+    fit_step = train_step
+
+    def test_step(self, state: dict, batch: tuple) -> dict:
+        core = self.core
+        x, y, sw = batch
+        total, per_output, y_pred_flat = core.eval_loss(state["model"]["params"], state["model"]["buffers"], x, y, sw)
+        metrics = state["metrics"]
+        if total is not None:
+            metrics = core.update_metrics(metrics, x, y, y_pred_flat, sw, total, per_output)
+        new = dict(state)
+        new["metrics"] = metrics
+        return new
+
+    def predict_step(self, state: dict, x: Any) -> Any:
+        y_pred, _, _ = self.core.forward(state["model"]["params"], state["model"]["buffers"], x, False, None)
+        return y_pred

@@ -1,0 +1,238 @@
+"""``ember.Trainer``: pure training, evaluation and prediction steps over a TrainState.
+
+``model.compile(...)`` creates a Trainer and ``model.fit`` drives it, but it is usable on
+its own for custom loops. Its steps are pure functions of an explicit state::
+
+    state = trainer.init_state(seed=0)            # {"model", "optimizer", "metrics", "rng"}
+    state, logs = trainer.train_step(state, (x, y))
+    state, logs = trainer.test_step(state, (x_val, y_val))
+    y_pred = trainer.predict_step(state, x)
+
+``train_step`` never modifies its input state, and each backend takes its fastest path
+(torch: autograd + fused in-place optimizer kernels on a private copy; MLX: the whole step
+under ``mx.compile``; NumPy: Ember's reverse-mode engine). The same seed gives the same
+results (dropout masks included) on every run of a backend.
+
+A custom loop with :class:`ember.GradientTape` (what ``train_step`` does for you)::
+
+    >>> import numpy as np
+    >>> import ember
+    >>> from ember import layers, losses, ops, optimizers
+    >>> ember.set_backend("numpy")
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(64, 3)).astype("float32")
+    >>> y = x @ np.array([[1.0], [-2.0], [0.5]], dtype="float32") + 0.3
+    >>> model = ember.Sequential([ember.Input((3,)), layers.Dense(1)])
+    >>> state = model.build(seed=0)                     # {"params": ..., "buffers": ...}
+    >>> loss_fn = losses.MeanSquaredError()
+    >>> optimizer = optimizers.SGD(learning_rate=0.1)
+    >>> opt_state = optimizer.init(state["params"])
+    >>> for step in range(100):
+    ...     with ember.GradientTape() as tape:
+    ...         tape.watch(state["params"])
+    ...         y_pred, state = model.apply(state, x, training=True)
+    ...         loss = loss_fn(y, y_pred)
+    ...     grads = tape.gradient(loss, state["params"])
+    ...     params, opt_state = optimizer.apply_gradients(grads, opt_state, state["params"])
+    ...     state = {"params": params, "buffers": state["buffers"]}
+    >>> float(loss) < 1e-3
+    True
+
+The same loop with the Trainer (one call per step, metrics included)::
+
+    >>> model = ember.Sequential([ember.Input((3,)), layers.Dense(1)])
+    >>> _ = model.build(seed=0)
+    >>> trainer = ember.Trainer(model, optimizer=optimizers.SGD(0.1), loss="mse", metrics=["mae"])
+    >>> train_state = trainer.init_state(seed=0)
+    >>> for step in range(100):
+    ...     train_state = trainer.reset_metrics(train_state)
+    ...     train_state, logs = trainer.train_step(train_state, (x, y))
+    >>> sorted(logs), float(logs["loss"]) < 1e-3
+    (['loss', 'mae'], True)
+"""
+
+from __future__ import annotations
+
+import importlib
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ember import backends
+from ember.training.compile_utils import CompileLoss, CompileMetrics, output_names
+from ember.training.data.adapter import native_batch, unpack_batch
+from ember.training.data.convert import to_native
+from ember.training.steps import StepCore, batch_size_of
+
+
+def _output_shapes(model: Any, names: list[str]) -> list | None:
+    """The model's output shapes, one per output (None when not known without data)."""
+    try:
+        shapes = model.compute_output_shape()
+    except Exception:  # noqa: BLE001 - an unbuilt Sequential without input shape
+        return None
+    if isinstance(shapes, dict):
+        return [tuple(shapes[n]) for n in names]
+    if isinstance(shapes, list) and shapes and isinstance(shapes[0], (tuple, list)):
+        return [tuple(s) for s in shapes]
+    return [tuple(shapes)]
+
+
+def _draw_seed() -> int:
+    """A seed from the active backend's global stream (``ember.random.set_seed`` fixes it)."""
+    from ember import ops
+
+    value = ops.random.randint((), 0, 2**31 - 1, dtype="int32")
+    return int(ops.to_numpy(value))
+
+
+class Trainer:
+    """Pure train/test/predict steps for a model (see the module docstring).
+
+    Args:
+        model: an ``ember.Model``/``Sequential`` (anything with ``apply``).
+        optimizer: name, config or :class:`ember.optimizers.Optimizer` (Keras default ``"rmsprop"``).
+        loss: a loss (name, :class:`ember.losses.Loss`, function), or a list/dict per output.
+        metrics: metrics (names, :class:`ember.metrics.Metric`, functions), a list per output or a dict.
+        loss_weights: per-output loss weights (list/dict), or a number.
+        weighted_metrics: metrics that receive the sample weights.
+        jit_compile: ``"auto"``/True compiles the step where the backend can (``mx.compile`` on MLX);
+            False runs it eagerly. torch and NumPy always run eagerly (torch's speed comes from its
+            fused kernels; ``torch.compile`` is not used).
+        run_eagerly: True is ``jit_compile=False`` (for debugging with prints and breakpoints).
+        seed: base seed of shuffling and dropout in ``fit``; None draws one from the backend's global
+            random stream (fixed by ``ember.random.set_seed``).
+
+    Raises:
+        ValueError: an unknown optimizer/loss/metric name (the message lists the valid ones), losses
+            or metrics that do not match the model's outputs.
+    """
+
+    def __init__(self, model: Any, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
+                 loss_weights: Any = None, weighted_metrics: Any = None, *, jit_compile: Any = "auto",
+                 run_eagerly: bool = False, seed: int | None = None) -> None:
+        from ember.training import optimizers
+
+        if not callable(getattr(model, "apply", None)):
+            raise TypeError(f"Trainer: model must be an ember Model (with apply), received {type(model).__name__}")
+        if jit_compile not in ("auto", True, False):
+            raise ValueError(f"Trainer: jit_compile must be 'auto', True or False, received {jit_compile!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+            raise TypeError(f"Trainer: seed must be an int or None, received {seed!r}")
+        if optimizer is None:
+            raise ValueError("Trainer: optimizer is required (a name such as 'adam', or an ember.optimizers object)")
+        self.model = model
+        self.optimizer = optimizers.get(optimizer)
+        self.output_names = output_names(model)
+        self.compile_loss = CompileLoss(loss, loss_weights, self.output_names)
+        self.compile_metrics = CompileMetrics(metrics, weighted_metrics, self.output_names, self.compile_loss)
+        self.loss = loss
+        self.jit_compile = bool(jit_compile) and not run_eagerly
+        self.seed = None if seed is None else int(seed)
+        self._fits = 0
+        self.core = StepCore(model, self.optimizer, self.compile_loss, self.compile_metrics, self.output_names)
+        self._steps: dict[str, Any] = {}
+
+    # --- backend steps ---------------------------------------------------------------------
+    @property
+    def steps(self) -> Any:
+        """The active backend's step functions (built on first use, one set per backend)."""
+        name = backends.get_backend()
+        steps = self._steps.get(name)
+        if steps is None:
+            module = importlib.import_module(f"ember.backends.{name}.training")
+            steps = self._steps[name] = module.make_steps(self.core, jit=self.jit_compile)
+        return steps
+
+    @property
+    def metrics_names(self) -> list[str]:
+        """The log names, in order: ``loss``, per-output losses, then metrics."""
+        names = ["loss"]
+        if self.compile_loss.per_output_logs:
+            names += [entry.log_name for entry in self.compile_loss.entries]
+        return names + self.compile_metrics.names
+
+    def next_seed(self) -> int:
+        """A fresh base seed for one ``fit`` call (derived from ``seed``, or drawn)."""
+        self._fits += 1
+        if self.seed is None:
+            return _draw_seed()
+        return int(np.random.SeedSequence([self.seed, self._fits]).generate_state(1)[0] & 0x7FFFFFFF)
+
+    # --- state -----------------------------------------------------------------------------
+    def init_state(self, model_state: dict | None = None, seed: int | None = None,
+                   opt_state: dict | None = None) -> dict:
+        """A fresh TrainState: ``{"model", "optimizer", "metrics", "rng"}``.
+
+        Args:
+            model_state: ``{"params", "buffers"}``; defaults to the model's (built if needed and possible).
+            seed: seeds dropout and other random layers during training (default: ``self.seed`` or 0).
+            opt_state: an optimizer state to continue from (default: a fresh one).
+        """
+        if model_state is None:
+            model_state = self.model.state
+            if model_state is None:
+                model_state = self.model.build(seed=0 if seed is None else seed)
+        if not isinstance(model_state, dict) or set(model_state) != {"params", "buffers"}:
+            raise ValueError("Trainer.init_state: model_state must be a {'params': ..., 'buffers': ...} dict, "
+                             f"received {type(model_state).__name__}")
+        core = self.core
+        core.prepare_mask(model_state["params"])
+        trainable, _ = core.split(model_state["params"])
+        if opt_state is None:
+            opt_state = self.optimizer.init(trainable)
+        shapes = _output_shapes(self.model, self.output_names) or [None] * len(self.output_names)
+        if seed is None:
+            seed = self.seed if self.seed is not None else 0
+        return {"model": model_state, "optimizer": opt_state, "metrics": core.init_metrics(shapes),
+                "rng": self.steps.rng(seed)}
+
+    def reset_metrics(self, state: dict) -> dict:
+        """``state`` with fresh metric state (the loss average included)."""
+        shapes = _output_shapes(self.model, self.output_names) or [None] * len(self.output_names)
+        new = dict(state)
+        new["metrics"] = self.core.init_metrics(shapes)
+        return new
+
+    def results(self, state: dict) -> dict:
+        """``{log name: native scalar}`` for the state's metrics (the running loss, metrics)."""
+        return self.core.results(state["metrics"])
+
+    # --- steps ----------------------------------------------------------------------------
+    @staticmethod
+    def _batch(batch: Any) -> tuple:
+        return native_batch(*unpack_batch(batch, "train_step/test_step batch"))
+
+    def train_step(self, state: dict, batch: Any) -> tuple[dict, dict]:
+        """One optimization step: ``(new_state, logs)``; ``state`` is not modified.
+
+        Args:
+            state: a TrainState from :meth:`init_state` or a previous step.
+            batch: ``(x, y)`` or ``(x, y, sample_weight)`` (NumPy or native arrays, lists/dicts for
+                multi-input/output models).
+        """
+        self.core.prepare_mask(state["model"]["params"])
+        new = self.steps.train_step(state, self._batch(batch))
+        return new, self.results(new)
+
+    def test_step(self, state: dict, batch: Any) -> tuple[dict, dict]:
+        """Accumulate the loss and metrics of one batch in inference mode: ``(new_state, logs)``."""
+        new = self.steps.test_step(state, self._batch(batch))
+        return new, self.results(new)
+
+    def predict_step(self, state: dict, x: Any) -> Any:
+        """The model's outputs for ``x`` in inference mode (native arrays)."""
+        return self.steps.predict_step(state, to_native(x))
+
+    def check_batch(self, state: dict, batch: tuple) -> None:
+        """Run the losses once eagerly on ``batch`` (inference mode) so bad labels raise clear errors
+        before any training step, also where the step itself is compiled."""
+        x, y, sw = batch
+        if y is None and self.compile_loss.entries:
+            raise ValueError(f"the model has a loss for output(s) {self.output_names} but the data gives no "
+                             "targets y")
+        model_state = state["model"]
+        total, _, _ = self.core.eval_loss(model_state["params"], model_state["buffers"], x, y, sw)
+        del total
+        batch_size_of(x)

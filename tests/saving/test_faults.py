@@ -1,0 +1,238 @@
+"""Atomic writes and damaged files: a failing or killed save never harms the previous checkpoint;
+truncated, corrupted and foreign files raise a clear error naming the file (never a partial load)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import h5py
+import numpy as np
+import pytest
+
+import ember
+from ember import layers
+from ember.saving import CheckpointError
+from tests.saving.models import assert_trees_bit_equal, to_numpy_tree
+
+
+def _model(seed=0):
+    model = ember.Sequential([ember.Input((3,)), layers.Dense(8, name="a"), layers.Dense(8, name="b"),
+                              layers.Dense(2, name="c")], name="fault")
+    model.build(seed=seed)
+    model.compile(optimizer="adam", loss="mse")
+    return model
+
+
+def _bytes(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize("fail_at", [0, 1, 3, 5])
+def test_exception_midway_leaves_the_old_file_loadable_and_unchanged(tmp_path, monkeypatch, fail_at):
+    path = tmp_path / "ckpt.h5"
+    old = _model(seed=0)
+    old.save(path)
+    old_bytes = _bytes(path)
+    new = _model(seed=1)
+
+    original = h5py.Group.create_dataset
+    calls = {"n": 0}
+
+    def failing(self, *args, **kwargs):
+        if calls["n"] == fail_at:
+            raise OSError("disk full (injected)")
+        calls["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(h5py.Group, "create_dataset", failing)
+    with pytest.raises(OSError, match="injected"):
+        new.save(path)
+    with pytest.raises(OSError, match="injected"):
+        new.save_weights(path)
+    monkeypatch.undo()
+    assert _bytes(path) == old_bytes
+    assert os.listdir(tmp_path) == ["ckpt.h5"]  # the temporary file was removed
+    loaded = ember.load_model(path)
+    assert_trees_bit_equal(to_numpy_tree(loaded.state), to_numpy_tree(old.state))
+
+
+def test_failed_rename_and_failed_attribute_write_leave_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.h5"
+    _model(seed=0).save(path)
+    old_bytes = _bytes(path)
+
+    def no_replace(*args, **kwargs):
+        raise PermissionError("rename refused (injected)")
+
+    monkeypatch.setattr(os, "replace", no_replace)
+    with pytest.raises(PermissionError, match="injected"):
+        _model(seed=1).save(path)
+    monkeypatch.undo()
+
+    def bad_attr(self, name, value):
+        raise RuntimeError("attribute write failed (injected)")
+
+    monkeypatch.setattr(h5py.AttributeManager, "__setitem__", bad_attr)
+    with pytest.raises(RuntimeError, match="injected"):
+        _model(seed=1).save(path)
+    monkeypatch.undo()
+    assert _bytes(path) == old_bytes and os.listdir(tmp_path) == ["ckpt.h5"]
+
+
+def test_a_process_killed_while_saving_leaves_the_old_file(tmp_path):
+    path = tmp_path / "ckpt.h5"
+    old = _model(seed=0)
+    old.save(path)
+    old_bytes = _bytes(path)
+    script = textwrap.dedent(f"""
+        import os, h5py, ember
+        from ember import layers
+        ember.set_backend("numpy")
+        model = ember.Sequential([ember.Input((3,)), layers.Dense(8, name="a"), layers.Dense(8, name="b"),
+                                  layers.Dense(2, name="c")], name="fault")
+        model.build(seed=1)
+        original = h5py.Group.create_dataset
+        calls = []
+        def dying(self, *args, **kwargs):
+            calls.append(1)
+            if len(calls) == 3:
+                os._exit(3)  # killed mid-write: no cleanup runs
+            return original(self, *args, **kwargs)
+        h5py.Group.create_dataset = dying
+        model.save({str(path)!r})
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert result.returncode == 3, result.stderr
+    assert _bytes(path) == old_bytes
+    leftovers = [name for name in os.listdir(tmp_path) if name != "ckpt.h5"]
+    assert len(leftovers) == 1 and leftovers[0].startswith(".ckpt.h5.") and leftovers[0].endswith(".tmp")
+    assert_trees_bit_equal(to_numpy_tree(ember.load_model(path).state), to_numpy_tree(old.state))
+
+
+def test_truncated_files_are_rejected_at_every_offset(tmp_path):
+    path = tmp_path / "full.h5"
+    model = _model()
+    model.save(path)
+    data = _bytes(path)
+    size = len(data)
+    for cut in sorted({0, 4, 8, 100, 512, size // 4, size // 2, 3 * size // 4, size - 64, size - 1}):
+        bad = tmp_path / f"cut_{cut}.h5"
+        bad.write_bytes(data[:cut])
+        for load in (ember.load_model, model.load_weights):
+            before = model.state
+            with pytest.raises(CheckpointError) as info:
+                load(bad)
+            message = str(info.value)
+            assert str(bad) in message
+            assert any(word in message for word in ("truncated", "empty", "not an HDF5 file")), message
+            assert model.state is before
+
+
+def _data_offset(path, dataset):
+    with h5py.File(path, "r") as file:
+        return file[dataset].id.get_offset()
+
+
+def test_corrupted_data_is_detected_and_nothing_is_loaded(tmp_path):
+    path = tmp_path / "ckpt.h5"
+    model = _model()
+    model.save(path)
+    offset = _data_offset(path, "state/params/c/kernel")
+    data = bytearray(_bytes(path))
+    data[offset + 5] ^= 0x01  # one flipped bit in the last layer's kernel
+    bad = tmp_path / "flipped.h5"
+    bad.write_bytes(bytes(data))
+    target = _model(seed=7)
+    before = to_numpy_tree(target.state)
+    with pytest.raises(CheckpointError, match=r"flipped\.h5.*state/params/c/kernel.*does not match its checksum"):
+        target.load_weights(bad)
+    assert_trees_bit_equal(to_numpy_tree(target.state), before)  # nothing was loaded, not even layers a and b
+    with pytest.raises(CheckpointError, match="checksum"):
+        ember.load_model(bad)
+
+
+def test_foreign_incomplete_and_newer_files(tmp_path):
+    text = tmp_path / "notes.h5"
+    text.write_text("hello, not a checkpoint")
+    with pytest.raises(CheckpointError, match=r"notes\.h5.*not an HDF5 file"):
+        ember.load_model(text)
+
+    empty = tmp_path / "empty.h5"
+    empty.write_bytes(b"")
+    with pytest.raises(CheckpointError, match="empty"):
+        ember.load_model(empty)
+
+    keras_like = tmp_path / "keras.h5"
+    with h5py.File(keras_like, "w") as file:
+        file.attrs["keras_version"] = "2.15.0"
+        file.create_dataset("model_weights/dense/kernel", data=np.zeros((2, 2)))
+    with pytest.raises(CheckpointError, match=r"keras\.h5.*not an Ember checkpoint"):
+        ember.load_model(keras_like)
+
+    path = tmp_path / "ok.h5"
+    _model().save(path)
+
+    incomplete = tmp_path / "incomplete.h5"
+    incomplete.write_bytes(_bytes(path))
+    with h5py.File(incomplete, "r+") as file:
+        del file.attrs["manifest_crc32"]
+    with pytest.raises(CheckpointError, match="incomplete"):
+        ember.load_model(incomplete)
+
+    newer = tmp_path / "newer.h5"
+    newer.write_bytes(_bytes(path))
+    with h5py.File(newer, "r+") as file:
+        file.attrs["format_version"] = 99
+    with pytest.raises(CheckpointError, match="format version 99.*upgrade Ember"):
+        ember.load_model(newer)
+
+    edited = tmp_path / "edited.h5"
+    edited.write_bytes(_bytes(path))
+    with h5py.File(edited, "r+") as file:
+        file.create_dataset("state/params/a/sneaky", data=np.zeros(3))
+    with pytest.raises(CheckpointError, match="not in the manifest: 'state/params/a/sneaky'"):
+        ember.load_model(edited)
+
+    removed = tmp_path / "removed.h5"
+    removed.write_bytes(_bytes(path))
+    with h5py.File(removed, "r+") as file:
+        del file["state/params/b/bias"]
+    with pytest.raises(CheckpointError, match="missing: 'state/params/b/bias'"):
+        ember.load_model(removed)
+
+    relabeled = tmp_path / "relabeled.h5"
+    relabeled.write_bytes(_bytes(path))
+    with h5py.File(relabeled, "r+") as file:
+        file.attrs["backend"] = "jax"
+    with pytest.raises(CheckpointError, match="root attribute 'backend'"):
+        ember.load_model(relabeled)
+
+    with pytest.raises(CheckpointError, match="is a directory"):
+        ember.load_model(tmp_path)
+
+
+def _save_big_in_child(path):
+    from ember.saving.writer import write_checkpoint
+
+    write_checkpoint(path, "weights", trees={"state": {"w": np.ones(3 << 20, np.float32)}})  # uses the thread pool
+
+
+def test_saving_works_in_a_forked_child_after_the_parent_saved(tmp_path):
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork start method on this platform (the pool reset only matters after fork)")
+    _save_big_in_child(tmp_path / "parent.h5")  # the parent's checksum pool now has threads
+    child = multiprocessing.get_context("fork").Process(target=_save_big_in_child, args=(str(tmp_path / "child.h5"),))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    from ember.saving.reader import CheckpointReader
+
+    with CheckpointReader(tmp_path / "child.h5") as ckpt:
+        assert ckpt.arrays("state")["w"].sum() == 3 << 20

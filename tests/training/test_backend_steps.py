@@ -1,0 +1,115 @@
+"""The per-backend step builders' fused pieces give the numbers of the generic (op-by-op) path."""
+
+from __future__ import annotations
+
+import numpy as np
+import optree
+import pytest
+
+import ember
+from ember import layers, ops, optimizers
+
+
+def _logits_labels(n=16, c=5, dtype=np.float32):
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, c)).astype(dtype) * 3, rng.integers(0, c, size=n)
+
+
+def test_numpy_fused_sparse_crossentropy_equals_the_loss_and_its_tape_gradient():
+    from ember.backends.numpy.training import sparse_crossentropy_from_logits
+
+    logits, labels = _logits_labels()
+    loss_fn = ember.losses.SparseCategoricalCrossentropy(from_logits=True)
+    value, grad = ember.value_and_grad(lambda z: loss_fn(labels, z))(ops.convert_to_tensor(logits))
+    fused_value, fused_grad = sparse_crossentropy_from_logits(labels.reshape(-1, 1), logits)
+    np.testing.assert_allclose(fused_value, ops.to_numpy(value), rtol=1e-6)
+    np.testing.assert_allclose(fused_grad, ops.to_numpy(grad), rtol=1e-5, atol=1e-7)
+    assert sparse_crossentropy_from_logits(labels.astype(np.float32), logits) is None  # generic path decides
+    with pytest.raises(ValueError, match=r"class indices must be in \[0, 5\)"):
+        sparse_crossentropy_from_logits(np.array([0, 7] * 8), logits)
+
+
+def test_torch_fused_loss_equals_the_generic_loss(torch_backend):
+    import torch
+
+    from ember.backends.torch.training import _FusedLoss
+    from ember.training.compile_utils import CompileLoss
+
+    logits, labels = _logits_labels()
+    generic = CompileLoss(ember.losses.SparseCategoricalCrossentropy(from_logits=True), None, ["out"])
+    fused = _FusedLoss(generic)
+    assert fused.fused
+    results = []
+    for fn in (fused, generic):
+        z = torch.tensor(logits, requires_grad=True)
+        value, _ = fn([torch.tensor(labels)], [z], [None])
+        (grad,) = torch.autograd.grad(value, [z])
+        results.append((float(value.detach()), grad.numpy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-7)
+    assert not _FusedLoss(CompileLoss("sparse_categorical_crossentropy", None, ["out"])).fused  # probabilities
+
+
+def test_fused_loss_takes_the_generic_path_for_other_inputs(backend):
+    """Sample weights (and regularizers) go through the generic losses, with the same results."""
+    model = ember.Sequential([ember.Input((4,)), layers.Dense(3, name="d")])
+    model.build(seed=0)
+    x = np.random.default_rng(1).normal(size=(8, 4)).astype(np.float32)
+    y = np.arange(8) % 3
+    weights = np.linspace(0.5, 1.5, 8).astype(np.float32)
+    kernels = []
+    for loss in (ember.losses.SparseCategoricalCrossentropy(from_logits=True),
+                 ember.losses.LossFunctionWrapper(ember.losses.sparse_categorical_crossentropy, from_logits=True)):
+        trainer = ember.Trainer(model, optimizer=optimizers.SGD(0.5), loss=loss)
+        state = trainer.init_state()
+        for batch in ((x, y), (x, y, weights)):
+            state, _ = trainer.train_step(state, batch)
+        kernels.append(ops.to_numpy(state["model"]["params"]["d"]["kernel"]))
+    np.testing.assert_allclose(kernels[0], kernels[1], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: optimizers.SGD(0.1),
+    lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
+    lambda: optimizers.SGD(0.1, momentum=0.5),
+    lambda: optimizers.Adam(0.01),
+    lambda: optimizers.Adam(0.01, amsgrad=True),
+    lambda: optimizers.AdamW(0.01, weight_decay=0.1),
+    lambda: optimizers.Adam(optimizers.schedules.ExponentialDecay(0.01, 2, 0.5)),
+], ids=["sgd", "sgd_nesterov_wd", "sgd_momentum", "adam", "adam_amsgrad", "adamw", "adam_schedule"])
+def test_numpy_inplace_update_equals_the_pure_optimizer(make):
+    from ember.backends.numpy.training import _apply_inplace, _inplace_supported
+
+    rng = np.random.default_rng(0)
+    params = {"a": {"kernel": rng.normal(size=(3, 4)).astype(np.float32), "bias": np.zeros(4, np.float32)}}
+    opt = make()
+    if isinstance(opt, optimizers.AdamW):
+        opt.exclude_from_weight_decay(var_names=["bias"])
+    assert _inplace_supported(opt, optree.tree_leaves(params))
+    pure_params, pure_state = params, opt.init(params)
+    decay = [opt.weight_decay is not None and opt.uses_weight_decay("/".join(path))
+             for path in optree.tree_paths(params)]
+    own = optree.tree_map(np.copy, params)
+    own_state = optree.tree_map(lambda v: v.copy(), opt.init(own))
+    for step in range(5):
+        grads = optree.tree_map(lambda p: rng.normal(size=p.shape).astype(np.float32), params)
+        pure_params, pure_state = opt.apply_gradients(grads, pure_state, pure_params)
+        leaves, spec = optree.tree_flatten(own)
+        slots = {name: spec.flatten_up_to(own_state[name]) for name in opt.slot_initializers()}
+        lr = float(np.asarray(opt.learning_rate_at(own_state["iterations"], own_state)))
+        _apply_inplace(opt, spec.flatten_up_to(grads), leaves, slots, lr, step + 1.0, decay)
+        own_state["iterations"] = own_state["iterations"] + 1
+    for got, want in zip(optree.tree_leaves(own), optree.tree_leaves(pure_params)):
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+    for name in opt.slot_initializers():
+        for got, want in zip(optree.tree_leaves(own_state[name]), optree.tree_leaves(pure_state[name])):
+            np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+
+
+def test_numpy_clipping_optimizers_take_the_pure_path():
+    from ember.backends.numpy.training import _inplace_supported
+
+    leaves = [np.zeros(2, np.float32)]
+    assert not _inplace_supported(optimizers.Adam(clipnorm=1.0), leaves)
+    assert not _inplace_supported(optimizers.RMSprop(), leaves)
+    assert not _inplace_supported(optimizers.SGD(), [np.zeros(2, np.float16)])

@@ -1,0 +1,177 @@
+"""Backend fast paths: torch's fused in-place step equals the pure path; MLX compiles the pure path."""
+
+from __future__ import annotations
+
+import numpy as np
+import optree
+import pytest
+
+import ember
+from ember import ops, optimizers
+from ember.training.optimizers import base
+
+FAST_RTOL, FAST_ATOL = 1e-6, 1e-7  # the fused kernels reorder a few float32 roundings
+SHAPES = [(5, 4), (4,), (3, 2, 2)]
+
+
+def _arrays(seed, steps):
+    rng = np.random.default_rng(seed)
+    params = {f"p{i}": rng.normal(size=s).astype(np.float32) for i, s in enumerate(SHAPES)}
+    grads = [{k: rng.normal(size=v.shape).astype(np.float32) for k, v in params.items()} for _ in range(steps)]
+    return params, grads
+
+
+def _native(tree):
+    return optree.tree_map(lambda x: None if x is None else ops.convert_to_tensor(np.array(x)), tree,
+                           none_is_leaf=True)
+
+
+def _numpy(tree):
+    return optree.tree_map(ops.to_numpy, tree)
+
+
+FAST_CASES = {
+    "sgd": lambda: optimizers.SGD(0.1),
+    "sgd_momentum_clipnorm": lambda: optimizers.SGD(0.05, momentum=0.9, clipnorm=0.8),
+    "sgd_nesterov_wd": lambda: optimizers.SGD(0.05, momentum=0.8, nesterov=True, weight_decay=0.1),
+    "adam": lambda: optimizers.Adam(0.01),
+    "adam_amsgrad_global_clip": lambda: optimizers.Adam(0.01, amsgrad=True, global_clipnorm=1.0),
+    "adamw_schedule": lambda: optimizers.AdamW(optimizers.schedules.CosineDecay(0.0, 10, warmup_target=0.02,
+                                                                                  warmup_steps=3), weight_decay=0.1),
+    "adamax_clipvalue": lambda: optimizers.Adamax(0.01, clipvalue=0.5),
+    "nadam": lambda: optimizers.Nadam(0.01, loss_scale_factor=4.0),
+    "lamb": lambda: optimizers.Lamb(0.01, weight_decay=0.01),
+    "rmsprop": lambda: optimizers.RMSprop(0.01),
+    "rmsprop_centered_momentum": lambda: optimizers.RMSprop(0.01, momentum=0.5, centered=True),
+    "adagrad": lambda: optimizers.Adagrad(0.1),
+    "adadelta": lambda: optimizers.Adadelta(1.0),
+    "lion": lambda: optimizers.Lion(0.01, weight_decay=0.1),
+}
+
+
+def _compare_fast_and_generic(make, steps=8, drop=None):
+    params, grads = _arrays(0, steps)
+    if drop is not None:
+        for g in grads:
+            g[drop] = None
+    opt = make()
+    generic_params, fast_params = _native(params), _native(params)
+    generic_state, fast_state = opt.init(generic_params), opt.init(fast_params)
+    for g in grads:
+        generic_params, generic_state = opt.apply_gradients(_native(g), generic_state, generic_params)
+        fast_params, fast_state = opt.apply_gradients_inplace(_native(g), fast_state, fast_params)
+    for got, want in zip(optree.tree_leaves(_numpy((fast_params, fast_state))),
+                         optree.tree_leaves(_numpy((generic_params, generic_state)))):
+        np.testing.assert_allclose(got, want, rtol=FAST_RTOL, atol=FAST_ATOL)
+    return fast_params, fast_state
+
+
+@pytest.mark.parametrize("case", sorted(FAST_CASES))
+def test_torch_fast_path_equals_generic_path(torch_backend, case):
+    from ember.backends.torch import optim
+
+    assert optim.supports(FAST_CASES[case]())
+    _compare_fast_and_generic(FAST_CASES[case])
+
+
+def test_torch_fast_path_updates_in_place_and_skips_none_grads(torch_backend):
+    params, state = _compare_fast_and_generic(lambda: optimizers.Adam(0.01), steps=3, drop="p1")
+    np.testing.assert_array_equal(ops.to_numpy(params["p1"]), _arrays(0, 3)[0]["p1"])
+    assert np.all(ops.to_numpy(state["momentum"]["p1"]) == 0.0)
+    opt = optimizers.Adam(0.1)
+    tree = _native(_arrays(0, 1)[0])
+    before = {k: v for k, v in tree.items()}
+    state = opt.init(tree)
+    new_tree, new_state = opt.apply_gradients_inplace(_native(_arrays(0, 1)[1][0]), state, tree)
+    assert all(new_tree[k] is before[k] for k in tree)  # the same tensors, updated in place
+    assert int(ops.to_numpy(new_state["iterations"])) == 1
+
+
+def test_torch_fast_path_with_device_scalars(torch_backend, monkeypatch):
+    """Accelerator scalars stay tensors (no host sync): force that branch on the CPU and compare."""
+    import torch
+
+    from ember.backends.torch import optim
+
+    monkeypatch.setattr(optim, "_scalar", lambda v: v.to(torch.float32) if isinstance(v, torch.Tensor)
+                        else torch.tensor(float(v)))
+    for case in ("sgd_nesterov_wd", "adam_amsgrad_global_clip", "adamw_schedule", "nadam", "lamb",
+                 "rmsprop_centered_momentum", "adamax_clipvalue", "adadelta"):
+        _compare_fast_and_generic(FAST_CASES[case], steps=4)
+
+
+def test_torch_fast_path_weight_decay_exclusions_and_float16(torch_backend):
+    def make():
+        opt = optimizers.AdamW(0.01, weight_decay=0.2, clipnorm=0.5)
+        opt.exclude_from_weight_decay(var_names=["p1"])
+        return opt
+
+    _compare_fast_and_generic(make, steps=4)
+    opt = optimizers.SGD(0.1, momentum=0.9, global_clipnorm=1.0)
+    params = {"a": ops.ones((4,), dtype="float16"), "b": ops.ones((3,))}
+    grads = {"a": ops.full((4,), 300.0, dtype="float16"), "b": ops.full((3,), 2.0)}
+    generic, _ = opt.apply_gradients(grads, opt.init(params), params)
+    copy = optree.tree_map(lambda x: x.clone(), params)
+    fast, _ = opt.apply_gradients_inplace(grads, opt.init(copy), copy)
+    assert ops.dtype(fast["a"]) == "float16"
+    for key in params:  # the float16 norm (600) is accumulated in float32 on both paths
+        np.testing.assert_allclose(ops.to_numpy(fast[key]).astype(np.float32),
+                                   ops.to_numpy(generic[key]).astype(np.float32), rtol=1e-3)
+
+
+def test_fast_path_only_on_torch(backend, monkeypatch):
+    calls = []
+    if backend == "torch":
+        from ember.backends.torch import optim
+
+        original = optim.apply_gradients_inplace
+        monkeypatch.setattr(optim, "apply_gradients_inplace", lambda *a, **k: calls.append(1) or original(*a, **k))
+    opt = optimizers.Adam(0.1)
+    params = {"w": ops.ones((2,))}
+    new, state = opt.apply_gradients_inplace({"w": ops.ones((2,))}, opt.init(params), params)
+    np.testing.assert_allclose(ops.to_numpy(new["w"]), [0.9, 0.9], rtol=1e-6)
+    assert len(calls) == (1 if backend == "torch" else 0)
+    assert base._fast_path(backend) is (None if backend != "torch" else base._fast_path("torch"))
+    if backend != "torch":  # the pure path: the caller's arrays are untouched
+        np.testing.assert_array_equal(ops.to_numpy(params["w"]), [1.0, 1.0])
+
+
+def test_subclasses_use_the_generic_path(torch_backend):
+    from ember.backends.torch import optim
+
+    class MyAdam(optimizers.Adam):
+        def update_variable(self, grad, param, slots, lr, step):
+            return ops.subtract(param, grad), slots
+
+    assert not optim.supports(MyAdam())
+    params = {"w": ops.ones((2,))}
+    opt = MyAdam()
+    new, _ = opt.apply_gradients_inplace({"w": ops.ones((2,))}, opt.init(params), params)
+    np.testing.assert_array_equal(ops.to_numpy(new["w"]), [0.0, 0.0])
+    np.testing.assert_array_equal(ops.to_numpy(params["w"]), [1.0, 1.0])
+    with pytest.raises(TypeError, match="MyAdam"):
+        optim.apply_gradients_inplace(opt, [params["w"]], [params["w"]], {}, 1, 0.1)
+
+
+@pytest.mark.parametrize("case", ["adamw_schedule", "nadam", "adam_amsgrad_global_clip", "lamb",
+                                  "rmsprop_centered_momentum", "sgd_momentum_clipnorm", "lion"])
+def test_mlx_compiled_step_equals_eager(mlx_backend, case):
+    import mlx.core as mx
+
+    opt = FAST_CASES[case]()
+    params, grads = _arrays(1, 5)
+
+    def step(g, state, p):
+        return opt.apply_gradients(g, state, p)
+
+    compiled = mx.compile(step)
+    eager_params, compiled_params = _native(params), _native(params)
+    eager_state, compiled_state = opt.init(eager_params), opt.init(compiled_params)
+    for g in grads:
+        eager_params, eager_state = step(_native(g), eager_state, eager_params)
+        compiled_params, compiled_state = compiled(_native(g), compiled_state, compiled_params)
+    for got, want in zip(optree.tree_leaves(_numpy((compiled_params, compiled_state))),
+                         optree.tree_leaves(_numpy((eager_params, eager_state)))):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert int(ops.to_numpy(compiled_state["iterations"])) == 5
+    assert ember.get_backend() == "mlx"
