@@ -3,7 +3,8 @@
 Run: ``python benchmarks/checkpoint.py [--backends numpy,torch,mlx] [--repeat 3] [--dir PATH]``.
 Side by side in one process, timed in alternation (median of ``--repeat`` runs), it prints MB/s
 and the ratio to the plain h5py baseline, of the medians and of the best runs (the best runs are
-the steadier measure on a busy machine); never part of the test suite:
+the steadier measure on a busy machine), and the process CPU time of the best run (all threads:
+what the work costs, whatever else the machine is doing); never part of the test suite:
 
 * write: a plain ``h5py`` write of the same NumPy arrays (one ``create_dataset`` each), the same
   plus ``os.fsync`` (the durability Ember's save has), vs ``model.save_weights`` and ``model.save``
@@ -21,6 +22,7 @@ page cache set the absolute numbers; reads come from the page cache after the wr
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import tempfile
@@ -95,22 +97,26 @@ def run(backend, directory, repeat):
         "read:  ember.load_model": lambda: _sync(ember.load_model(full)),
     }
     times = {name: [] for name in cases}
+    cpu = {name: [] for name in cases}
     for name, fn in cases.items():  # warm-up (and files for the reads)
         fn()
     for _ in range(repeat):
         for name, fn in cases.items():
-            start = time.perf_counter()
+            gc.collect()  # models hold reference cycles: free the previous run's 400 MB before timing
+            start, start_cpu = time.perf_counter(), time.process_time()
             fn()
             times[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
     print(f"\n{backend}: {sum(a.size for a in arrays.values()) / 1e6:.1f}M float32 parameters, {megabytes:.0f} MB "
           f"in {len(arrays)} arrays, files in {directory}")
-    print(f"{'case':30} {'median s':>9} {'best s':>8} {'MB/s':>8} {'vs plain':>9} {'(best)':>7}")
+    print(f"{'case':30} {'median s':>9} {'best s':>8} {'MB/s':>8} {'vs plain':>9} {'(best)':>7} {'cpu s':>7}")
     plain_runs = {"write": times["write: plain h5py"], "read": times["read:  plain h5py"]}
     for name, values in times.items():
         median = statistics.median(values)
         base = plain_runs[name.split(":")[0]]
         ratio, ratio_best = statistics.median(base) / median, min(base) / min(values)
-        print(f"{name:30} {median:9.3f} {min(values):8.3f} {megabytes / median:8.0f} {ratio:8.2f}x {ratio_best:6.2f}x")
+        print(f"{name:30} {median:9.3f} {min(values):8.3f} {megabytes / median:8.0f} {ratio:8.2f}x {ratio_best:6.2f}x "
+              f"{min(cpu[name]):7.3f}")
     for path in (plain, ours, full):
         os.remove(path)
 
