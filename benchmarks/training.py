@@ -23,10 +23,16 @@ A workload whose Ember layers do not exist yet is listed as "n/a". Hand-written 
 Both sides get the same native arrays (no conversion inside the timed region) and run
 ``EPOCHS`` epochs per timed call; Ember's time includes everything ``fit`` does (batching,
 shuffling, building its state, callbacks). Targets: torch <= 1.05x, MLX <= 1.05x, NumPy
-<= 1.2x (W1). Peak memory: each variant runs once more in a fresh process that records its
-peak resident memory above the level after loading the data (Linux ``VmHWM``); target
-Ember <= 1.2x the hand-written loop. On a loaded machine compare the minimum columns, and
-run with ``OMP_NUM_THREADS=1`` when other processes share the cores.
+<= 1.2x (W1). The table gives the minimum wall time per step and three ratios: of the
+median wall times, of the minimum wall times, and of the median CPU times (``process_time``:
+the steadiest when other processes share the cores). Peak memory: each variant runs once
+more in a fresh process that records its peak resident memory above the level after loading
+the data and importing what both sides use (Linux ``VmHWM``); target Ember <= 1.2x the
+hand-written loop. Run with ``OMP_NUM_THREADS=1`` when other processes share the cores: a
+multi-threaded BLAS spinning on tiny matrices makes wall times meaningless.
+
+W2 compares ``ember.layers.LSTM`` (a time loop of ops) with torch's fused ``nn.LSTM`` kernel,
+so its torch ratio measures the layer, not ``fit`` (whose per-step work is that of W1).
 """
 
 from __future__ import annotations
