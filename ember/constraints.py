@@ -292,31 +292,9 @@ def get(identifier: Any, argument: str = "constraint") -> Any:
         >>> constraints.get(None) is None
         True
     """
-    if identifier is None or isinstance(identifier, Constraint):
-        return identifier
-    if isinstance(identifier, str):
-        cls = _NAMES.get(identifier)
-        if cls is None:
-            names = sorted(k for k in _NAMES if k.islower())
-            raise ValueError(f"{argument}: unknown constraint {identifier!r}; expected one of {names}, "
-                             "a Constraint, a config dict or a function")
-        return cls()
-    if isinstance(identifier, dict):
-        if set(identifier) != {"class_name", "config"}:
-            raise ValueError(f"{argument}: a constraint config must have keys 'class_name' and 'config', "
-                             f"received {identifier!r}")
-        obj = deserialize(identifier)
-        if not callable(obj):
-            raise ValueError(f"{argument}: the config {identifier!r} does not describe a constraint")
-        return obj
-    if isinstance(identifier, type):
-        if issubclass(identifier, Constraint):
-            return identifier()
-        raise TypeError(f"{argument}: expected a Constraint subclass, received class {identifier.__name__}")
-    if callable(identifier):
-        return identifier
-    raise TypeError(f"{argument}: expected a constraint name, a Constraint, a config dict or a function, "
-                    f"received {identifier!r}")
+    from ember.saving.serialization import resolve
+
+    return resolve(identifier, kind="constraint", base=Constraint, names=_NAMES, argument=argument)
 
 
 def apply_constraints(constraints: dict, params: dict) -> dict:

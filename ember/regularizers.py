@@ -289,31 +289,9 @@ def get(identifier: Any, argument: str = "regularizer") -> Any:
         >>> regularizers.get(None) is None
         True
     """
-    if identifier is None or isinstance(identifier, Regularizer):
-        return identifier
-    if isinstance(identifier, str):
-        factory = _NAMES.get(identifier)
-        if factory is None:
-            names = sorted(k for k in _NAMES if k.islower())
-            raise ValueError(f"{argument}: unknown regularizer {identifier!r}; expected one of {names}, "
-                             "a Regularizer, a config dict or a function")
-        return factory()
-    if isinstance(identifier, dict):
-        if set(identifier) != {"class_name", "config"}:
-            raise ValueError(f"{argument}: a regularizer config must have keys 'class_name' and 'config', "
-                             f"received {identifier!r}")
-        obj = deserialize(identifier)
-        if not callable(obj):
-            raise ValueError(f"{argument}: the config {identifier!r} does not describe a regularizer")
-        return obj
-    if isinstance(identifier, type):
-        if issubclass(identifier, Regularizer):
-            return identifier()
-        raise TypeError(f"{argument}: expected a Regularizer subclass, received class {identifier.__name__}")
-    if callable(identifier):
-        return identifier
-    raise TypeError(f"{argument}: expected a regularizer name, a Regularizer, a config dict or a function, "
-                    f"received {identifier!r}")
+    from ember.saving.serialization import resolve
+
+    return resolve(identifier, kind="regularizer", base=Regularizer, names=_NAMES, argument=argument)
 
 
 def weight_penalties(layer: Any, params: dict, regularizers: dict) -> list:

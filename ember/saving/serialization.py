@@ -178,3 +178,37 @@ def deserialize(data: Any) -> Any:
     if isinstance(data, dict):
         return {k: deserialize(v) for k, v in data.items()}
     return data
+
+
+def resolve(identifier: Any, *, kind: str, base: type, names: dict, argument: str) -> Any:
+    """Shared ``get`` for name-resolvable callables (regularizers, constraints).
+
+    Accepts None, an instance of ``base``, a name in ``names``, a ``{"class_name", "config"}``
+    dict, a ``base`` subclass, or any callable; anything else is an error naming ``argument``.
+    """
+    title = base.__name__
+    if identifier is None or isinstance(identifier, base):
+        return identifier
+    if isinstance(identifier, str):
+        factory = names.get(identifier)
+        if factory is None:
+            valid = sorted(k for k in names if k.islower())
+            raise ValueError(f"{argument}: unknown {kind} {identifier!r}; expected one of {valid}, "
+                             f"a {title}, a config dict or a function")
+        return factory()
+    if isinstance(identifier, dict):
+        if set(identifier) != {"class_name", "config"}:
+            raise ValueError(f"{argument}: a {kind} config must have keys 'class_name' and 'config', "
+                             f"received {identifier!r}")
+        obj = deserialize(identifier)
+        if not callable(obj):
+            raise ValueError(f"{argument}: the config {identifier!r} does not describe a {kind}")
+        return obj
+    if isinstance(identifier, type):
+        if issubclass(identifier, base):
+            return identifier()
+        raise TypeError(f"{argument}: expected a {title} subclass, received class {identifier.__name__}")
+    if callable(identifier):
+        return identifier
+    raise TypeError(f"{argument}: expected a {kind} name, a {title}, a config dict or a function, "
+                    f"received {identifier!r}")
