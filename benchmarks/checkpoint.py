@@ -8,7 +8,7 @@ what the work costs, whatever else the machine is doing); never part of the test
 
 * write: a plain ``h5py`` write of the same NumPy arrays (one ``create_dataset`` each), the same
   plus ``os.fsync`` (the durability Ember's save has), vs ``model.save_weights`` and ``model.save``
-  (atomic temp file + fsync + rename, per-block CRC-32 computed in parallel with the write,
+  (atomic temp file + fsync + rename, per-block XXH3-64 checksums,
   conversion from the backend's arrays included). Target: >= 0.8x the plain write.
 * read: a plain ``h5py`` read of every dataset into NumPy vs ``model.load_weights`` (all data read
   and its checksums verified, then converted to the backend's arrays) and ``ember.load_model``

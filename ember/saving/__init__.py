@@ -9,7 +9,7 @@
   name (no pickle, no code is stored or loaded).
 
 Writes are atomic (temporary file + rename) and every read is checked (format, completeness,
-per-block CRC-32), so a failed save never damages the previous file and a damaged file is
+per-block XXH3-64 checksums), so a failed save never damages the previous file and a damaged file is
 never partially loaded. ``python -m ember inspect FILE.h5`` prints a checkpoint's contents.
 
 Example:

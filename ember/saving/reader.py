@@ -116,14 +116,15 @@ class CheckpointReader:
                              f"{fmt.FORMAT_VERSION}: upgrade Ember to load it")
         if version < 1:
             raise self.error(f"invalid format_version {version}")
-        if fmt.MANIFEST_CRC not in attrs or fmt.MANIFEST not in self.file:
+        self.checksum = fmt.checksum_for(version)
+        if self.checksum.manifest_attribute not in attrs or fmt.MANIFEST not in self.file:
             raise self.error("incomplete: the manifest (written last) is missing, so the file was not completely "
                              "written (interrupted save?)")
         try:
             text = _text(self.file[fmt.MANIFEST][()])
         except Exception as error:  # noqa: BLE001
             raise self.error(f"the manifest cannot be read: the file is truncated or corrupted ({error})") from None
-        if fmt.crc32(text.encode("utf-8")) != int(attrs[fmt.MANIFEST_CRC]):
+        if self.checksum(text.encode("utf-8")) != int(attrs[self.checksum.manifest_attribute]):
             raise self.error("corrupted: the manifest does not match its checksum")
         manifest = json.loads(text)
         self.manifest = manifest
@@ -185,7 +186,7 @@ class CheckpointReader:
             text = _text(self.file[path][()])
         except Exception as error:  # noqa: BLE001
             raise self.error(f"cannot read {path!r}: the file is truncated or corrupted ({error})") from None
-        if fmt.crc32(text.encode("utf-8")) != self.manifest["documents"][path]:
+        if self.checksum(text.encode("utf-8")) != self.manifest["documents"][path]:
             raise self.error(f"corrupted: {path!r} does not match its checksum")
         return json.loads(text)
 
@@ -197,7 +198,6 @@ class CheckpointReader:
         start = prefix.rstrip("/") + "/"
         entries = [(path, entry) for path, entry in self.manifest["datasets"].items() if path.startswith(start)]
         out: dict[str, np.ndarray] = {}
-        pending = []
         for path, entry in entries:
             array = np.empty(tuple(entry["shape"]), dtype=fmt.stored_dtype(entry["dtype"]))
             if array.size:
@@ -206,14 +206,12 @@ class CheckpointReader:
                 except Exception as error:  # noqa: BLE001
                     raise self.error(f"cannot read dataset {path!r}: the file is truncated or corrupted "
                                      f"({error})") from None
-            pending.append((path, entry, fmt.submit_crcs(array, self.block_bytes)))
-            out[path[len(start):]] = fmt.decode(array, entry["dtype"])
-        for path, entry, futures in pending:
-            crcs = fmt.resolve(futures)
-            if crcs != list(entry["crc32"]):
-                bad = next((i for i, (a, b) in enumerate(zip(crcs, entry["crc32"])) if a != b), 0)
+            sums, expected = self.checksum.blocks(array, self.block_bytes), list(entry[self.checksum.name])
+            if sums != expected:
+                bad = next((i for i, (a, b) in enumerate(zip(sums, expected)) if a != b), 0)
                 raise self.error(f"corrupted: the data of {path!r} does not match its checksum (bytes from "
                                  f"{bad * self.block_bytes}); the file was damaged after it was written")
+            out[path[len(start):]] = fmt.decode(array, entry["dtype"])
         return out
 
     def lists(self, prefix: str) -> dict[str, str]:

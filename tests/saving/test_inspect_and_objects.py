@@ -27,7 +27,7 @@ def test_inspect_prints_metadata_and_variable_tree(tmp_path, capsys):
     model.save(path)
     assert inspect_file(str(path)) == 0
     out = capsys.readouterr().out
-    for text in ("ember_format:   ember.checkpoint", "format_version: 1", "kind:           model",
+    for text in ("ember_format:   ember.checkpoint", "format_version: 2", "kind:           model",
                  "backend:        numpy", "device:         cpu", "created:", "ember>Model 'mixed'",
                  "optimizer=Adam, loss='mse'"):
         assert text in out, text

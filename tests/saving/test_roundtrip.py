@@ -67,7 +67,7 @@ def test_file_records_metadata_dtypes_and_backend(tmp_path):
     for source in saved:
         with h5py.File(tmp_path / f"{source}.h5", "r") as file:
             assert file.attrs["ember_format"] == "ember.checkpoint"
-            assert int(file.attrs["format_version"]) == 1
+            assert int(file.attrs["format_version"]) == 2
             assert file.attrs["backend"] == source
             assert file.attrs["device"] == "cpu"
             assert file.attrs["kind"] == "model"
