@@ -149,3 +149,28 @@ def test_tensor_of_active_backend_is_accepted(backend):
     out = ops.add(t, native(X))
     assert ops.is_array(out)
     np.testing.assert_array_equal(ops.to_numpy(out), 2 * X)
+
+
+_OUT_OF_BOUNDS = {
+    "gather": lambda i: ops.gather(ops.arange(4), i([[1], [9]])),
+    "scatter": lambda i: ops.scatter(i([[7]]), ops.ones((1,)), (4,)),
+    "scatter_update": lambda i: ops.scatter_update(ops.zeros((4,)), i([[-5]]), ops.ones((1,))),
+    "scatter_add": lambda i: ops.scatter_add(ops.zeros((2, 3)), i([[1, 3]]), ops.ones((1,))),
+    "take": lambda i: ops.take(ops.arange(4), i([0, 5])),
+    "take_along_axis": lambda i: ops.take_along_axis(ops.arange(4), i([5]), 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OUT_OF_BOUNDS))
+@pytest.mark.parametrize("where", ["host", "native"])
+def test_out_of_bounds_indices_are_index_errors(backend, name, where):
+    """Every backend refuses an index outside [-size, size) (MLX itself would read or write
+    out-of-bounds memory), whether the indices are host data or the backend's own array."""
+    ember.set_backend(backend)
+
+    def indices(values):
+        values = np.asarray(values, dtype=np.int32)
+        return native(values) if where == "native" else values
+
+    with pytest.raises(IndexError, match=r"out of bounds for axis \d with size \d"):
+        _OUT_OF_BOUNDS[name](indices)

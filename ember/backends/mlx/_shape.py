@@ -279,6 +279,30 @@ def _index_array(k, axis_size=None, axis=None):
     return mx.array(host.astype(np.int32))
 
 
+def _check_bounds(indices, sizes, op):
+    """IndexError when an index is outside ``[-size, size)`` of its axis (MLX itself does not check:
+    it would read or write out-of-bounds memory). The last axis of ``indices`` runs over ``sizes``.
+
+    Checking evaluates the indices; inside ``mx.compile``/``vmap`` nothing may be evaluated, so
+    traced calls go unchecked (the eager call of the same code is checked).
+    """
+    if indices.size == 0:
+        return
+    limits = mx.array(list(sizes), dtype=indices.dtype)
+    bad = mx.any((indices >= limits) | (indices < -limits))
+    try:
+        out_of_bounds = bad.item()
+    except ValueError:  # tracing under mx.compile / mx.vmap: cannot evaluate
+        return
+    if out_of_bounds:
+        host = np.array(indices).reshape(-1, len(sizes))
+        limit = np.asarray(sizes)
+        row = np.argmax(np.any((host >= limit) | (host < -limit), axis=1))
+        axis = int(np.argmax((host[row] >= limit) | (host[row] < -limit)))
+        raise IndexError(f"{op}: index {int(host[row, axis])} is out of bounds for axis {axis} "
+                         f"with size {sizes[axis]}")
+
+
 def getitem(x, key):
     x = to_mx(x)
     if type(key) is int:  # fast path: x[i]
@@ -380,6 +404,7 @@ def take(x, indices, axis=None):
         if not -n <= indices < n:
             raise IndexError(f"take: index {indices} is out of bounds for axis {axis} with size {n}")
         return mx.take(x, indices, axis=axis)
+    _check_bounds(mx.expand_dims(indices, -1), (x.shape[axis],), "take")
     return mx.take(x, indices, axis=axis)
 
 
@@ -393,6 +418,7 @@ def take_along_axis(x, indices, axis):
     if indices.ndim != x.ndim:
         raise ValueError(f"take_along_axis: indices of rank {indices.ndim} do not match x of rank {x.ndim}")
     n = x.shape[axis]
+    _check_bounds(mx.expand_dims(indices, -1), (n,), "take_along_axis")
     indices = mx.where(indices < 0, indices + n, indices)
     return mx.take_along_axis(x, indices, axis=axis)
 
@@ -404,6 +430,7 @@ def _nd_index(x, indices, op):
     k = indices.shape[-1]
     if k > x.ndim:
         raise ValueError(f"{op}: indices index {k} axes but x has rank {x.ndim}")
+    _check_bounds(indices, x.shape[:k], op)
     return tuple(indices[..., j] for j in range(k))
 
 
