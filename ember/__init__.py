@@ -31,7 +31,7 @@ from ember import features  # noqa: E402
 from ember import losses, metrics  # noqa: E402
 from ember import callbacks, data  # noqa: E402
 from ember import optimizers  # noqa: E402
-from ember import wirings  # noqa: E402
+from ember import utils, wirings  # noqa: E402
 from ember.training.trainer import Trainer  # noqa: E402
 
 __all__ = [
@@ -68,6 +68,7 @@ __all__ = [
     "regularizers",
     "saving",
     "set_backend",
+    "utils",
     "stop_gradient",
     "tensor",
     "using_backend",
