@@ -21,8 +21,10 @@ $(VENV)/.installed: pyproject.toml Makefile
 
 install: $(VENV)/.installed
 
+# One BLAS/OpenMP thread: the demo's small matrices gain nothing from more, and threads spinning
+# on a busy 2-core machine slow torch down tenfold.
 demo: install
-	$(PY) -m ember demo
+	OMP_NUM_THREADS=1 $(PY) -m ember demo
 
 test: install
 	OMP_NUM_THREADS=1 $(PY) -m pytest $(PYTEST_ARGS)

@@ -369,8 +369,24 @@ class Model(TrainingAPI, Layer):
     def count_params(self, state: dict | None = None) -> int:
         state = self.state if state is None else state
         if state is None:
-            state = self.build()
+            state = self.placeholder_state()
         return super().count_params(state)
+
+    def placeholder_state(self) -> dict:
+        """A state of the right structure, shapes and dtypes whose arrays are zero placeholders.
+
+        For what needs only shapes (``summary``, ``count_params`` of an unbuilt model): no
+        random numbers are drawn and the handle stays unbuilt, so a later ``build(seed=...)``
+        or seeded ``fit`` gives the same weights whether or not ``summary`` ran first.
+        """
+        from ember import initializers
+
+        saved = self.state
+        try:
+            with initializers.shapes_only():
+                return self.build()
+        finally:
+            object.__setattr__(self, "state", saved)
 
     def summary(self, print_fn: Any = print, line_length: int = 88) -> None:
         """Print a table of layers: name, type, output shape and parameter counts."""

@@ -28,7 +28,7 @@ def _output_shape_text(model: Any, layer: Any) -> str:
 
 def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int = 88) -> None:
     """Print name (type), output shape and params per layer, then trainable / non-trainable totals."""
-    state = model.state if model.state is not None else model.build()
+    state = model.state if model.state is not None else model.placeholder_state()
     columns = (max(30, line_length // 3), max(26, line_length // 3), 14)
     rule = "-" * sum(columns)
 

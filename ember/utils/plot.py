@@ -97,6 +97,7 @@ def plot_history(history: Any, path: str | os.PathLike, *, title: str | None = N
     logs = history_logs(history)
     try:
         from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
         raise ImportError('plot_history needs matplotlib: pip install "ember[plot]"') from None
     path = pathlib.Path(path)
@@ -112,6 +113,7 @@ def plot_history(history: Any, path: str | os.PathLike, *, title: str | None = N
             ax.plot(epoch_axis(validation, epochs), validation, "--o", markersize=3, label="validation")
         ax.set_title(name)
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend()
     if title:

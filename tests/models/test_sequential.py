@@ -174,3 +174,22 @@ def test_failed_call_leaves_the_state_untouched(backend):
     assert model.state is state
     for a, b in zip(optree.tree_leaves(to_np(model.state)), optree.tree_leaves(before)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_summary_and_count_params_leave_an_unbuilt_model_unbuilt(backend):
+    """summary() needs only shapes: it must not draw weights, or a later seeded fit would start
+    from those random weights instead of its seed's."""
+    ember.set_backend(backend)
+
+    def seeded_fit(show_summary):
+        ember.clear_session()
+        model = ember.Sequential([ember.Input((4,)), layers.Dense(3), layers.Dense(2)])
+        model.compile(optimizer="sgd", loss="mse", seed=7)
+        if show_summary:
+            model.summary(print_fn=lambda *args, **kwargs: None)
+            assert model.count_params() == 4 * 3 + 3 + 3 * 2 + 2
+            assert model.state is None
+        model.fit(np.ones((8, 4), "float32"), np.ones((8, 2), "float32"), epochs=1, verbose=0)
+        return ops.to_numpy(model.state["params"]["dense"]["kernel"])
+
+    np.testing.assert_array_equal(seeded_fit(True), seeded_fit(False))
