@@ -2,7 +2,8 @@
 
 ``info`` reports every backend Ember knows: whether it is installed, its library
 version, its devices and default device, and which backend is selected.
-``demo`` runs the main demo; until the demo lands it prints the same report.
+``demo`` runs the main demo (:mod:`ember.demo`): one model trained on every installed backend,
+a checkpoint saved on one and loaded on the others; exit status 1 if anything disagrees.
 ``inspect`` prints a checkpoint's metadata and variable tree (path, shape, dtype)
 after checking the whole file; a damaged or foreign file prints the error and exits 1.
 """
@@ -47,15 +48,51 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ember", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="backends, versions and devices")
-    sub.add_parser("demo", help="the main demo (for now: the backend report)")
+    demo = sub.add_parser(
+        "demo", help="train one model on every installed backend and move a checkpoint between them",
+        description="Train one MLP on scikit-learn's digits with fit on each backend, save a checkpoint on the "
+                    "first and load it on every backend; exit status 1 if a backend fails to learn or a "
+                    "loaded checkpoint predicts differently.")
+    demo.add_argument("--backend", action="append", metavar="NAME",
+                      help=f"a backend to run ({', '.join(backends.BACKENDS)}); repeat it or separate names with "
+                           "commas; the first one writes the checkpoint (default: every installed backend)")
+    demo.add_argument("--epochs", type=int, default=None, metavar="N", help="epochs on each backend (default: 10)")
+    demo.add_argument("--batch-size", type=int, default=None, metavar="N", help="fit's batch size (default: 32)")
+    demo.add_argument("--plot", metavar="PATH", help="write the first backend's training history as a PNG "
+                                                     "(needs matplotlib: pip install \"ember[plot]\")")
+    demo.add_argument("--verbose", type=int, choices=(0, 1, 2), default=0,
+                      help="fit's verbosity: 0 quiet (default), 1 progress bar, 2 one line per epoch")
     inspect = sub.add_parser("inspect", help="a checkpoint's metadata and variable tree (path, shape, dtype)")
     inspect.add_argument("file", help="an Ember checkpoint (.h5)")
     args = parser.parse_args(argv)
-    if args.command in ("info", "demo"):
+    if args.command == "info":
         print_info()
+    elif args.command == "demo":
+        return run_demo_command(args, demo)
     elif args.command == "inspect":
         return inspect_file(args.file)
     return 0
+
+
+def run_demo_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``python -m ember demo``: :func:`ember.demo.run_demo`; bad arguments exit 2 with the usage."""
+    from ember import demo
+
+    options = {"epochs": args.epochs, "batch_size": args.batch_size}
+    options = {key: value for key, value in options.items() if value is not None}
+    try:  # only argument errors are usage errors; one raised while training keeps its traceback
+        demo.resolve_backends(args.backend)
+        demo.check_options(plot=args.plot, **options)
+    except (ValueError, backends.BackendNotAvailableError) as error:
+        parser.error(str(error))  # exits with status 2
+    except ImportError as error:  # matplotlib missing for --plot: the message names the extra
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    try:
+        return demo.run_demo(args.backend, plot=args.plot, verbose=args.verbose, **options)
+    except ImportError as error:  # scikit-learn missing: the message names the extra
+        print(f"error: {error}", file=sys.stderr)
+        return 1
 
 
 def inspect_file(path: str, out=None, err=None) -> int:
