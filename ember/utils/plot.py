@@ -21,6 +21,7 @@ import pathlib
 from typing import Any
 
 VALIDATION_PREFIX = "val_"
+MAX_COLUMNS = 3  # panels per row; more metrics wrap onto further rows
 
 
 def history_logs(history: Any) -> dict[str, list[float]]:
@@ -105,8 +106,13 @@ def plot_history(history: Any, path: str | os.PathLike, *, title: str | None = N
         raise FileNotFoundError(f"plot_history: the directory {str(path.parent)!r} does not exist")
     rows = panels(logs)
     epochs = max(len(values) for values in logs.values())
-    figure = Figure(figsize=(4.2 * len(rows), 3.4), layout="constrained")
-    for ax, (name, train, validation) in zip(figure.subplots(1, len(rows), squeeze=False)[0], rows):
+    columns = min(len(rows), MAX_COLUMNS)
+    lines = math.ceil(len(rows) / columns)
+    figure = Figure(figsize=(4.2 * columns, 3.4 * lines), layout="constrained")
+    axes = figure.subplots(lines, columns, squeeze=False).reshape(-1)
+    for ax in axes[len(rows):]:
+        ax.set_visible(False)
+    for ax, (name, train, validation) in zip(axes, rows):
         if train:
             ax.plot(epoch_axis(train, epochs), train, "-o", markersize=3, label="train")
         if validation:

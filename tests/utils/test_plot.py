@@ -28,7 +28,8 @@ def test_fit_history_is_plotted_with_one_panel_per_metric(backend, tmp_path, mon
     original = figure_class.savefig
 
     def spy(self, *args, **kwargs):
-        drawn.append({ax.get_title(): [line.get_label() for line in ax.get_lines()] for ax in self.axes})
+        drawn.append({ax.get_title(): [line.get_label() for line in ax.get_lines()]
+                      for ax in self.axes if ax.get_visible()})
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(figure_class, "savefig", spy)
@@ -74,3 +75,19 @@ def test_missing_matplotlib_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match=r'pip install "ember\[plot\]"'):
         plot.plot_history({"loss": [1.0]}, tmp_path / "x.png")
+
+
+def test_many_metrics_wrap_onto_rows_of_three(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    grids = []
+    original = Figure.savefig
+
+    def spy(self, *args, **kwargs):
+        grids.append((self.axes[0].get_gridspec().get_geometry(), sum(ax.get_visible() for ax in self.axes)))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    logs = {name: [1.0, 0.5] for name in ("loss", "a", "b", "c", "d")}
+    plot_history(logs, tmp_path / "h.png")
+    assert grids == [((2, 3), 5)]
