@@ -269,13 +269,18 @@ class Model(TrainingAPI, Layer):
         """Symbolic inputs: use the model as a layer. Arrays: run eagerly with :attr:`state`."""
         if args and is_symbolic(args[0]):
             return super().__call__(*args, **kwargs)
+        self._check_backend("model(x)")
         return self.predict_on_batch(*args, **kwargs)
 
     def predict_on_batch(self, x: Any, training: bool = False) -> Any:
         """Outputs for one batch with the handle's state (built with a fresh seed if needed).
 
         A call that fails leaves the handle as it was (an unbuilt model stays unbuilt).
+
+        Raises:
+            TypeError: the state is on a backend other than the active one (see :meth:`to_backend`).
         """
+        self._check_backend("predict_on_batch")
         if self.state is not None:
             outputs, _ = self.apply(self.state, x, training=training)
             return outputs
@@ -283,6 +288,50 @@ class Model(TrainingAPI, Layer):
             self.build()
             outputs, _ = self.apply(self.state, x, training=training)
         return outputs
+
+    def to_backend(self, name: str | None = None) -> None:
+        """Move the model to backend ``name`` (default: the active one), in place; returns None.
+
+        The handle's state is native arrays of the backend that was active when the model was
+        built, loaded or trained, and ``ember.set_backend`` leaves existing arrays alone: after a
+        switch, ``fit``/``evaluate``/``predict``/``model(x)``/``*_on_batch`` raise a TypeError until
+        the model is moved here (or the backend is switched back). Every variable, params and
+        buffers, is converted bit-exactly through host NumPy with its dtype (bfloat16 included)
+        onto the backend's default device, and :attr:`state` is replaced whole (arrays already on
+        the backend are kept). A compiled model's training state moves with it: the optimizer
+        state (slots and ``iterations``, so the next ``fit`` continues where the last one stopped),
+        the running metrics of ``train_on_batch``/``test_on_batch`` and the step RNG. An unbuilt
+        model has nothing to move. Ember extension: Keras has one backend per process.
+
+        Args:
+            name: ``"numpy"``, ``"torch"`` or ``"mlx"``; None moves to the active backend.
+
+        Raises:
+            ValueError: an unknown backend name (the message lists the valid ones).
+            ember.backends.BackendNotAvailableError: the backend is not installed.
+            RuntimeError: called while ``fit`` runs (from a callback).
+
+        Example:
+            >>> import numpy as np
+            >>> import ember
+            >>> from ember import layers
+            >>> ember.set_backend("numpy")
+            >>> model = ember.Sequential([ember.Input((4,)), layers.Dense(2, name="dense")], name="net")
+            >>> _ = model.build(seed=0)
+            >>> ember.set_backend("torch")
+            >>> model.predict(np.ones((1, 4), "float32"), verbose=0)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            TypeError: predict: model 'net' holds its state as numpy arrays ... model.to_backend() ...
+            >>> model.to_backend()
+            >>> type(model.state["params"]["dense"]["kernel"]).__module__
+            'torch'
+            >>> model.predict(np.ones((1, 4), "float32"), verbose=0).shape
+            (1, 2)
+            >>> ember.set_backend("numpy")
+        """
+        from ember.models.backend_check import move_model
+
+        move_model(self, name)
 
     def _handle_attributes(self) -> tuple[str, ...]:
         """Attributes a failed eager call must leave unchanged."""

@@ -165,6 +165,7 @@ class Sequential(Model):
         return x, {"params": params, "buffers": new_buffers}
 
     def predict_on_batch(self, x: Any, training: bool = False) -> Any:
+        self._check_backend("predict_on_batch")
         if self.state is not None:
             outputs, _ = self.apply(self.state, x, training=training)
             return outputs

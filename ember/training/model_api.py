@@ -10,7 +10,9 @@ is not a terminal (ask for 1 or 2 to get output in logs); ``predict`` returns Nu
 like Keras, while ``predict_on_batch``/``model(x)`` return native arrays;
 ``train_on_batch``/``test_on_batch`` keep separate running averages (Keras 3 shares them)
 until :meth:`reset_metrics`; ``compile(seed=...)`` is an Ember extension seeding shuffling and
-dropout.
+dropout. Every entry point first checks (one leaf, once per call) that the handle's state lives on
+the active backend: after ``ember.set_backend`` it raises a TypeError naming both backends and the
+fixes, ``ember.set_backend(<old>)`` or ``model.to_backend()`` (see :mod:`ember.models.backend_check`).
 
 Example:
     >>> import numpy as np
@@ -37,6 +39,7 @@ import numbers
 import sys
 from typing import Any
 
+from ember.models import backend_check
 from ember.training.callbacks.callback_list import CallbackList
 from ember.training.data.adapter import get_adapter, is_array_data, split_validation, unpack_batch
 from ember.training.data.epoch_iterator import EpochIterator, check_steps
@@ -140,6 +143,21 @@ class TrainingAPI:
         optimizer = self._trainer("learning rate")
         return float(optimizer.optimizer.learning_rate)
 
+    # --- backend ----------------------------------------------------------------------------
+    def _check_backend(self, caller: str) -> None:
+        """Raise a TypeError when the state is on a backend other than the active one (one leaf is
+        looked at; see :mod:`ember.models.backend_check`). Every entry point calls it once, first."""
+        backend_check.check_state_backend(self, caller)
+
+    def _sync_training_backend(self) -> None:
+        """Move the training caches (optimizer state, running metrics, step RNG) to the active backend
+        when the state is there but they are not: a state replaced by ``load_weights`` (or by hand)
+        after ``ember.set_backend``. The caches follow the state, as they would with ``to_backend``."""
+        if backend_check.training_is_foreign(self):
+            training = backend_check.training_to_active(self, self.state)
+            backend_check.drop_other_steps(training)
+            self._training = training
+
     # --- building ---------------------------------------------------------------------------
     def _ensure_built(self, batch_x: Any, seed: int) -> None:
         if self.state is not None:
@@ -216,6 +234,7 @@ class TrainingAPI:
                 its first step completes.
         """
         trainer = self._trainer("fit")
+        self._check_backend("fit")
         verbose = _verbosity(verbose, "fit")
         epochs = _non_negative_int("fit", "epochs", epochs)
         initial_epoch = _non_negative_int("fit", "initial_epoch", initial_epoch)
@@ -251,6 +270,7 @@ class TrainingAPI:
         try:
             first = adapter.peek()
             self._ensure_built(first[0], seed)
+            self._sync_training_backend()
             steps = trainer.steps
             state = self._train_state(trainer, seed)
             if resume is not None:
@@ -302,6 +322,7 @@ class TrainingAPI:
             :attr:`metrics_names`, or a dict with ``return_dict=True``.
         """
         trainer = self._trainer("evaluate")
+        self._check_backend("evaluate")
         verbose = _verbosity(verbose, "evaluate")
         steps = check_steps(steps, "evaluate: steps")
         adapter = get_adapter(x, y, sample_weight, batch_size, False, None, 0, caller="evaluate")
@@ -324,6 +345,7 @@ class TrainingAPI:
         """The model's outputs for ``x`` (NumPy arrays, in the structure of the model's outputs)."""
         from ember.training.trainer import Trainer
 
+        self._check_backend("predict")
         verbose = _verbosity(verbose, "predict")
         steps = check_steps(steps, "predict: steps")
         trainer = self._training.get("trainer") if isinstance(self._training, dict) else None
@@ -364,10 +386,12 @@ class TrainingAPI:
         from ember.training.data.adapter import check_class_weight, native_batch
 
         trainer = self._trainer("train_on_batch")
+        self._check_backend("train_on_batch")
         batch = native_batch(x, y, sample_weight, check_class_weight(class_weight))
         saved = self._snapshot()
         try:
             self._ensure_built(batch[0], trainer.next_seed() if self.state is None else 0)
+            self._sync_training_backend()
             state = self._batch_state(trainer, "train")
             new = trainer.steps.train_step(state, batch)
         except BaseException:
@@ -384,10 +408,12 @@ class TrainingAPI:
         from ember.training.data.adapter import native_batch
 
         trainer = self._trainer("test_on_batch")
+        self._check_backend("test_on_batch")
         batch = native_batch(x, y, sample_weight)
         saved = self._snapshot()
         try:
             self._ensure_built(batch[0], 0)
+            self._sync_training_backend()
             state = self._batch_state(trainer, "test")
             if batch[1] is None and trainer.compile_loss.entries:
                 raise ValueError("test_on_batch: y is required to compute the loss")

@@ -145,6 +145,14 @@ class Trainer:
             steps = self._steps[name] = module.make_steps(self.core, jit=self.jit_compile)
         return steps
 
+    def drop_steps(self, keep: str | None = None) -> None:
+        """Forget the step functions built for every backend but ``keep`` (they are rebuilt on use).
+
+        ``Model.to_backend`` calls it: another backend's steps may hold that backend's arrays
+        (torch keeps the last published weights) and compiled functions.
+        """
+        self._steps = {name: steps for name, steps in self._steps.items() if name == keep}
+
     @property
     def metrics_names(self) -> list[str]:
         """The log names, in order: ``loss``, per-output losses, then metrics."""
