@@ -1,4 +1,29 @@
-"""``model.summary()``: a table of layers, output shapes and parameter counts."""
+"""``model.summary()``: a table of layers, output shapes and parameter counts.
+
+Functional models get a fourth column, "Connected to", naming the layers whose outputs each
+layer reads (as in Keras); a ``Sequential`` model's order already says it.
+
+Example:
+    >>> import ember
+    >>> from ember import layers
+    >>> a, b = ember.Input((4,), name="a"), ember.Input((5,), name="b")
+    >>> merged = layers.Concatenate(name="merge")([layers.Dense(3, name="da")(a), b])
+    >>> ember.Model([a, b], layers.Dense(1, name="out")(merged), name="net").summary(line_length=100)
+    Model: "net"
+    ====================================================================================================
+    Layer (type)                 Output Shape             Param #       Connected to
+    ====================================================================================================
+    a (InputLayer)               (None, 4)                0             -
+    b (InputLayer)               (None, 5)                0             -
+    da (Dense)                   (None, 3)                15            a
+    merge (Concatenate)          (None, 8)                0             da, b
+    out (Dense)                  (None, 1)                9             merge
+    ====================================================================================================
+    Total params: 24
+    Trainable params: 24
+    Non-trainable params: 0
+    ----------------------------------------------------------------------------------------------------
+"""
 
 from __future__ import annotations
 
@@ -26,18 +51,32 @@ def _output_shape_text(model: Any, layer: Any) -> str:
     return ", ".join(dict.fromkeys(shapes)) or "?"
 
 
+def _connected_to_text(model: Any, layer: Any) -> str:
+    """The layers whose outputs ``layer`` reads, in call order (``-`` for an input layer)."""
+    names = [tensor.node.layer.name for node in model._nodes if node.layer is layer
+             for tensor in node.input_tensors()]
+    return ", ".join(dict.fromkeys(names)) or "-"
+
+
 def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int = 88) -> None:
-    """Print name (type), output shape and params per layer, then trainable / non-trainable totals."""
+    """Print name (type), output shape and params per layer (and, for functional models, the
+    layers each one reads), then trainable / non-trainable totals."""
+    from ember.models.sequential import Sequential
+
     state = model.state if model.state is not None else model.placeholder_state()
+    connected = not isinstance(model, Sequential) and hasattr(model, "_nodes")
     columns = (max(30, line_length // 3), max(26, line_length // 3), 14)
+    if connected:
+        columns = (max(24, line_length * 29 // 100), max(20, line_length // 4), 14,
+                   max(20, line_length - line_length * 29 // 100 - line_length // 4 - 14))
     rule = "-" * sum(columns)
 
     def row(*cells: str) -> str:
-        return "".join(str(c)[: w - 1].ljust(w) for c, w in zip(cells, columns))
+        return "".join(str(c)[: w - 1].ljust(w) for c, w in zip(cells, columns)).rstrip()
 
     print_fn(f'Model: "{model.name}"')
     print_fn("=" * sum(columns))
-    print_fn(row("Layer (type)", "Output Shape", "Param #"))
+    print_fn(row("Layer (type)", "Output Shape", "Param #", "Connected to"))
     print_fn("=" * sum(columns))
     trainable = non_trainable = 0
     for layer in model.layers:
@@ -49,7 +88,10 @@ def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int
         else:
             non_trainable += n_params
         non_trainable += n_buffers
-        print_fn(row(f"{layer.name} ({type(layer).__name__})", _output_shape_text(model, layer), f"{n_params + n_buffers:,}"))
+        cells = [f"{layer.name} ({type(layer).__name__})", _output_shape_text(model, layer), f"{n_params + n_buffers:,}"]
+        if connected:
+            cells.append(_connected_to_text(model, layer))
+        print_fn(row(*cells))
     print_fn("=" * sum(columns))
     print_fn(f"Total params: {trainable + non_trainable:,}")
     print_fn(f"Trainable params: {trainable:,}")
