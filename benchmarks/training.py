@@ -10,7 +10,8 @@ Workloads (Adam, learning rate 1e-3, epsilon 1e-7, shuffled batches, sparse soft
 cross-entropy on logits):
 
 * W1: MLP 784-256-256-10, batch 128;
-* W2: LSTM(64) over 32 steps of 16 features, then Dense(10), batch 64 (``ember.layers.LSTM``);
+* W2: LSTM(128) over 32 steps of 16 features, then Dense(10) on the last output, batch 64
+  (``ember.layers.LSTM``);
 * W3: CNN Conv2D(32, 3) - MaxPooling2D(2) - Conv2D(64, 3) - Flatten - Dense(10) on 28x28x1,
   batch 128, channels_last (``ember.layers.Conv2D``).
 
@@ -31,8 +32,12 @@ the data and importing what both sides use (Linux ``VmHWM``); target Ember <= 1.
 hand-written loop. Run with ``OMP_NUM_THREADS=1`` when other processes share the cores: a
 multi-threaded BLAS spinning on tiny matrices makes wall times meaningless.
 
-W2 compares ``ember.layers.LSTM`` (a time loop of ops) with torch's fused ``nn.LSTM`` kernel,
-so its torch ratio measures the layer, not ``fit`` (whose per-step work is that of W1).
+W2: ``ember.layers.LSTM`` runs the whole sequence as one ``ops.nn.lstm`` call. On torch that
+is ``torch.lstm``, the fused kernel ``nn.LSTM`` calls (oneDNN on the CPU), so both sides run
+the same kernel and the ratio measures ``fit``'s overhead. On MLX the op is a composite of
+ops (a time loop, as ``mlx.nn.LSTM``); on NumPy a NumPy loop with its own VJP rule (NumPy
+has no hand-written W2 loop here; ``benchmarks/layers.py lstm`` compares the layer with a
+hand-written NumPy BPTT).
 """
 
 from __future__ import annotations
@@ -81,7 +86,7 @@ def ember_model(workload: str):
     elif workload == "W2":
         if not hasattr(layers, "LSTM"):
             return None
-        stack = [ember.Input((32, 16)), layers.LSTM(64), layers.Dense(10)]
+        stack = [ember.Input((32, 16)), layers.LSTM(128), layers.Dense(10)]
     else:
         if not (hasattr(layers, "Conv2D") and hasattr(layers, "MaxPooling2D")):
             return None
@@ -116,7 +121,7 @@ def torch_runner(workload: str, x, y, batch: int):
         model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
         forward = model
     elif workload == "W2":
-        lstm, head = nn.LSTM(16, 64, batch_first=True), nn.Linear(64, 10)
+        lstm, head = nn.LSTM(16, 128, batch_first=True), nn.Linear(128, 10)
         model = nn.ModuleList([lstm, head])
 
         def forward(xb):
@@ -161,7 +166,7 @@ def mlx_runner(workload: str, x, y, batch: int):
                                mnn.Linear(256, 10))
         forward = model
     elif workload == "W2":
-        lstm, head = mnn.LSTM(16, 64), mnn.Linear(64, 10)
+        lstm, head = mnn.LSTM(16, 128), mnn.Linear(128, 10)
         model = mnn.Sequential(lstm, head)
 
         def forward(xb):

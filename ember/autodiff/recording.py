@@ -9,7 +9,9 @@ pays nothing.
 
 A recorded op's own implementation may call other ops (an activation written with
 ``ops.exp``); those inner calls are not recorded (``_depth`` guards it): the tape
-sees the op the user called, and its VJP rule covers it.
+sees the op the user called, and its VJP rule covers it. Composite ops
+(:mod:`ember.ops._composite`, e.g. ``nn.lstm`` on MLX) are the exception: they
+stay unwrapped, so the ops they call are recorded and no rule of their own is needed.
 
 Backends plug in through three optional hooks on their ``autodiff`` module:
 ``prepare_args(args)`` (e.g. turn NumPy's traced arrays back into plain ndarrays),
@@ -113,8 +115,8 @@ def _recorder_tables(backend: Any) -> dict:
                 if name == "stop_gradient":
                     wrapped[name] = _fresh_stop_gradient(function)
                     continue
-                if name in NOT_DIFFERENTIABLE:
-                    continue
+                if name in NOT_DIFFERENTIABLE or getattr(function, "__ember_composite__", False):
+                    continue  # composites (ember.ops._composite) stay plain: their inner ops are recorded
                 wrapped[name] = _recorder(qualified, function, prepare, wrap)
             tables[namespace] = wrapped
         _cache[backend.name] = tables

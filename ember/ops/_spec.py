@@ -623,6 +623,46 @@ class nn:
     def moments(x, axes, keepdims=False):
         """``(mean, variance)`` over ``axes``."""
 
+    def lstm(inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=None, *, go_backwards=False,
+             time_major=False):
+        """A whole single-layer LSTM sequence in one op: ``(sequence_outputs, h, c)``.
+
+        Weights in Keras's layout, gate order i, f, c, o along the last axis (torch's
+        i, f, g, o): ``kernel`` ``(features, 4 * units)``, ``recurrent_kernel``
+        ``(units, 4 * units)``, ``bias`` ``(4 * units,)`` or None. ``inputs`` is
+        ``(batch, time, features)``, or ``(time, batch, features)`` with
+        ``time_major``; ``initial_h``/``initial_c`` are ``(batch, units)``. Each step:
+        ``z = x_t @ kernel + h @ recurrent_kernel + bias``; ``i, f, g, o = split(z, 4)``;
+        ``c = sigmoid(f) * c + sigmoid(i) * tanh(g)``; ``h = sigmoid(o) * tanh(c)``
+        (the activations are fixed). ``sequence_outputs`` holds every step's ``h`` in
+        the layout of ``inputs``; with ``go_backwards`` the steps run from the last to
+        the first and the outputs are in processing order (Keras's ``go_backwards``).
+        ``h``/``c`` are the final states. Every array has one floating dtype.
+        Differentiable with respect to every array argument.
+
+        torch runs its fused LSTM kernel (``torch.lstm``: oneDNN on the CPU, cuDNN on
+        CUDA); NumPy a NumPy loop with its own VJP rule; MLX the composite written
+        with ``ember.ops`` (:mod:`ember.ops._composite`), which tapes and
+        ``mx.compile`` see op by op.
+        """
+
+    def gru(inputs, initial_h, kernel, recurrent_kernel, bias=None, *, go_backwards=False, time_major=False):
+        """A whole single-layer GRU sequence (Keras's ``reset_after=True`` variant): ``(sequence_outputs, h)``.
+
+        Weights in Keras's layout, gate order z, r, h along the last axis: ``kernel``
+        ``(features, 3 * units)``, ``recurrent_kernel`` ``(units, 3 * units)``, ``bias``
+        ``(2, 3 * units)`` (row 0 the input bias, row 1 the recurrent bias) or None.
+        Layouts, ``go_backwards`` and dtypes as for :func:`lstm`. Each step:
+        ``x_z, x_r, x_h = split(x_t @ kernel + bias[0])``, ``r_z, r_r, r_h = split(h @
+        recurrent_kernel + bias[1])``; ``z = sigmoid(x_z + r_z)``, ``r = sigmoid(x_r +
+        r_r)``, ``h~ = tanh(x_h + r * r_h)``; ``h = z * h + (1 - z) * h~``. This is
+        ``torch.nn.GRU``'s formulation (its gate order r, z, n is reordered inside).
+        Differentiable with respect to every array argument.
+
+        torch runs its fused GRU kernel (``torch.gru``; cuDNN on CUDA); NumPy and MLX run
+        the composite of :mod:`ember.ops._composite`.
+        """
+
 
 # ---------------------------------------------------------------------------- random
 

@@ -17,6 +17,7 @@ import numpy as np
 from ember.backends.mlx import _f64
 from ember.backends.mlx import core as _core
 from ember.backends.mlx._base import FLOATS, INEXACT, binary_same, floatx, inexact, normalize_axis, to_mx
+from ember.ops._composite import gru, lstm  # noqa: F401  (composite ops: traced op by op by the tapes)
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946

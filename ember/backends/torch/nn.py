@@ -17,6 +17,13 @@ Layout conversions (Ember/Keras conventions -> torch's):
 * ``avg_pool`` with ``"same"`` excludes padded cells from each window's count
   (``count_include_pad=False`` cannot express asymmetric padding): it divides a
   sum-pool of the zero-padded input by a sum-pool of the zero-padded ones-mask.
+* ``lstm`` (Keras weights -> ``torch.lstm``'s): ``w_ih = kernel.T`` ``(4u, features)``,
+  ``w_hh = recurrent_kernel.T`` ``(4u, u)``, ``b_ih = bias``, ``b_hh = 0`` (torch adds two
+  biases, Keras has one); the gate order i, f, c, o is torch's i, f, g, o.
+* ``gru`` (Keras reset_after=True -> ``torch.gru``'s): the gate blocks z, r, h become
+  torch's r, z, n, ``rzn(w) = concat([w[..., u:2u], w[..., :u], w[..., 2u:]])``;
+  ``w_ih = rzn(kernel).T``, ``w_hh = rzn(recurrent_kernel).T``, ``b_ih = rzn(bias[0])``,
+  ``b_hh = rzn(bias[1])``. torch's ``h = (1 - z) * n + z * h`` is Keras's update.
 """
 
 from __future__ import annotations
@@ -34,10 +41,12 @@ from ember.backends.torch._base import (
     INEXACT,
     Tensor,
     binary_tensors,
+    dtype_name,
     floatx,
     native,
     to_float,
 )
+from ember.ops._composite import check_rnn_dtypes, check_rnn_shapes
 
 # ------------------------------------------------------------------------ activations
 
@@ -350,3 +359,69 @@ def moments(x, axes, keepdims=False):
         return x.to(out_dtype), torch.zeros_like(x, dtype=out_dtype)
     variance, mean = torch.var_mean(x, dim=dims, correction=0, keepdim=keepdims)
     return mean.to(out_dtype), variance.to(out_dtype)
+
+
+# ------------------------------------------------------------------- recurrent layers
+
+
+def _rnn_operands(op, named):
+    """Native tensors of one floating dtype (None stays None)."""
+    tensors = [None if value is None else native(value, name) for name, value in named]
+    dtype = tensors[0].dtype
+    if dtype not in FLOATING or any(t is not None and t.dtype is not dtype for t in tensors):
+        check_rnn_dtypes(op, [(n, dtype_name(t.dtype)) for (n, _), t in zip(named, tensors) if t is not None])
+    return tensors
+
+
+def _rnn_weights(x, w_ih, w_hh, b_ih, b_hh):
+    """torch's weight list ``[w_ih, w_hh(, b_ih, b_hh)]``. On CUDA they are views of one
+    contiguous buffer in that order (cuDNN's layout for one layer and direction), so cuDNN
+    neither copies them on every call nor warns about it; the concatenation is differentiable."""
+    weights = [w_ih, w_hh] + ([b_ih, b_hh] if b_ih is not None else [])
+    if x.device.type != "cuda":
+        return weights
+    flat = torch.cat([w.reshape(-1) for w in weights])
+    return [part.view(w.shape) for part, w in zip(flat.split([w.numel() for w in weights]), weights)]
+
+
+def lstm(inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=None, *, go_backwards=False,
+         time_major=False):
+    # torch's fused LSTM (oneDNN on the CPU for float32, cuDNN on CUDA), differentiable
+    # through autograd. Layout conversion in the module docstring.
+    x, h0, c0, w, r, b = _rnn_operands("nn.lstm", [
+        ("inputs", inputs), ("initial_h", initial_h), ("initial_c", initial_c), ("kernel", kernel),
+        ("recurrent_kernel", recurrent_kernel), ("bias", bias)])
+    check_rnn_shapes("nn.lstm", 4, tuple(x.shape), [("initial_h", tuple(h0.shape)), ("initial_c", tuple(c0.shape))],
+                     tuple(w.shape), tuple(r.shape), None if b is None else tuple(b.shape), time_major)
+    if go_backwards:
+        x = x.flip(0 if time_major else 1)
+    weights = _rnn_weights(x, w.t(), r.t(), b, None if b is None else torch.zeros_like(b))
+    out, h, c = torch.lstm(x, (h0.unsqueeze(0), c0.unsqueeze(0)), weights, b is not None, 1, 0.0,
+                           torch.is_grad_enabled(), False, not time_major)
+    return out, h.squeeze(0), c.squeeze(0)
+
+
+def _zrh_to_rzn(w, units):
+    """Keras's GRU gate blocks z, r, h (last axis) in torch's order r, z, n."""
+    return torch.cat((w[..., units:2 * units], w[..., :units], w[..., 2 * units:]), -1)
+
+
+def gru(inputs, initial_h, kernel, recurrent_kernel, bias=None, *, go_backwards=False, time_major=False):
+    # torch's fused GRU (cuDNN on CUDA), differentiable through autograd. Layout conversion
+    # in the module docstring.
+    x, h0, w, r, b = _rnn_operands("nn.gru", [
+        ("inputs", inputs), ("initial_h", initial_h), ("kernel", kernel), ("recurrent_kernel", recurrent_kernel),
+        ("bias", bias)])
+    check_rnn_shapes("nn.gru", 3, tuple(x.shape), [("initial_h", tuple(h0.shape))], tuple(w.shape), tuple(r.shape),
+                     None if b is None else tuple(b.shape), time_major, bias_rows=2)
+    if go_backwards:
+        x = x.flip(0 if time_major else 1)
+    units = r.shape[0]
+    b_ih = b_hh = None
+    if b is not None:
+        b = _zrh_to_rzn(b, units)
+        b_ih, b_hh = b[0], b[1]
+    weights = _rnn_weights(x, _zrh_to_rzn(w, units).t(), _zrh_to_rzn(r, units).t(), b_ih, b_hh)
+    out, h = torch.gru(x, h0.unsqueeze(0), weights, b is not None, 1, 0.0, torch.is_grad_enabled(), False,
+                       not time_major)
+    return out, h.squeeze(0)

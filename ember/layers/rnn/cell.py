@@ -38,6 +38,12 @@ to hoist work out of the time loop):
   masks once.
 * ``prepared_step(params, step_input, states, context, *, training=False, rng=None,
   timespan=None) -> (output, new_states)``.
+* ``fused_sequence(params, sequences, states, *, training=False, rng=None,
+  go_backwards=False, time_major=False) -> (sequence_outputs, last_output, new_states)``
+  or None: the whole sequence in one op, tried by the RNN when there is no mask and no
+  timespan (``sequences`` and ``sequence_outputs`` in the RNN's own layout, the outputs
+  in processing order). None (the default) means "loop over steps"; LSTM/GRU return
+  None unless their configuration fits ``ops.nn.lstm``/``ops.nn.gru``.
 
 A cell is also a one-step layer: ``cell.apply(state, x)`` runs ``step`` from zero
 states, and ``cell.apply(state, [x, *states])`` from the given ones, returning
@@ -177,6 +183,12 @@ class RNNCell(Layer):
             return self.step(params, step_input, states, training=training, rng=rng, timespan=timespan)
         return self.step(params, step_input, states, training=training, rng=rng)
 
+    def fused_sequence(self, params: dict, sequences: Any, states: list, *, training: bool = False,
+                       rng: Any = None, go_backwards: bool = False, time_major: bool = False) -> tuple | None:
+        """The whole sequence in one op, ``(sequence_outputs, last_output, new_states)``, or None
+        to have the RNN loop over steps (the default)."""
+        return None
+
     # --- one-step layer ------------------------------------------------------------------
     def _split_call_shape(self, input_shape: Any) -> tuple[tuple, list | None]:
         if is_shape(input_shape):
@@ -262,6 +274,50 @@ def normalize_dense_cell(cell: Layer) -> None:
     cell._normalize("seed", check_seed(cell.seed, f"{cell.name}: seed"))
 
 
+def check_features(cell: Layer, params: dict, x: Any) -> tuple:
+    """``x``'s shape; ValueError naming the layer when its last axis is not the kernel's input size."""
+    from ember import ops
+
+    shape = tuple(ops.shape(x))
+    features = ops.shape(params["kernel"])[0]
+    if shape[-1] != features:
+        raise ValueError(f"layer {cell.name!r} expects {features} input features (the last axis), "
+                         f"received {shape[-1]}")
+    return shape
+
+
+_FUSED_DTYPES = ("float32", "float64")
+
+
+def fused_inputs(cell: Layer, params: dict, sequences: Any, states: list, training: bool, rng: Any,
+                 time_major: bool) -> Any:
+    """The inputs for a dense cell's whole-sequence op (``ops.nn.lstm``/``gru``), or None when it
+    does not apply: activations other than tanh/sigmoid, recurrent dropout while training, or
+    inputs, weights and states not all float32 (or all float64).
+
+    With ``training`` the input dropout mask is applied here: the loop path's mask
+    (``(batch, features)``, same seed), broadcast over time.
+    """
+    from ember import ops
+
+    if (cell.activation != "tanh" or cell.recurrent_activation != "sigmoid"
+            or (training and cell.recurrent_dropout > 0.0)):
+        return None
+    dtype = ops.dtype(sequences)
+    if dtype not in _FUSED_DTYPES:
+        return None
+    arrays = [params["kernel"], params["recurrent_kernel"], *states]
+    if cell.use_bias:
+        arrays.append(params["bias"])
+    if any(ops.dtype(a) != dtype for a in arrays):
+        return None
+    shape = check_features(cell, params, sequences)
+    if training and cell.dropout > 0.0:
+        mask = dropout_mask(cell, (shape[1 if time_major else 0], shape[-1]), cell.dropout, rng, "dropout", dtype)
+        sequences = ops.multiply(sequences, mask if time_major else ops.expand_dims(mask, 1))
+    return sequences
+
+
 def project_inputs(cell: Layer, params: dict, x: Any, training: bool, rng: Any, bias: Any = None) -> tuple[Any, Any]:
     """``(x @ kernel + bias, recurrent_dropout_mask)`` for ``x`` ``(..., batch, features)``.
 
@@ -271,11 +327,7 @@ def project_inputs(cell: Layer, params: dict, x: Any, training: bool, rng: Any, 
     """
     from ember import ops
 
-    shape = tuple(ops.shape(x))
-    features = ops.shape(params["kernel"])[0]
-    if shape[-1] != features:
-        raise ValueError(f"layer {cell.name!r} expects {features} input features (the last axis), "
-                         f"received {shape[-1]}")
+    shape = check_features(cell, params, x)
     dtype = ops.dtype(x)
     if training and cell.dropout > 0.0:
         x = ops.multiply(x, dropout_mask(cell, shape[-2:], cell.dropout, rng, "dropout", dtype))

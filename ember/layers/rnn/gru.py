@@ -23,6 +23,13 @@ w[..., :u], w[..., 2u:]])`` (z, r, h -> r, z, n)::
 
 Recurrent dropout multiplies ``h`` only where it enters the recurrent matmul; the
 final blend ``z * h + (1 - z) * h~`` uses the undropped ``h``.
+
+Whole-sequence kernel: with ``reset_after=True``, ``activation="tanh"``,
+``recurrent_activation="sigmoid"``, one dtype (float32 or float64) for inputs, weights
+and state, no mask, no timespans and no recurrent dropout while training, ``GRU`` runs
+the sequence as one ``ops.nn.gru`` call (torch's fused GRU on the torch backend; a
+composite op on NumPy and MLX); otherwise it loops over steps. Input dropout still
+applies (to the inputs, before the op).
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import dataclasses
 from typing import Any
 
 from ember import activations
-from ember.layers.rnn.cell import RNNCell, init_weight, normalize_dense_cell, project_inputs
+from ember.layers.rnn.cell import RNNCell, fused_inputs, init_weight, normalize_dense_cell, project_inputs
 from ember.layers.rnn.rnn import RNN
 
 
@@ -148,6 +155,22 @@ class GRUCell(RNNCell):
         # z * h + (1 - z) * candidate, with one op fewer.
         h = ops.add(candidate, ops.multiply(z, ops.subtract(h, candidate)))
         return h, [h]
+
+    def fused_sequence(self, params: dict, sequences: Any, states: list, *, training: bool = False,
+                       rng: Any = None, go_backwards: bool = False, time_major: bool = False) -> tuple | None:
+        """The sequence as one ``ops.nn.gru`` call, or None where that op does not apply
+        (see the module docstring): ``(sequence_outputs, h, [h])``."""
+        from ember import ops
+
+        if not self.reset_after:
+            return None
+        x = fused_inputs(self, params, sequences, states, training, rng, time_major)
+        if x is None:
+            return None
+        outputs, h = ops.nn.gru(x, states[0], params["kernel"], params["recurrent_kernel"],
+                                params["bias"] if self.use_bias else None, go_backwards=go_backwards,
+                                time_major=time_major)
+        return outputs, h, [h]
 
     def step(self, params: dict, inputs: Any, states: list, *, training: bool = False, rng: Any = None,
              timespan: Any = None) -> tuple[Any, list]:

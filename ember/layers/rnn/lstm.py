@@ -11,6 +11,13 @@ One step: ``z = x @ kernel + h @ recurrent_kernel + bias``; ``i, f, c~, o = spli
 ``recurrent_activation`` for sigmoid and ``activation`` for tanh). The states are
 ``[h, c]``; the output is ``h``.
 
+Whole-sequence kernel: ``LSTM`` runs the sequence as one ``ops.nn.lstm`` call (torch's
+fused LSTM on torch; a NumPy loop with its own VJP rule on NumPy; a composite op on MLX)
+when ``activation="tanh"``, ``recurrent_activation="sigmoid"``, the inputs, weights and
+states share one dtype (float32 or float64), there is no mask, no timespans and no
+recurrent dropout while training. Input dropout still applies (to the inputs, before
+the op). Otherwise it loops over steps; both paths compute the same function.
+
 From/to PyTorch (``torch.nn.LSTM``, single layer): torch's gate order i, f, g, o is
 Keras's i, f, c, o, so no reordering is needed: ``weight_ih_l0 = kernel.T``,
 ``weight_hh_l0 = recurrent_kernel.T``, ``bias_ih_l0 = bias`` and ``bias_hh_l0 = 0``
@@ -23,7 +30,7 @@ import dataclasses
 from typing import Any
 
 from ember import activations
-from ember.layers.rnn.cell import RNNCell, init_weight, normalize_dense_cell, project_inputs
+from ember.layers.rnn.cell import RNNCell, fused_inputs, init_weight, normalize_dense_cell, project_inputs
 from ember.layers.rnn.rnn import RNN
 
 
@@ -120,6 +127,20 @@ class LSTMCell(RNNCell):
         c = ops.add(ops.multiply(gate(f), c), ops.multiply(gate(i), act(g)))
         h = ops.multiply(gate(o), act(c))
         return h, [h, c]
+
+    def fused_sequence(self, params: dict, sequences: Any, states: list, *, training: bool = False,
+                       rng: Any = None, go_backwards: bool = False, time_major: bool = False) -> tuple | None:
+        """The sequence as one ``ops.nn.lstm`` call, or None where that op does not apply
+        (see the module docstring): ``(sequence_outputs, h, [h, c])``."""
+        from ember import ops
+
+        x = fused_inputs(self, params, sequences, states, training, rng, time_major)
+        if x is None:
+            return None
+        outputs, h, c = ops.nn.lstm(x, states[0], states[1], params["kernel"], params["recurrent_kernel"],
+                                    params["bias"] if self.use_bias else None, go_backwards=go_backwards,
+                                    time_major=time_major)
+        return outputs, h, [h, c]
 
     def step(self, params: dict, inputs: Any, states: list, *, training: bool = False, rng: Any = None,
              timespan: Any = None) -> tuple[Any, list]:

@@ -3,6 +3,10 @@
 The loop is a Python ``for`` over time steps calling ``ember.ops`` (a compiled scan is
 not available on every backend); cells hoist what they can out of it (LSTM/GRU/
 SimpleRNN compute ``x @ kernel + bias`` for every step in one matmul before the loop).
+A cell may instead run the whole sequence in one op (``RNNCell.fused_sequence``): LSTM
+and GRU do, through ``ops.nn.lstm``/``ops.nn.gru`` (torch's fused kernels), when there is
+no mask and no timespans and their configuration fits the op (see
+:mod:`ember.layers.rnn.lstm` and :mod:`ember.layers.rnn.gru`).
 
 State layout: the RNN's state IS its cell's state, with no extra nesting:
 ``state["params"]["kernel"]``, ``["recurrent_kernel"]``, ``["bias"]`` for LSTM/GRU/
@@ -259,6 +263,13 @@ class RNN(Layer):
         states = self._initial_states(initial_state, batch, dtype)
         masks = self._time_major_mask(mask, batch, time)
         span_constant, span_sequence = self._time_major_timespans(timespans, batch, time, dtype)
+        if masks is None and span_constant is None and span_sequence is None and isinstance(cell, RNNCell):
+            # A cell with a whole-sequence op (LSTM/GRU: ops.nn.lstm/gru) runs it when it applies.
+            fused = cell.fused_sequence(params, sequences, states, training=training, rng=rng,
+                                        go_backwards=self.go_backwards, time_major=self.time_major)
+            if fused is not None:
+                sequence_outputs, last, states = fused
+                return (sequence_outputs if self.return_sequences else last), list(states)
         x = sequences if self.time_major else ops.swapaxes(sequences, 0, 1)
         # The fast-path hooks come with RNNCell; a cell implementing only the protocol's
         # step() (not an RNNCell subclass) runs through step() directly.

@@ -1,0 +1,167 @@
+"""Composite ops: protocol ops written once with ``ember.ops``, for backends without a native kernel.
+
+Composites here: ``nn.lstm`` and ``nn.gru`` (whole recurrent sequences). torch has native
+fused kernels for both and NumPy a native LSTM; MLX adopts both composites, NumPy the GRU.
+
+A backend implements an op of :mod:`ember.ops._spec` natively, or adopts the composite
+defined here by importing it into its namespace module (``from ember.ops._composite
+import gru, lstm`` in ``ember/backends/mlx/nn.py``). A composite calls ``ember.ops`` at call
+time, so it runs on whichever backend is active, and it is marked with
+``__ember_composite__``: a recording :class:`~ember.GradientTape` (NumPy, MLX) leaves it
+unwrapped and records the ops it calls one by one, so its gradient comes from the
+existing per-op VJP rules (NumPy) or MLX's replay, and ``mx.compile`` traces through it.
+A native version (torch's ``lstm``) is one op with the same signature and semantics.
+
+Example:
+    >>> import ember
+    >>> from ember import ops
+    >>> from ember.ops import _composite
+    >>> with ember.using_backend("numpy"):
+    ...     _composite.is_composite(ops.nn.gru), _composite.is_composite(ops.nn.lstm)
+    (True, False)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ember import dtypes
+
+
+def composite(function: Callable) -> Callable:
+    """Mark ``function`` as a composite op (recorded op by op by the tapes)."""
+    function.__ember_composite__ = True
+    return function
+
+
+def is_composite(function: Any) -> bool:
+    """True for a function marked by :func:`composite`."""
+    return bool(getattr(function, "__ember_composite__", False))
+
+
+# ------------------------------------------------------------------- recurrent layers
+def check_rnn_shapes(op: str, gates: int, x: tuple, states: list, kernel: tuple, recurrent: tuple,
+                     bias: tuple | None, time_major: bool, bias_rows: int | None = None) -> tuple[int, int]:
+    """``(time, units)`` of a fused recurrent op's operands (``nn.lstm``: 4 gates, ``nn.gru``: 3);
+    a ValueError naming ``op`` and the argument otherwise.
+
+    ``states`` is ``[(argument, shape)]``; the bias must be ``(gates * units,)``, or
+    ``(bias_rows, gates * units)`` when ``bias_rows`` is given. Shared by every backend so
+    the errors read the same.
+    """
+    layout = "(time, batch, features)" if time_major else "(batch, time, features)"
+    if len(x) != 3:
+        raise ValueError(f"{op}: inputs must be {layout}, received shape {x}")
+    time, batch = (x[0], x[1]) if time_major else (x[1], x[0])
+    features = x[2]
+    if len(kernel) != 2 or kernel[0] != features or kernel[1] % gates:
+        raise ValueError(f"{op}: kernel must have shape (features, {gates} * units) with features={features} "
+                         f"(the last axis of inputs), received shape {kernel}")
+    units = kernel[1] // gates
+    if tuple(recurrent) != (units, gates * units):
+        raise ValueError(f"{op}: recurrent_kernel must have shape {(units, gates * units)}, received {recurrent}")
+    expected = (gates * units,) if bias_rows is None else (bias_rows, gates * units)
+    if bias is not None and tuple(bias) != expected:
+        raise ValueError(f"{op}: bias must have shape {expected}, received {bias}")
+    for name, shape in states:
+        if tuple(shape) != (batch, units):
+            raise ValueError(f"{op}: {name} must have shape (batch, units) = {(batch, units)}, received {shape}")
+    if time == 0:
+        raise ValueError(f"{op}: inputs need at least one time step, received shape {x}")
+    return time, units
+
+
+def check_rnn_dtypes(op: str, names: list) -> str:
+    """The one floating dtype of a fused recurrent op's operands (``[(argument, dtype name)]``);
+    TypeError naming ``op`` otherwise."""
+    first = names[0][1]
+    for argument, name in names:
+        if name != first or not dtypes.is_float(name):
+            found = ", ".join(f"{a}={n}" for a, n in names)
+            raise TypeError(f"{op}: every array must have the same floating dtype, received {found}")
+    return first
+
+
+def _rnn_operands(op: str, named: list) -> list:
+    """The operands as native arrays of one floating dtype (None stays None)."""
+    from ember import ops
+
+    arrays = [None if a is None else a if ops.is_array(a) else ops.convert_to_tensor(a) for _, a in named]
+    check_rnn_dtypes(op, [(n, ops.dtype(a)) for (n, _), a in zip(named, arrays) if a is not None])
+    return arrays
+
+
+def _time_steps(x: Any, time: int) -> list:
+    """Time-major ``x`` as ``time`` step slices: one split (its gradient is one concatenate),
+    not a slice per step."""
+    from ember import ops
+
+    if time == 1:
+        return [ops.squeeze(x, 0)]
+    return [ops.squeeze(part, 0) for part in ops.split(x, time, axis=0)]
+
+
+@composite
+def lstm(inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=None, *, go_backwards=False,
+         time_major=False):
+    # (No docstring: the op tables give it _spec.nn.lstm's, as for native ops.) One matmul
+    # projects every step's input, then each step is one matmul, the gates and the update.
+    from ember import ops
+
+    x, h, c, kernel, recurrent_kernel, bias = _rnn_operands("nn.lstm", [
+        ("inputs", inputs), ("initial_h", initial_h), ("initial_c", initial_c), ("kernel", kernel),
+        ("recurrent_kernel", recurrent_kernel), ("bias", bias)])
+    time, _ = check_rnn_shapes("nn.lstm", 4, ops.shape(x), [("initial_h", ops.shape(h)), ("initial_c", ops.shape(c))],
+                               ops.shape(kernel), ops.shape(recurrent_kernel),
+                               None if bias is None else ops.shape(bias), time_major)
+    if not time_major:
+        x = ops.swapaxes(x, 0, 1)
+    projected = ops.matmul(x, kernel)  # (time, batch, 4 * units): every step's input term at once
+    if bias is not None:
+        projected = ops.add(projected, bias)
+    steps = _time_steps(projected, time)
+    sigmoid, tanh = ops.nn.sigmoid, ops.nn.tanh
+    outputs = []
+    for t in (range(time - 1, -1, -1) if go_backwards else range(time)):
+        z = ops.add(steps[t], ops.matmul(h, recurrent_kernel))
+        i, f, g, o = ops.split(z, 4, axis=-1)
+        c = ops.add(ops.multiply(sigmoid(f), c), ops.multiply(sigmoid(i), tanh(g)))
+        h = ops.multiply(sigmoid(o), tanh(c))
+        outputs.append(h)
+    return ops.stack(outputs, axis=0 if time_major else 1), h, c
+
+
+@composite
+def gru(inputs, initial_h, kernel, recurrent_kernel, bias=None, *, go_backwards=False, time_major=False):
+    # (Docstring from _spec.nn.gru.) Keras's reset_after=True GRU: one matmul projects every
+    # step's input, then each step is one matmul, the gates and the update.
+    from ember import ops
+
+    x, h, kernel, recurrent_kernel, bias = _rnn_operands("nn.gru", [
+        ("inputs", inputs), ("initial_h", initial_h), ("kernel", kernel), ("recurrent_kernel", recurrent_kernel),
+        ("bias", bias)])
+    time, _ = check_rnn_shapes("nn.gru", 3, ops.shape(x), [("initial_h", ops.shape(h))], ops.shape(kernel),
+                               ops.shape(recurrent_kernel), None if bias is None else ops.shape(bias), time_major,
+                               bias_rows=2)
+    if not time_major:
+        x = ops.swapaxes(x, 0, 1)
+    projected = ops.matmul(x, kernel)
+    recurrent_bias = None
+    if bias is not None:
+        projected = ops.add(projected, ops.getitem(bias, 0))
+        recurrent_bias = ops.getitem(bias, 1)
+    steps = _time_steps(projected, time)
+    sigmoid, tanh = ops.nn.sigmoid, ops.nn.tanh
+    outputs = []
+    for t in (range(time - 1, -1, -1) if go_backwards else range(time)):
+        x_z, x_r, x_h = ops.split(steps[t], 3, axis=-1)
+        inner = ops.matmul(h, recurrent_kernel)
+        if recurrent_bias is not None:
+            inner = ops.add(inner, recurrent_bias)
+        r_z, r_r, r_h = ops.split(inner, 3, axis=-1)
+        z = sigmoid(ops.add(x_z, r_z))
+        r = sigmoid(ops.add(x_r, r_r))
+        candidate = tanh(ops.add(x_h, ops.multiply(r, r_h)))
+        h = ops.add(candidate, ops.multiply(z, ops.subtract(h, candidate)))  # z * h + (1 - z) * candidate
+        outputs.append(h)
+    return ops.stack(outputs, axis=0 if time_major else 1), h
