@@ -229,3 +229,75 @@ def test_model_mask_stops_at_non_sequence_output(backend):
     state = model.build(seed=0)
     assert ops.shape(model.apply(state, x)[0]) == (3, 2)
     assert layers.LSTM(3).compute_mask(None, ops.ones((3, 5), dtype="bool")) is None
+
+
+@pytest.mark.parametrize("wrap", ["bidirectional", "time_distributed"])
+def test_wrappers_pass_the_inner_constraints_to_fit(backend, wrap):
+    """A constraint on the wrapped layer holds after fit (Keras applies it after every update)."""
+    ember.set_backend(backend)
+    ember.clear_session()
+    if wrap == "bidirectional":
+        inner = layers.LSTM(3, kernel_constraint="non_neg", recurrent_constraint="non_neg")
+        wrapper = layers.Bidirectional(inner)
+    else:
+        inner = layers.Dense(3, kernel_constraint="non_neg")
+        wrapper = layers.TimeDistributed(inner)
+    model = ember.Sequential([ember.Input((4, 2)), wrapper, layers.Flatten(), layers.Dense(1)])
+    model.build(seed=0)
+    constrained = model.constraints()[wrapper.name]
+    if wrap == "bidirectional":
+        assert sorted(constrained) == sorted([wrapper.layer.name, wrapper.backward_layer.name])
+        assert all(sorted(c) == ["kernel", "recurrent_kernel"] for c in constrained.values())
+    else:
+        assert sorted(constrained) == ["kernel"]
+    model.compile(optimizer=ember.optimizers.SGD(0.5), loss="mse", seed=0)
+    x = np.random.default_rng(0).normal(size=(16, 4, 2)).astype("float32")
+    model.fit(x, -np.ones((16, 1), "float32"), epochs=2, verbose=0)
+    kernels = [ops.to_numpy(leaf) for name, leaf in _leaves(model.state["params"][wrapper.name])
+               if name.endswith("kernel")]
+    assert kernels and all(k.min() >= 0 for k in kernels)
+    assert any(k.max() > 0 for k in kernels)
+
+
+def _leaves(tree, prefix=""):
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, f"{prefix}{key}/")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def test_wrappers_pass_the_inner_penalties(backend):
+    """Weight penalties of both directions (and of a TimeDistributed layer, once) reach the model;
+    each direction's activity regularizer penalises its own output, as Keras's inner layers do."""
+    from ember import regularizers
+    from ember.layers.layer import collect_losses
+
+    ember.clear_session()
+    bi = layers.Bidirectional(layers.LSTM(2, return_sequences=True, bias_initializer="random_normal",
+                                          kernel_regularizer=regularizers.L2(0.1), bias_regularizer=regularizers.L1(0.2),
+                                          activity_regularizer=regularizers.L2(0.5), name="lstm"), name="bi")
+    td = layers.TimeDistributed(layers.Dense(2, kernel_regularizer=regularizers.L2(0.3), name="dense"), name="td")
+    model = ember.Sequential([ember.Input((4, 3)), bi, td])
+    state = model.build(seed=0)
+    params = state["params"]
+    forward, backward = _numpy(params["bi"]["forward_lstm"]), _numpy(params["bi"]["backward_lstm"])
+    expected = [0.1 * np.sum(forward["kernel"] ** 2), 0.2 * np.sum(np.abs(forward["bias"])),
+                0.1 * np.sum(backward["kernel"] ** 2), 0.2 * np.sum(np.abs(backward["bias"])),
+                0.3 * np.sum(ops.to_numpy(params["td"]["kernel"]).astype(np.float64) ** 2)]
+    losses = model.regularization_losses(params)
+    assert len(losses) == len(expected)
+    for got, want in zip(losses, expected):
+        assert_close(got, want)
+    assert bi.replace(trainable=False).regularization_losses(params["bi"]) == []
+    assert td.replace(trainable=False).regularization_losses(params["td"]) == []
+
+    x = np.random.default_rng(2).normal(size=(3, 4, 3))
+    with collect_losses() as activity:
+        model.apply(state, ops.convert_to_tensor(x.astype(np.float32)))
+    zeros = [np.zeros((3, 2))] * 2
+    f_seq = ref.run(ref.lstm_step, forward, x, zeros)[0]
+    b_seq = ref.run(ref.lstm_step, backward, x, zeros, go_backwards=True)[0]
+    assert len(activity) == 2
+    assert_close(activity[0], 0.5 * np.sum(f_seq ** 2))
+    assert_close(activity[1], 0.5 * np.sum(b_seq ** 2))

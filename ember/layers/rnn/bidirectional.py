@@ -175,6 +175,20 @@ class Bidirectional(Layer):
                 buffers[layer.name] = child["buffers"]
         return self.make_state(params=params, buffers=buffers)
 
+    def regularization_losses(self, params: dict) -> list:
+        """Both directions' weight penalties (each from its own params); none when frozen."""
+        if not self.trainable:
+            return []
+        return [loss for layer in (self.layer, self.backward_layer) if layer.name in params
+                for loss in layer.regularization_losses(params[layer.name])]
+
+    def constraints(self) -> dict:
+        """Both directions' weight constraints, under their layer names (as their params are)."""
+        if not self.trainable:
+            return {}
+        found = {layer.name: layer.constraints() for layer in (self.layer, self.backward_layer)}
+        return {name: inner for name, inner in found.items() if inner}
+
     # --- computation -----------------------------------------------------------------------------
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None,
               initial_state: Any = None, mask: Any = None, timespans: Any = None) -> tuple[Any, dict]:

@@ -256,11 +256,20 @@ class RNNCell(Layer):
 
 
 # --- shared by the dense-kernel cells (SimpleRNN, LSTM, GRU) ---------------------------------
+# Each weight and the prefix of its ``*_regularizer`` / ``*_constraint`` fields (Keras's names).
+DENSE_CELL_WEIGHTS = {"kernel": "kernel", "recurrent_kernel": "recurrent", "bias": "bias"}
+
+
 def normalize_dense_cell(cell: Layer) -> None:
     """Validate and standardize the config fields the dense-kernel cells share."""
-    from ember import activations, initializers
+    from ember import activations, constraints, initializers, regularizers
 
     check_units(cell)
+    for prefix in DENSE_CELL_WEIGHTS.values():
+        field = f"{prefix}_regularizer"
+        cell._normalize(field, regularizers.get(getattr(cell, field), f"{cell.name}: {field}"))
+        field = f"{prefix}_constraint"
+        cell._normalize(field, constraints.get(getattr(cell, field), f"{cell.name}: {field}"))
     for field in ("activation", "recurrent_activation"):
         if hasattr(cell, field):
             cell._normalize(field, activations.standardize(getattr(cell, field), f"{cell.name}: {field}"))
@@ -272,6 +281,50 @@ def normalize_dense_cell(cell: Layer) -> None:
     check_rate(cell, "dropout")
     check_rate(cell, "recurrent_dropout")
     cell._normalize("seed", check_seed(cell.seed, f"{cell.name}: seed"))
+
+
+class DenseCell(RNNCell):
+    """Base of the dense-kernel cells (``SimpleRNNCell``, ``LSTMCell``, ``GRUCell``): their
+    shared validation, and Keras's ``kernel_regularizer``, ``recurrent_regularizer``,
+    ``bias_regularizer``, ``kernel_constraint``, ``recurrent_constraint`` and
+    ``bias_constraint`` on ``kernel``, ``recurrent_kernel`` and ``bias``.
+
+    Subclasses declare those fields (at Keras's positions). As in Keras the penalties
+    are weight penalties reported by :meth:`regularization_losses` (which ``RNN``
+    forwards) and the constraints are applied by the optimizer after each update
+    (:meth:`constraints`); neither touches the forward pass, so the whole-sequence
+    kernels (``fused_sequence``) run as they do without them.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> cell = layers.SimpleRNNCell(2, recurrent_regularizer="l2", bias_constraint="non_neg")
+        >>> state = cell.build((None, 3), seed=0)
+        >>> len(cell.regularization_losses(state["params"])), cell.constraints()
+        (1, {'bias': NonNeg()})
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        normalize_dense_cell(self)
+
+    def regularization_losses(self, params: dict) -> list:
+        """``[kernel_regularizer(kernel), recurrent_regularizer(recurrent_kernel),
+        bias_regularizer(bias)]`` for those set (none when frozen)."""
+        from ember import regularizers
+
+        return regularizers.weight_penalties(
+            self, params, {name: getattr(self, f"{prefix}_regularizer") for name, prefix in DENSE_CELL_WEIGHTS.items()})
+
+    def constraints(self) -> dict:
+        """``{"kernel": kernel_constraint, "recurrent_kernel": recurrent_constraint, "bias":
+        bias_constraint}`` for those set (none when frozen; no bias entry without a bias)."""
+        from ember import constraints
+
+        return constraints.weight_constraints(
+            self, {name: getattr(self, f"{prefix}_constraint") for name, prefix in DENSE_CELL_WEIGHTS.items()
+                   if name != "bias" or self.use_bias})
 
 
 def check_features(cell: Layer, params: dict, x: Any) -> tuple:

@@ -38,11 +38,11 @@ import dataclasses
 from typing import Any
 
 from ember import activations
-from ember.layers.rnn.cell import RNNCell, fused_inputs, init_weight, normalize_dense_cell, project_inputs
+from ember.layers.rnn.cell import DenseCell, fused_inputs, init_weight, project_inputs
 from ember.layers.rnn.rnn import RNN
 
 
-class GRUCell(RNNCell):
+class GRUCell(DenseCell):
     """One GRU step (see the module docstring for the math and the weight layout).
 
     Args:
@@ -51,6 +51,12 @@ class GRUCell(RNNCell):
         recurrent_activation: for the update and reset gates (``"sigmoid"``).
         use_bias: add biases.
         kernel_initializer, recurrent_initializer, bias_initializer: initializers.
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: penalties on
+            ``kernel``, ``recurrent_kernel``, ``bias`` (see :mod:`ember.regularizers`),
+            reported by :meth:`regularization_losses`.
+        kernel_constraint, recurrent_constraint, bias_constraint: projections of those
+            weights after each optimizer step (see :mod:`ember.constraints`), reported
+            by :meth:`constraints`.
         dropout: fraction of the input features dropped while training (one mask per call).
         recurrent_dropout: fraction of ``h`` dropped before the recurrent matmul while
             training (one mask per call).
@@ -78,14 +84,16 @@ class GRUCell(RNNCell):
     kernel_initializer: Any = "glorot_uniform"
     recurrent_initializer: Any = "orthogonal"
     bias_initializer: Any = "zeros"
+    kernel_regularizer: Any = None
+    recurrent_regularizer: Any = None
+    bias_regularizer: Any = None
+    kernel_constraint: Any = None
+    recurrent_constraint: Any = None
+    bias_constraint: Any = None
     dropout: float = 0.0
     recurrent_dropout: float = 0.0
     reset_after: bool = True
     seed: int | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        normalize_dense_cell(self)
 
     @property
     def state_size(self) -> int:
@@ -183,8 +191,11 @@ class GRU(RNN):
 
     Args:
         units, activation, recurrent_activation, use_bias, kernel_initializer,
-            recurrent_initializer, bias_initializer, dropout, recurrent_dropout,
-            reset_after, seed: as for :class:`GRUCell`.
+            recurrent_initializer, bias_initializer, kernel_regularizer, recurrent_regularizer,
+            bias_regularizer, kernel_constraint, recurrent_constraint, bias_constraint, dropout,
+            recurrent_dropout, reset_after, seed: as for :class:`GRUCell`.
+        activity_regularizer: penalty on the layer's output (on every output, states
+            included, with ``return_state``), passed to ``add_loss`` in ``apply``.
         return_sequences, return_state, go_backwards, stateful, unroll, time_major,
             zero_output_for_mask: as for :class:`~ember.layers.RNN` (keyword-only).
 
@@ -206,6 +217,13 @@ class GRU(RNN):
     kernel_initializer: Any = "glorot_uniform"
     recurrent_initializer: Any = "orthogonal"
     bias_initializer: Any = "zeros"
+    kernel_regularizer: Any = None
+    recurrent_regularizer: Any = None
+    bias_regularizer: Any = None
+    activity_regularizer: Any = None
+    kernel_constraint: Any = None
+    recurrent_constraint: Any = None
+    bias_constraint: Any = None
     dropout: float = 0.0
     recurrent_dropout: float = 0.0
     reset_after: bool = True

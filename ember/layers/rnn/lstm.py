@@ -30,11 +30,11 @@ import dataclasses
 from typing import Any
 
 from ember import activations
-from ember.layers.rnn.cell import RNNCell, fused_inputs, init_weight, normalize_dense_cell, project_inputs
+from ember.layers.rnn.cell import DenseCell, fused_inputs, init_weight, project_inputs
 from ember.layers.rnn.rnn import RNN
 
 
-class LSTMCell(RNNCell):
+class LSTMCell(DenseCell):
     """One LSTM step (see the module docstring for the math and the weight layout).
 
     Args:
@@ -45,6 +45,12 @@ class LSTMCell(RNNCell):
         kernel_initializer, recurrent_initializer, bias_initializer: initializers of
             the three variables.
         unit_forget_bias: initialize the forget gate's bias to 1 (Jozefowicz et al.).
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: penalties on
+            ``kernel``, ``recurrent_kernel``, ``bias`` (see :mod:`ember.regularizers`),
+            reported by :meth:`regularization_losses`.
+        kernel_constraint, recurrent_constraint, bias_constraint: projections of those
+            weights after each optimizer step (see :mod:`ember.constraints`), reported
+            by :meth:`constraints`.
         dropout: fraction of the input features dropped while training (one mask per
             call, shared by every step and gate).
         recurrent_dropout: fraction of ``h`` dropped before the recurrent matmul while
@@ -72,13 +78,15 @@ class LSTMCell(RNNCell):
     recurrent_initializer: Any = "orthogonal"
     bias_initializer: Any = "zeros"
     unit_forget_bias: bool = True
+    kernel_regularizer: Any = None
+    recurrent_regularizer: Any = None
+    bias_regularizer: Any = None
+    kernel_constraint: Any = None
+    recurrent_constraint: Any = None
+    bias_constraint: Any = None
     dropout: float = 0.0
     recurrent_dropout: float = 0.0
     seed: int | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        normalize_dense_cell(self)
 
     @property
     def state_size(self) -> tuple[int, int]:
@@ -153,8 +161,11 @@ class LSTM(RNN):
 
     Args:
         units, activation, recurrent_activation, use_bias, kernel_initializer,
-            recurrent_initializer, bias_initializer, unit_forget_bias, dropout,
-            recurrent_dropout, seed: as for :class:`LSTMCell`.
+            recurrent_initializer, bias_initializer, unit_forget_bias, kernel_regularizer,
+            recurrent_regularizer, bias_regularizer, kernel_constraint, recurrent_constraint,
+            bias_constraint, dropout, recurrent_dropout, seed: as for :class:`LSTMCell`.
+        activity_regularizer: penalty on the layer's output (on every output, states
+            included, with ``return_state``), passed to ``add_loss`` in ``apply``.
         return_sequences, return_state, go_backwards, stateful, unroll, time_major,
             zero_output_for_mask: as for :class:`~ember.layers.RNN` (keyword-only).
 
@@ -180,6 +191,13 @@ class LSTM(RNN):
     recurrent_initializer: Any = "orthogonal"
     bias_initializer: Any = "zeros"
     unit_forget_bias: bool = True
+    kernel_regularizer: Any = None
+    recurrent_regularizer: Any = None
+    bias_regularizer: Any = None
+    activity_regularizer: Any = None
+    kernel_constraint: Any = None
+    recurrent_constraint: Any = None
+    bias_constraint: Any = None
     dropout: float = 0.0
     recurrent_dropout: float = 0.0
     seed: int | None = None

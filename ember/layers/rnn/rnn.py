@@ -41,7 +41,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from ember import dtypes
-from ember.layers.layer import Layer
+from ember.layers.layer import Layer, add_loss
 from ember.layers.rnn.cell import RNNCell
 from ember.models.symbolic import is_shape
 
@@ -140,6 +140,11 @@ class RNN(Layer):
         super().__post_init__()
         if self._cell_class is not None:
             self._normalize("cell", self._make_cell())
+        if self._has_activity_field():  # LSTM/GRU/SimpleRNN take Keras's activity_regularizer
+            from ember import regularizers
+
+            self._normalize("activity_regularizer", regularizers.get(
+                self.activity_regularizer, f"{self.name}: activity_regularizer"))
         cell = self.cell
         if isinstance(cell, (list, tuple)):
             raise TypeError(f"{self.name}: cell must be a single RNNCell; stacked cells are not supported, "
@@ -168,6 +173,10 @@ class RNN(Layer):
         for n in names:  # keep the cell's normalized values (activation names, initializers)
             self._normalize(n, getattr(cell, n))
         return cell
+
+    @classmethod
+    def _has_activity_field(cls) -> bool:
+        return any(f.name == "activity_regularizer" for f in dataclasses.fields(cls))
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -225,6 +234,10 @@ class RNN(Layer):
             return [output_mask] + [None] * len(self.state_sizes)
         return output_mask
 
+    def regularization_losses(self, params: dict) -> list:
+        """The cell's weight penalties (the RNN's params are the cell's); none when frozen."""
+        return self.cell.regularization_losses(params) if self.trainable else []
+
     def constraints(self) -> dict:
         """The cell's weight constraints (the RNN's state is the cell's, so the paths match)."""
         return self.cell.constraints() if self.trainable else {}
@@ -243,7 +256,12 @@ class RNN(Layer):
               initial_state: Any = None, mask: Any = None, timespans: Any = None) -> tuple[Any, dict]:
         """``(outputs, state)``: outputs as in :meth:`compute_output_shape`; the state is unchanged."""
         output, states = self._run(state["params"], inputs, first_mask(mask), initial_state, timespans, training, rng)
-        return ([output, *states] if self.return_state else output), state
+        outputs = [output, *states] if self.return_state else [output]
+        activity = getattr(self, "activity_regularizer", None)
+        if activity is not None:  # as in Keras, on every output (the states too with return_state)
+            for value in outputs:
+                add_loss(activity(value))
+        return (outputs if self.return_state else output), state
 
     def _run(self, params: dict, sequences: Any, mask: Any, initial_state: Any, timespans: Any,
              training: bool, rng: Any) -> tuple[Any, list]:

@@ -63,6 +63,14 @@ class TimeDistributed(Layer):
         self.compute_output_shape(input_shape)
         return self.layer.build(self._step_shape(input_shape), seed)
 
+    def regularization_losses(self, params: dict) -> list:
+        """The wrapped layer's weight penalties (counted once, not per time step); none when frozen."""
+        return self.layer.regularization_losses(params) if self.trainable else []
+
+    def constraints(self) -> dict:
+        """The wrapped layer's weight constraints (its state is the wrapper's, so the paths match)."""
+        return self.layer.constraints() if self.trainable else {}
+
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None,
               mask: Any = None) -> tuple[Any, dict]:
         from ember import ops
