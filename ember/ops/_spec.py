@@ -17,7 +17,10 @@ Conventions shared by every op:
 * NumPy is the reference for semantics: broadcasting, negative axes, ``axis`` given
   as an int or a tuple, ``keepdims``, empty arrays.
 * Result dtypes follow :mod:`ember.dtypes` (same on every backend; Python scalars
-  are weak). Reductions keep the input dtype (``sum`` of ``bool``/small ints gives
+  are weak). A Python int out of the range of the integer dtype it takes
+  (``add(int8_array, 300)``, ``add(uint8_array, -1)``, ``full_like(int8_array, 300)``)
+  is an ``OverflowError``, as in NumPy 2 and JAX. ``tests/ops/test_dtype_agreement.py`` checks every backend
+  agrees. Reductions keep the input dtype (``sum`` of ``bool``/small ints gives
   ``int32``; ``mean``/``var``/``std`` of integers give ``floatx()``). Index outputs
   (``argmax``, ``argsort``, ``top_k`` indices, ``nonzero``) are ``int32``.
 * ``dtype=None`` on a creation op means ``floatx()`` for floating data and
@@ -99,7 +102,7 @@ class core:
         """2-D array with ones on the ``k``-th diagonal."""
 
     def arange(start, stop=None, step=1, dtype=None, device=None):
-        """Evenly spaced values in ``[start, stop)``; NumPy semantics."""
+        """Evenly spaced values in ``[start, stop)``; NumPy semantics (``dtype="bool"``: the numbers cast)."""
 
     def linspace(start, stop, num=50, endpoint=True, dtype=None, device=None):
         """``num`` evenly spaced values from ``start`` to ``stop``."""
@@ -121,7 +124,7 @@ class core:
         """``1 / sqrt(x)``."""
 
     def square(x):
-        """``x * x``."""
+        """``x * x``; bool counts as 0/1 and gives ``int32`` (as :func:`sum`)."""
 
     def reciprocal(x):
         """``1 / x`` (integers cast to ``floatx()``)."""
@@ -221,7 +224,7 @@ class core:
         """``x1 + x2`` with broadcasting."""
 
     def subtract(x1, x2):
-        """``x1 - x2``."""
+        """``x1 - x2``; two bools are a ``TypeError`` (use :func:`logical_xor`)."""
 
     def multiply(x1, x2):
         """``x1 * x2``."""
@@ -230,13 +233,17 @@ class core:
         """True division; integer inputs give ``floatx()``."""
 
     def floor_divide(x1, x2):
-        """``x1 // x2`` (NumPy semantics, rounds toward -inf)."""
+        """``x1 // x2`` (NumPy semantics, rounds toward -inf); two bools give ``int32``."""
 
     def mod(x1, x2):
-        """``x1 % x2`` with the sign of ``x2`` (NumPy semantics)."""
+        """``x1 % x2`` with the sign of ``x2`` (NumPy semantics); two bools give ``int32``."""
 
     def power(x1, x2):
-        """``x1 ** x2``."""
+        """``x1 ** x2``; two bools give ``int32``.
+
+        An integer or bool ``x1`` with a negative Python int exponent is a ``ValueError``
+        (NumPy's rule; cast ``x1`` to a float dtype first).
+        """
 
     def maximum(x1, x2):
         """Element-wise maximum (NaN propagates)."""
@@ -278,7 +285,12 @@ class core:
         """NumPy's ``isclose``."""
 
     def clip(x, x_min, x_max):
-        """``x`` limited to ``[x_min, x_max]``; either bound may be None."""
+        """``x`` limited to ``[x_min, x_max]``; either bound (or both) may be None.
+
+        Result dtype ``result_type(x, x_min, x_max)`` with weak Python scalars
+        (``int32`` with ``2.5`` gives ``float32``, ``int8`` with ``2`` stays ``int8``); a bool
+        result becomes ``int32`` (as Keras).
+        """
 
     def where(condition, x1=None, x2=None):
         """``x1`` where ``condition`` else ``x2``; with one argument, :func:`nonzero`."""
@@ -407,7 +419,10 @@ class core:
         """Copy of ``x`` with the block at ``start_indices`` replaced by ``updates``."""
 
     def one_hot(indices, depth, dtype=None, axis=-1):
-        """One-hot encoding; out-of-range indices give an all-zero row."""
+        """One-hot encoding; out-of-range indices give an all-zero row.
+
+        ``indices`` must have an integer dtype (float or bool indices are a ``TypeError``).
+        """
 
     def top_k(x, k, sorted=True):
         """``(values, indices)`` of the ``k`` largest entries along the last axis."""
@@ -422,7 +437,10 @@ class core:
         """Tuple of ``int32`` index arrays of the non-zero elements (NumPy order)."""
 
     def segment_sum(data, segment_ids, num_segments=None):
-        """Sum of ``data`` rows per segment id (ids in ``[0, num_segments)``; empty segments are 0)."""
+        """Sum of ``data`` rows per segment id (ids in ``[0, num_segments)``; empty segments are 0).
+
+        Keeps the dtype of ``data``, except that bool data gives ``int32`` counts (as :func:`sum`).
+        """
 
     def segment_max(data, segment_ids, num_segments=None):
         """Maximum of ``data`` rows per segment id (empty segments give the dtype's lowest value)."""
@@ -552,10 +570,13 @@ class nn:
     """``ember.ops.nn``: activations and neural-network primitives (channels-last)."""
 
     def relu(x):
-        """``max(x, 0)``."""
+        """``max(x, 0)``: integers keep their dtype, bool gives ``int32`` (weak-scalar rule).
+
+        The other activations cast integer and bool inputs to ``floatx()``.
+        """
 
     def relu6(x):
-        """``min(max(x, 0), 6)``."""
+        """``min(max(x, 0), 6)``: integers keep their dtype, bool gives ``int32``."""
 
     def leaky_relu(x, negative_slope=0.2):
         """``x`` if positive else ``negative_slope * x`` (Keras default slope 0.2)."""

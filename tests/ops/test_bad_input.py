@@ -158,6 +158,7 @@ _OUT_OF_BOUNDS = {
     "scatter_add": lambda i: ops.scatter_add(ops.zeros((2, 3)), i([[1, 3]]), ops.ones((1,))),
     "take": lambda i: ops.take(ops.arange(4), i([0, 5])),
     "take_along_axis": lambda i: ops.take_along_axis(ops.arange(4), i([5]), 0),
+    "getitem": lambda i: ops.getitem(ops.zeros((3, 4)), (slice(None), i([1, 4]))),
 }
 
 

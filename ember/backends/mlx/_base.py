@@ -239,6 +239,9 @@ def _first_leaf(x: Any) -> Any:
 def from_numpy(array: np.ndarray, argument: str = "x") -> Any:
     """An ``mx.array`` with the values and dtype of a NumPy array."""
     dt = array.dtype
+    if not array.flags.c_contiguous:
+        # MLX's buffer import rejects negative strides (``a[::-1]``); copy to C order first.
+        array = np.ascontiguousarray(array)
     if dt == np.float64:
         if DEVICE.gpu:
             raise TypeError(f"{argument}: {F64_GPU_ERROR}")
@@ -296,6 +299,18 @@ def _keeps_dtype(array: Any, scalar: Any) -> bool:
     return False
 
 
+_INT_RANGE = {t: (int(np.iinfo(FROM_MX[t]).min), int(np.iinfo(FROM_MX[t]).max)) for t in INTEGERS}
+
+
+def check_int_scalar(value: Any, dtype: Any) -> None:
+    """A weak Python int out of range of the integer dtype it takes is an OverflowError (NumPy 2, JAX)."""
+    bounds = _INT_RANGE.get(dtype)
+    if bounds is not None and type(value) is int and not bounds[0] <= value <= bounds[1]:
+        raise OverflowError(
+            f"Python integer {value} is out of bounds for {FROM_MX[dtype]} (a Python scalar takes the "
+            f"array's dtype); cast the array to a wider dtype first")
+
+
 def binary_same(x1: Any, x2: Any) -> tuple[Any, Any]:
     """Both operands as ``mx.array``s of exactly the same dtype (Ember promotion, weak scalars)."""
     if type(x1) is A and type(x2) is A and x1.dtype == x2.dtype:
@@ -306,8 +321,12 @@ def binary_same(x1: Any, x2: Any) -> tuple[Any, Any]:
 def binary_slow(x1: Any, x2: Any) -> tuple[Any, Any]:
     # Common weak-scalar cases first (``x * 0.5``, ``x + 1``): the array's dtype wins.
     if type(x1) is A and _keeps_dtype(x1, x2):
+        if type(x2) is int and not 0 <= x2 <= 127:  # (in range of every integer dtype: no check)
+            check_int_scalar(x2, x1.dtype)
         return x1, mx.array(x2, dtype=x1.dtype)
     if type(x2) is A and _keeps_dtype(x2, x1):
+        if type(x1) is int and not 0 <= x1 <= 127:
+            check_int_scalar(x1, x2.dtype)
         return mx.array(x1, dtype=x2.dtype), x2
     s1 = isinstance(x1, _PY_SCALARS)
     s2 = isinstance(x2, _PY_SCALARS)
@@ -317,10 +336,12 @@ def binary_slow(x1: Any, x2: Any) -> tuple[Any, Any]:
     if s2:
         a1 = to_mx(x1, "x1")
         target = mx_dtype(_dtypes.result_type(FROM_MX[a1.dtype], x2))
+        check_int_scalar(x2, target)
         return (a1 if a1.dtype == target else a1.astype(target)), mx.array(x2, dtype=target)
     if s1:
         a2 = to_mx(x2, "x2")
         target = mx_dtype(_dtypes.result_type(x1, FROM_MX[a2.dtype]))
+        check_int_scalar(x1, target)
         return mx.array(x1, dtype=target), (a2 if a2.dtype == target else a2.astype(target))
     a1 = to_mx(x1, "x1")
     a2 = to_mx(x2, "x2")
@@ -350,6 +371,7 @@ def promote(values: Any, argument: str = "xs") -> list[Any]:
         if type(array) is A:
             out.append(array if array.dtype == target else array.astype(target))
         else:
+            check_int_scalar(array, target)
             out.append(mx.array(array, dtype=target))
     return out
 
@@ -374,7 +396,8 @@ def axes_of(axis: Any, ndim: int, argument: str = "axis") -> list[int] | None:
 
 __all__ = [
     "A", "DEVICE", "FLOATS", "FROM_MX", "INEXACT", "INTEGERS", "NAME", "SIGNED", "SMALL_INTS", "TO_MX",
-    "UNSIGNED", "axes_of", "binary", "binary_same", "check_device", "convert", "floatx", "from_numpy", "gpu_available",
+    "UNSIGNED", "axes_of", "binary", "binary_same", "check_device", "check_int_scalar", "convert", "floatx",
+    "from_numpy", "gpu_available",
     "inexact", "is_scalar", "mx_dtype", "name_of", "normalize_axis", "promote", "stream_for", "to_mx",
     "to_numpy",
 ]

@@ -55,8 +55,8 @@ def rsqrt(x):
 
 def square(x):
     x = to_mx(x)
-    if x.dtype == mx.bool_:
-        return x
+    if x.dtype == mx.bool_:  # bool counts as 0/1: int32, as sum(bool)
+        x = x.astype(mx.int32)
     return mx.square(x)
 
 
@@ -270,24 +270,42 @@ def _true_division_operands(x1, x2):
 
 
 def floor_divide(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    if type(x1) is A and type(x2) is A and 1 < x1.itemsize == x2.itemsize < 8:  # (1 byte: maybe bool)
         return _floor_divide(x1, x2)
-    x1, x2 = binary(x1, x2)
+    x1, x2 = _numeric(*binary(x1, x2))
     return _floor_divide(x1, x2)
 
 
 def mod(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    if type(x1) is A and type(x2) is A and 1 < x1.itemsize == x2.itemsize < 8:  # (1 byte: maybe bool)
         return _remainder(x1, x2)
-    x1, x2 = binary(x1, x2)
+    x1, x2 = _numeric(*binary(x1, x2))
     return _remainder(x1, x2)
 
 
 def power(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    if type(x1) is A and type(x2) is A and 1 < x1.itemsize == x2.itemsize < 8:  # (1 byte: maybe bool)
         return _power(x1, x2)
-    x1, x2 = binary(x1, x2)
+    if type(x2) is int and x2 < 0:
+        _check_integer_power(x1, x2)
+    x1, x2 = _numeric(*binary(x1, x2))
     return _power(x1, x2)
+
+
+def _check_integer_power(x1, x2):
+    """NumPy's rule: an integer (or bool) base with a negative integer exponent is a ValueError."""
+    base = to_mx(x1, "x1")
+    if base.dtype not in INEXACT:
+        raise ValueError(
+            f"power: integers to negative integer powers are not allowed (received a {_base.FROM_MX[base.dtype]} "
+            f"base and exponent {x2}); cast x1 to a float dtype first")
+
+
+def _numeric(x1, x2):
+    """Two bool operands of arithmetic that counts bool as 0/1 (floor_divide, mod, power) become int32."""
+    if x1.itemsize == 1 and x1.dtype == mx.bool_ and x2.dtype == mx.bool_:
+        return x1.astype(mx.int32), x2.astype(mx.int32)
+    return x1, x2
 
 
 def maximum(x1, x2):
@@ -370,11 +388,12 @@ def isclose(x1, x2, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def clip(x, x_min, x_max):
+    # Result dtype: result_type(x, x_min, x_max) (weak Python scalars); bool -> int32.
     x = to_mx(x)
-    if x_min is None and x_max is None:
-        raise ValueError("clip: at least one of x_min and x_max must be given")
     bounds = [b for b in (x_min, x_max) if b is not None]
     arrays = _base.promote([x, *bounds], "clip")
+    if arrays[0].dtype == mx.bool_:
+        arrays = [a.astype(mx.int32) for a in arrays]
     out = arrays[0]
     index = 1
     if x_min is not None:

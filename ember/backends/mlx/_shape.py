@@ -264,6 +264,8 @@ def _index_array(k, axis_size=None, axis=None):
         k = to_mx(k, "key")
         if k.dtype not in INTEGERS:
             raise IndexError(f"getitem: index arrays must be integers or booleans, received {FROM_MX[k.dtype]}")
+        if axis_size is not None:
+            _check_bounds(mx.expand_dims(k, -1), (axis_size,), "getitem", first_axis=axis or 0)
         return k
     host = np.asarray(k)
     if host.size == 0 and host.dtype.kind not in "iu":
@@ -279,7 +281,7 @@ def _index_array(k, axis_size=None, axis=None):
     return mx.array(host.astype(np.int32))
 
 
-def _check_bounds(indices, sizes, op):
+def _check_bounds(indices, sizes, op, first_axis=0):
     """IndexError when an index is outside ``[-size, size)`` of its axis (MLX itself does not check:
     it would read or write out-of-bounds memory). The last axis of ``indices`` runs over ``sizes``.
 
@@ -288,6 +290,8 @@ def _check_bounds(indices, sizes, op):
     """
     if indices.size == 0:
         return
+    if indices.dtype in (mx.uint8, mx.uint16, mx.uint32, mx.uint64):
+        indices = indices.astype(mx.int64)  # -limits must not wrap around
     limits = mx.array(list(sizes), dtype=indices.dtype)
     bad = mx.any((indices >= limits) | (indices < -limits))
     try:
@@ -299,7 +303,7 @@ def _check_bounds(indices, sizes, op):
         limit = np.asarray(sizes)
         row = np.argmax(np.any((host >= limit) | (host < -limit), axis=1))
         axis = int(np.argmax((host[row] >= limit) | (host[row] < -limit)))
-        raise IndexError(f"{op}: index {int(host[row, axis])} is out of bounds for axis {axis} "
+        raise IndexError(f"{op}: index {int(host[row, axis])} is out of bounds for axis {first_axis + axis} "
                          f"with size {sizes[axis]}")
 
 
@@ -515,6 +519,8 @@ def slice_update(x, start_indices, updates):
 
 def one_hot(indices, depth, dtype=None, axis=-1):
     indices = to_mx(indices, "indices")
+    if indices.dtype not in INTEGERS:
+        raise TypeError(f"one_hot: indices must be integers, received dtype {FROM_MX[indices.dtype]}")
     depth = int(depth)
     target = mx_dtype(dtype, "one_hot")
     out = mx.equal(mx.expand_dims(indices.astype(mx.int32), -1), mx.arange(depth, dtype=mx.int32)).astype(target)
@@ -592,6 +598,8 @@ def _expand_to(mask, ndim):
 
 def segment_sum(data, segment_ids, num_segments=None):
     data, ids, valid, num = _segments(data, segment_ids, num_segments, "segment_sum")
+    if data.dtype == mx.bool_:  # bool counts as 0/1: the sums are int32 (as sum(bool))
+        data = data.astype(mx.int32)
     contribution = mx.where(_expand_to(valid, data.ndim), data, mx.zeros((), dtype=data.dtype))
     out = mx.zeros((num,) + tuple(data.shape[1:]), dtype=data.dtype)
     return out.at[ids].add(contribution)

@@ -24,6 +24,7 @@ from ember.backends.mlx._base import (  # noqa: F401  (gpu_available: a device h
     INTEGERS,
     A,
     check_device,
+    check_int_scalar,
     convert,
     floatx,
     gpu_available,
@@ -246,7 +247,9 @@ def full(shape, fill_value, dtype=None, device=None):
     if dtype is None:
         value = to_mx(fill_value, "full: fill_value")
     else:
-        value = convert(fill_value, "full: fill_value", mx_dtype(dtype, "full", name))
+        target = mx_dtype(dtype, "full", name)
+        check_int_scalar(fill_value, target)
+        value = convert(fill_value, "full: fill_value", target)
     return mx.full(shape, value, dtype=value.dtype, stream=stream_for(name))
 
 
@@ -263,6 +266,7 @@ def ones_like(x, dtype=None):
 def full_like(x, fill_value, dtype=None):
     x = to_mx(x)
     target = x.dtype if dtype is None else mx_dtype(dtype, "full_like")
+    check_int_scalar(fill_value, target)
     return mx.full(x.shape, convert(fill_value, "full_like: fill_value", target), dtype=target)
 
 

@@ -28,11 +28,15 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 def relu(x):
     x = to_mx(x)
+    if x.dtype == mx.bool_:  # max(bool, 0) is int32 by Ember's weak-scalar rule
+        x = x.astype(mx.int32)
     return mx.maximum(x, 0)
 
 
 def relu6(x):
     x = to_mx(x)
+    if x.dtype == mx.bool_:
+        x = x.astype(mx.int32)
     return mx.minimum(mx.maximum(x, 0), 6)
 
 

@@ -200,6 +200,16 @@ _FLOATS = frozenset(np.dtype(n) for n in ("float16", "float32", "float64", "comp
 _KEEPS = {float: _FLOATS, int: _FLOATS | _INTS, bool: _FLOATS | _INTS | {BOOL}}
 
 
+def check_int_scalar(value: Any, dt: np.dtype) -> None:
+    """A Python int out of range of the integer dtype it takes is an OverflowError (NumPy 2, JAX)."""
+    if type(value) is int and dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not info.min <= value <= info.max:
+            raise OverflowError(
+                f"Python integer {value} is out of bounds for {dt.name} (a Python scalar takes the "
+                f"array's dtype); cast the array to a wider dtype first")
+
+
 def operands(x1: Any, x2: Any) -> tuple[Any, Any]:
     """Like :func:`binary`, for inputs going straight into a NumPy ufunc.
 

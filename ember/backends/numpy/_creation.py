@@ -11,7 +11,17 @@ import builtins
 
 import numpy as np
 
-from ember.backends.numpy._base import F64, I32, ND, check_device, dtype_arg, floatx, shape_arg, to_native
+from ember.backends.numpy._base import (
+    F64,
+    I32,
+    ND,
+    check_device,
+    check_int_scalar,
+    dtype_arg,
+    floatx,
+    shape_arg,
+    to_native,
+)
 
 _nd = ND
 
@@ -38,6 +48,7 @@ def full(shape, fill_value, dtype=None, device=None):
         check_device(device)
     value = to_native(fill_value, "fill_value")
     target = value.dtype if dtype is None else dtype_arg(dtype)
+    check_int_scalar(fill_value, target)
     return np.full(shape_arg(shape), value, dtype=target)
 
 
@@ -53,7 +64,9 @@ def ones_like(x, dtype=None):
 
 def full_like(x, fill_value, dtype=None):
     x = to_native(x)
-    return np.full(x.shape, to_native(fill_value, "fill_value"), x.dtype if dtype is None else dtype_arg(dtype))
+    target = x.dtype if dtype is None else dtype_arg(dtype)
+    check_int_scalar(fill_value, target)
+    return np.full(x.shape, to_native(fill_value, "fill_value"), target)
 
 
 def eye(N, M=None, k=0, dtype=None, device=None):
@@ -90,6 +103,8 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
     if target.kind in "fcV":
         # Values computed in float64 and rounded once, whatever the target precision.
         return np.arange(start, stop, step, dtype=F64).astype(target)
+    if target.kind == "b":  # NumPy refuses bool ranges longer than 2; cast the numbers, as torch/MLX
+        return np.arange(start, stop, step).astype(target)
     return np.arange(start, stop, step, dtype=target)
 
 

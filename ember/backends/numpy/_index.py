@@ -241,9 +241,11 @@ def _segments(data, segment_ids, num_segments, op):
 
 def segment_sum(data, segment_ids, num_segments=None):
     data, ids, count = _segments(data, segment_ids, num_segments, "segment_sum")
-    result = np.zeros((count,) + data.shape[1:], _accumulating(data.dtype))
+    # bool data counts as 0/1: the sums are int32 (as sum(bool)); other dtypes are kept.
+    final = I32 if data.dtype == BOOL else data.dtype
+    result = np.zeros((count,) + data.shape[1:], I32 if data.dtype == BOOL else _accumulating(data.dtype))
     np.add.at(result, ids, data)
-    return result if result.dtype == data.dtype else result.astype(data.dtype)
+    return result if result.dtype == final else result.astype(final)
 
 
 def _lowest(dt):

@@ -21,6 +21,7 @@ from ember.backends.numpy._base import (  # noqa: F401  (check_device is a devic
     ND,
     binary,
     check_device,
+    check_int_scalar,
     dtype_arg,
     float_operands,
     floatx,
@@ -391,8 +392,19 @@ def mod(x1, x2):
 
 
 def power(x1, x2):
+    if type(x2) is int and x2 < 0:
+        _check_integer_power(x1, x2)
     x1, x2 = _int_pair(x1, x2)
     return out(np.power(x1, x2))
+
+
+def _check_integer_power(x1, x2):
+    """NumPy's rule: an integer (or bool) base with a negative integer exponent is a ValueError."""
+    base = to_native(x1, "x1")
+    if base.dtype.kind in "biu":
+        raise ValueError(
+            f"power: integers to negative integer powers are not allowed (received a {name_of(base.dtype)} "
+            f"base and exponent {x2}); cast x1 to a float dtype first")
 
 
 add = _binary_op(np.add, "add")
@@ -400,12 +412,31 @@ subtract = _binary_op(np.subtract, "subtract")
 multiply = _binary_op(np.multiply, "multiply")
 maximum = _binary_op(np.maximum, "maximum")
 minimum = _binary_op(np.minimum, "minimum")
-equal = _binary_op(np.equal, "equal")
-not_equal = _binary_op(np.not_equal, "not_equal")
-less = _binary_op(np.less, "less")
-less_equal = _binary_op(np.less_equal, "less_equal")
-greater = _binary_op(np.greater, "greater")
-greater_equal = _binary_op(np.greater_equal, "greater_equal")
+
+
+def _comparison_op(ufunc, name):
+    """A comparison: like :func:`_binary_op`, but NumPy compares an out-of-range Python int
+    exactly, where the other backends (and every arithmetic op) raise OverflowError; so do we."""
+
+    def op(x1, x2):
+        if type(x1) is not _nd or type(x2) is not _nd or x1.dtype is not x2.dtype:
+            x1, x2 = operands(x1, x2)  # a weak Python int that keeps the array's dtype stays an int
+            if type(x2) is int:
+                check_int_scalar(x2, x1.dtype)
+            elif type(x1) is int:
+                check_int_scalar(x1, x2.dtype)
+        r = ufunc(x1, x2)
+        return r if type(r) is _nd else out(r)
+
+    return _name(op, name)
+
+
+equal = _comparison_op(np.equal, "equal")
+not_equal = _comparison_op(np.not_equal, "not_equal")
+less = _comparison_op(np.less, "less")
+less_equal = _comparison_op(np.less_equal, "less_equal")
+greater = _comparison_op(np.greater, "greater")
+greater_equal = _comparison_op(np.greater_equal, "greater_equal")
 divide = _float_binary(np.true_divide, "divide")
 arctan2 = _float_binary(np.arctan2, "arctan2")
 
@@ -434,15 +465,14 @@ def isclose(x1, x2, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def clip(x, x_min, x_max):
-    x = to_native(x)
-    result_dtype = I32 if x.dtype == BOOL else x.dtype
-    r = x
+    # Result dtype: result_type(x, x_min, x_max) (weak Python scalars); bool -> int32.
+    r = to_native(x)
     if x_min is not None:
         r = np.maximum(*binary(r, x_min))
     if x_max is not None:
         r = np.minimum(*binary(r, x_max))
     r = out(r)
-    return r if r.dtype == result_dtype else r.astype(result_dtype)
+    return r.astype(I32) if r.dtype == BOOL else r
 
 
 def where(condition, x1=None, x2=None):

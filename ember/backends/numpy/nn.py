@@ -48,8 +48,8 @@ def _done(r, final):
 def relu(x):
     if type(x) is not ND:
         x = to_native(x)
-    if x.dtype == BOOL:
-        x = x.astype(floatx())
+    if x.dtype == BOOL:  # max(bool, 0) is int32 by Ember's weak-scalar rule
+        x = x.astype(np.int32)
     return out(np.maximum(x, 0))
 
 
@@ -57,7 +57,7 @@ def relu6(x):
     if type(x) is not ND:
         x = to_native(x)
     if x.dtype == BOOL:
-        x = x.astype(floatx())
+        x = x.astype(np.int32)
     return out(np.minimum(np.maximum(x, 0), 6))
 
 

@@ -378,6 +378,18 @@ def scalar_kind(x: Any) -> str | None:
     return kind
 
 
+_INT_RANGE = {t: (int(torch.iinfo(t).min), int(torch.iinfo(t).max)) for t in INTEGER}
+
+
+def check_int_scalar(value: int, dtype: torch.dtype) -> None:
+    """A weak Python int out of range of the integer dtype it takes is an OverflowError (NumPy 2, JAX)."""
+    bounds = _INT_RANGE.get(dtype)
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        raise OverflowError(
+            f"Python integer {value} is out of bounds for {dtype_name(dtype)} (a Python scalar takes the "
+            f"array's dtype); cast the array to a wider dtype first")
+
+
 def binary(x1: Any, x2: Any) -> tuple[Any, Any]:
     """Two operands with Ember's result dtype; a weak Python scalar ``x2`` may stay a number."""
     if type(x1) is Tensor and type(x2) is Tensor and x1.dtype is x2.dtype:
@@ -392,10 +404,14 @@ def binary_slow(x1: Any, x2: Any) -> tuple[Any, Any]:
         target = promote_weak(a.dtype, k2)
         if k2 == "bool" and target is not torch.bool:
             x2 = int(x2)  # torch refuses e.g. ``int8_tensor - True``; NumPy treats True as 1
+        elif k2 == "int":
+            check_int_scalar(x2, target)
         return (a if a.dtype is target else a.to(target)), x2
     if k1 is not None and k2 is None:
         b = native(x2, "x2")
         target = promote_weak(b.dtype, k1)
+        if k1 == "int":
+            check_int_scalar(x1, target)
         if b.dtype is not target:
             b = b.to(target)
         return torch.tensor(x1, dtype=target, device=b.device), b

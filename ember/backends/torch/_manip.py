@@ -484,8 +484,8 @@ def slice_update(x, start_indices, updates):
 
 def one_hot(indices, depth, dtype=None, axis=-1):
     idx = native(indices, "indices")
-    if idx.dtype in FLOATING:
-        idx = idx.long()
+    if idx.dtype in FLOATING or idx.dtype is torch.bool or idx.is_complex():
+        raise TypeError(f"one_hot: indices must be integers, received dtype {dtype_name(idx.dtype)}")
     idx = index_tensor(idx, idx.device)
     depth = int(depth)
     # Out-of-range (incl. negative) indices match no column: an all-zero row.

@@ -28,6 +28,7 @@ from ember.backends.torch._base import (
     Tensor,
     binary_slow,
     binary_tensors,
+    check_int_scalar,
     dtype_name,
     floatx,
     native,
@@ -198,6 +199,8 @@ def full(shape, fill_value, dtype=None, device=None):
     place = resolve_device(device)
     if scalar_kind(fill_value) is not None:
         target = torch_dtype(_dt.result_type(fill_value) if dtype is None else dtype)
+        if type(fill_value) is int:
+            check_int_scalar(fill_value, target)
         return torch.full(dims, fill_value, dtype=target, device=place)
     value = native(fill_value, "fill_value", place)
     target = value.dtype if dtype is None else torch_dtype(dtype)
@@ -218,6 +221,8 @@ def full_like(x, fill_value, dtype=None):
     x = native(x)
     target = x.dtype if dtype is None else torch_dtype(dtype)
     if scalar_kind(fill_value) is not None:
+        if type(fill_value) is int:
+            check_int_scalar(fill_value, target)
         return torch.full_like(x, fill_value, dtype=target)
     value = native(fill_value, "fill_value", x.device).to(device=x.device, dtype=target)
     return torch.broadcast_to(value, x.shape).contiguous()
@@ -364,8 +369,8 @@ def sign(x):
 def square(x):
     if type(x) is not Tensor:
         x = native(x)
-    if x.dtype is torch.bool:
-        return x
+    if x.dtype is torch.bool:  # bool counts as 0/1: int32, as sum(bool)
+        x = x.to(torch.int32)
     return x * x
 
 
@@ -452,13 +457,18 @@ def _op_error(name: str, error: RuntimeError, *operands) -> Exception:
         kinds = [dtype_name(o.dtype) for o in operands if isinstance(o, Tensor)]
         return TypeError(f"{name}: not supported for dtype(s) {kinds} on the torch backend ({error})")
     text = str(error)
+    if "bool" in text.lower():  # e.g. bool - bool: a dtype error, a TypeError as in NumPy
+        kinds = [dtype_name(o.dtype) for o in operands if isinstance(o, Tensor)]
+        return TypeError(f"{name}: not supported for dtype(s) {kinds} on the torch backend ({error})")
     if "size of tensor" in text or "broadcast" in text or "shape" in text:
         return ValueError(f"{name}: operands could not be broadcast together with shapes {shapes}")
     return error
 
 
-def _binary_op(fn, name):
+def _binary_op(fn, name, bool_as_int=False):
     # A weak Python scalar as x2 reaches ``fn`` as a number (torch keeps the tensor's dtype).
+    # ``bool_as_int``: arithmetic that treats bool as the numbers 0/1 (floor_divide, mod,
+    # power) gives int32 for two bool operands, as ``sum(bool)`` does.
     def op(x1, x2):
         if type(x1) is not Tensor:
             x1, x2 = binary_slow(x1, x2)
@@ -469,6 +479,10 @@ def _binary_op(fn, name):
             # (tensor, float) with a float tensor and (tensor, int) with a non-bool tensor
             # already give Ember's dtype in torch; anything else is promoted first.
             x1, x2 = binary_slow(x1, x2)
+        elif type(x2) is int and not 0 <= x2 <= 127:  # cheap guard before the range check
+            check_int_scalar(x2, x1.dtype)
+        if bool_as_int and x1.dtype is _BOOL:
+            x1, x2 = _bool_operands_as_int32(x1, x2)
         try:
             return fn(x1, x2)
         except RuntimeError as error:
@@ -476,6 +490,10 @@ def _binary_op(fn, name):
 
     op.__name__ = op.__qualname__ = name
     return op
+
+
+def _bool_operands_as_int32(x1, x2):
+    return x1.to(torch.int32), (x2.to(torch.int32) if isinstance(x2, Tensor) else int(x2))
 
 
 def _binary_tensor_op(fn, name, to_inexact=False):
@@ -498,9 +516,26 @@ def _binary_tensor_op(fn, name, to_inexact=False):
 add = _binary_op(torch.add, "add")
 subtract = _binary_op(torch.sub, "subtract")
 multiply = _binary_op(torch.mul, "multiply")  # torch.mul: the alias torch.multiply is slower with scalars
-floor_divide = _binary_op(torch.floor_divide, "floor_divide")
-mod = _binary_op(torch.remainder, "mod")
-power = _binary_op(torch.pow, "power")
+floor_divide = _binary_op(torch.floor_divide, "floor_divide", bool_as_int=True)
+mod = _binary_op(torch.remainder, "mod", bool_as_int=True)
+_power = _binary_op(torch.pow, "power", bool_as_int=True)
+
+
+def power(x1, x2):
+    if type(x2) is int and x2 < 0:
+        _check_integer_power(x1, x2)
+    return _power(x1, x2)
+
+
+def _check_integer_power(x1, x2):
+    """NumPy's rule: an integer (or bool) base with a negative integer exponent is a ValueError."""
+    base = x1 if type(x1) is Tensor else native(x1, "x1")
+    if base.dtype not in INEXACT:
+        raise ValueError(
+            f"power: integers to negative integer powers are not allowed (received a {dtype_name(base.dtype)} "
+            f"base and exponent {x2}); cast x1 to a float dtype first")
+
+
 equal = _binary_op(torch.eq, "equal")
 not_equal = _binary_op(torch.ne, "not_equal")
 less = _binary_op(torch.lt, "less")
@@ -560,15 +595,22 @@ def clip(x, x_min, x_max):
     x = native(x)
     bounds = [b for b in (x_min, x_max) if b is not None]
     if not bounds:
-        return x.clone()
+        return x.to(torch.int32) if x.dtype is _BOOL else x.clone()
     if _b.all(scalar_kind(b) is not None for b in bounds):
         target = promote_all([x] + bounds)
+        if target is _BOOL:  # clip counts bool as 0/1: int32 (Keras)
+            target = torch.int32
+        for b in bounds:
+            if type(b) is int:
+                check_int_scalar(b, target)
         if x.dtype is not target:
             x = x.to(target)
         return torch.clamp(x, x_min, x_max)
     lo = None if x_min is None else native(x_min, "x_min", x.device)
     hi = None if x_max is None else native(x_max, "x_max", x.device)
     target = promote_all([v if scalar_kind(b) is None else b for v, b in ((x, x), (lo, x_min), (hi, x_max)) if b is not None])
+    if target is _BOOL:
+        target = torch.int32
     x = x.to(target)
     lo = None if lo is None else lo.to(device=x.device, dtype=target)
     hi = None if hi is None else hi.to(device=x.device, dtype=target)

@@ -64,12 +64,16 @@ def _float_act(fn, name):
 def relu(x):
     if type(x) is not Tensor:
         x = native(x)
+    if x.dtype is torch.bool:  # max(bool, 0) is int32 by Ember's weak-scalar rule
+        x = x.to(torch.int32)
     return torch.relu(x)
 
 
 def relu6(x):
     if type(x) is not Tensor:
         x = native(x)
+    if x.dtype is torch.bool:
+        x = x.to(torch.int32)
     return torch.clamp(x, 0, 6)
 
 

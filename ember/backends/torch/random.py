@@ -86,7 +86,7 @@ def _shape(shape) -> tuple[int, ...]:
 def _float_dtype(dtype, op: str) -> torch.dtype:
     target = torch_dtype(dtype)
     if target not in FLOATING:
-        raise ValueError(f"random.{op}: dtype must be a floating dtype, received {_dt.standardize_dtype(dtype)!r}")
+        raise TypeError(f"random.{op}: dtype must be a floating dtype, received {_dt.standardize_dtype(dtype)!r}")
     return target
 
 
@@ -137,7 +137,7 @@ def bernoulli(shape, p=0.5, seed=None):
 def randint(shape, minval, maxval, dtype="int32", seed=None):
     target = torch_dtype(dtype)
     if target not in INTEGER:
-        raise ValueError(f"random.randint: dtype must be an integer dtype, received {_dt.standardize_dtype(dtype)!r}")
+        raise TypeError(f"random.randint: dtype must be an integer dtype, received {_dt.standardize_dtype(dtype)!r}")
     low, high = int(minval), int(maxval)
     if high <= low:
         raise ValueError(f"random.randint: maxval ({high}) must be greater than minval ({low})")
@@ -149,7 +149,7 @@ def randint(shape, minval, maxval, dtype="int32", seed=None):
 def categorical(logits, num_samples, dtype="int32", seed=None):
     target = torch_dtype(dtype)
     if target not in INTEGER:
-        raise ValueError(f"random.categorical: dtype must be an integer dtype, received {_dt.standardize_dtype(dtype)!r}")
+        raise TypeError(f"random.categorical: dtype must be an integer dtype, received {_dt.standardize_dtype(dtype)!r}")
     x = native(logits, "logits")
     if x.ndim != 2:
         raise ValueError(f"random.categorical: logits must be (batch, classes), received shape {tuple(x.shape)}")
