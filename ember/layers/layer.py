@@ -42,12 +42,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-import re
 from typing import Any, ClassVar
 
 import optree
 
 from ember import dtypes
+from ember.utils.naming import to_snake_case
 
 PYTREE_NAMESPACE = "ember"
 _name_counts: dict[str, int] = {}
@@ -91,10 +91,6 @@ def clear_session() -> None:
     _name_counts.clear()
 
 
-def snake_case(name: str) -> str:
-    """``"GlobalAveragePooling2D"`` -> ``"global_average_pooling2d"``."""
-    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
 
 
 def unique_name(base: str) -> str:
@@ -161,7 +157,7 @@ class Layer:
 
     def __post_init__(self) -> None:
         if self.name is None:
-            object.__setattr__(self, "name", unique_name(snake_case(type(self).__name__)))
+            object.__setattr__(self, "name", unique_name(to_snake_case(type(self).__name__)))
         elif not isinstance(self.name, str) or not self.name:
             raise ValueError(f"{type(self).__name__}: name must be a non-empty string, received {self.name!r}")
         if self.dtype is not None:

@@ -36,6 +36,7 @@ from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
 from ember.models.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 from ember.training.model_api import TrainingAPI
+from ember.utils.naming import to_snake_case
 
 # Attributes of the handle that may be replaced after construction.
 _HANDLE_ATTRIBUTES = frozenset({"state", "_training", "stop_training", "history"})
@@ -72,7 +73,7 @@ class Model(TrainingAPI, Layer):
 
     def __init__(self, inputs: Any, outputs: Any, name: str | None = None, trainable: bool = True) -> None:
         set_ = object.__setattr__
-        set_(self, "name", name or unique_name("functional" if type(self) is Model else _snake(type(self).__name__)))
+        set_(self, "name", name or unique_name("functional" if type(self) is Model else to_snake_case(type(self).__name__)))
         set_(self, "trainable", trainable)
         set_(self, "dtype", None)
         set_(self, "inputs", inputs)
@@ -462,10 +463,6 @@ class _Same:
         return id(self.model)
 
 
-def _snake(name: str) -> str:
-    from ember.layers.layer import snake_case
-
-    return snake_case(name)
 
 
 def _child_rng(rng: Any, name: str) -> Any:

@@ -69,7 +69,7 @@ def sparse_crossentropy_from_logits(labels: Any, logits: Any) -> tuple[Any, Any]
     if labels.min() < 0 or labels.max() >= classes:
         bad = labels[(labels < 0) | (labels >= classes)][0]
         raise ValueError(f"sparse_categorical_crossentropy: class indices must be in [0, {classes}) for y_pred "
-                         f"with {classes} classes, received {bad!r}")
+                         f"with {classes} classes, received {bad.item()!r}")
     shifted = logits - logits.max(axis=1, keepdims=True)
     exp = np.exp(shifted)
     total = exp.sum(axis=1, keepdims=True)

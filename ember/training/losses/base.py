@@ -18,13 +18,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import re
 from typing import Any, Callable
 
 import numpy as np
 
 from ember import dtypes, ops
 from ember.saving.serialization import deserialize, register_serializable, serialize
+from ember.utils.naming import to_snake_case
 
 EPSILON = 1e-7
 """Keras's ``backend.epsilon()``: probabilities are clipped to ``[EPSILON, 1 - EPSILON]``."""
@@ -33,18 +33,6 @@ REDUCTIONS = ("sum", "sum_over_batch_size", "mean", "mean_with_sample_weight", "
 """Keras 3's reductions. ``"sum_over_batch_size"`` and ``"mean"`` divide the weighted sum by
 the number of elements, ``"mean_with_sample_weight"`` by the sum of the sample weights;
 ``"none"``/``None`` return the per-sample losses."""
-
-
-def to_snake_case(name: str) -> str:
-    """Keras's default object names: ``"MeanSquaredError"`` -> ``"mean_squared_error"``.
-
-    Example:
-        >>> to_snake_case("KLDivergence"), to_snake_case("AUC")
-        ('kl_divergence', 'auc')
-    """
-    name = re.sub(r"\W+", "", name)
-    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 def standardize_reduction(reduction: Any, owner: str = "Loss") -> str | None:

@@ -145,12 +145,12 @@ def _check_sparse_values(owner: str, labels: Any, num_classes: int, ignore_class
     if floating and np.any(values != np.floor(values)):
         example = values[values != np.floor(values)].ravel()[0]
         raise ValueError(f"{owner}: y_true must hold integer class indices, received a non-integral "
-                         f"value {example!r} (one-hot labels go to categorical_crossentropy)")
+                         f"value {example.item()!r} (one-hot labels go to categorical_crossentropy)")
     invalid = values[(values < 0) | (values >= num_classes)]
     if ignore_class is not None:
         invalid = invalid[invalid != ignore_class]
     raise ValueError(f"{owner}: class indices must be in [0, {num_classes}) for y_pred with {num_classes} "
-                     f"classes, received {invalid.ravel()[0]!r}")
+                     f"classes, received {invalid.ravel()[0].item()!r}")
 
 
 # Up to this many classes the label's log-probability is picked with a one-hot product
