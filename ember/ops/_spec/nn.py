@@ -1,0 +1,124 @@
+"""The op protocol for ``ember.ops.nn`` (activations, convolutions, pooling, losses' primitives, fused recurrent ops): one stub per op (see :mod:`ember.ops._spec`)."""
+
+# ruff: noqa: ARG001  (stubs: the signature is the specification)
+
+from __future__ import annotations
+
+
+class nn:
+    """``ember.ops.nn``: activations and neural-network primitives (channels-last)."""
+
+    def relu(x):
+        """``max(x, 0)``: integers keep their dtype, bool gives ``int32`` (weak-scalar rule).
+
+        The other activations cast integer and bool inputs to ``floatx()``.
+        """
+
+    def relu6(x):
+        """``min(max(x, 0), 6)``: integers keep their dtype, bool gives ``int32``."""
+
+    def leaky_relu(x, negative_slope=0.2):
+        """``x`` if positive else ``negative_slope * x`` (Keras default slope 0.2)."""
+
+    def elu(x, alpha=1.0):
+        """``x`` if positive else ``alpha * (exp(x) - 1)``."""
+
+    def selu(x):
+        """Scaled ELU with Klambauer et al.'s constants."""
+
+    def gelu(x, approximate=True):
+        """GELU; tanh approximation when ``approximate`` (Keras default), else exact erf form."""
+
+    def silu(x):
+        """``x * sigmoid(x)`` (swish)."""
+
+    def sigmoid(x):
+        """Logistic function, stable for large ``|x|``."""
+
+    def hard_sigmoid(x):
+        """``relu6(x + 3) / 6`` (Keras 3)."""
+
+    def softplus(x):
+        """``log(1 + exp(x))``, stable."""
+
+    def softsign(x):
+        """``x / (1 + |x|)``."""
+
+    def tanh(x):
+        """Hyperbolic tangent."""
+
+    def lecun_tanh(x):
+        """``1.7159 * tanh(0.666 * x)``."""
+
+    def softmax(x, axis=-1):
+        """Softmax, stable (shifted by the max)."""
+
+    def log_softmax(x, axis=-1):
+        """Log of softmax, stable."""
+
+    def conv(inputs, kernel, strides=1, padding="valid", data_format="channels_last", dilation_rate=1):
+        """N-d convolution (N = 1, 2, 3), cross-correlation as in Keras.
+
+        ``inputs``: ``(batch, *spatial, in_channels)`` (channels_last) or
+        ``(batch, in_channels, *spatial)``. ``kernel``: ``(*kernel_spatial,
+        in_channels // groups, out_channels)``; ``groups`` is inferred as
+        ``in_channels // kernel.shape[-2]``. ``strides``/``dilation_rate`` are ints
+        or tuples; ``padding`` is ``"valid"`` or ``"same"`` (TF/Keras placement: extra
+        padding on the right/bottom).
+        """
+
+    def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format="channels_last", dilation_rate=1):
+        """N-d transposed convolution (gradient of :func:`conv` w.r.t. its input), Keras semantics.
+
+        ``kernel``: ``(*kernel_spatial, out_channels, in_channels)``. Output size per
+        spatial axis follows Keras's ``compute_conv_transpose_output_shape``.
+        """
+
+    def max_pool(inputs, pool_size, strides=None, padding="valid", data_format="channels_last"):
+        """N-d max pooling (``strides`` defaults to ``pool_size``)."""
+
+    def avg_pool(inputs, pool_size, strides=None, padding="valid", data_format="channels_last"):
+        """N-d average pooling; with ``"same"`` padding, padded cells are excluded from the mean."""
+
+    def moments(x, axes, keepdims=False):
+        """``(mean, variance)`` over ``axes``."""
+
+    def lstm(inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=None, *, go_backwards=False,
+             time_major=False):
+        """A whole single-layer LSTM sequence in one op: ``(sequence_outputs, h, c)``.
+
+        Weights in Keras's layout, gate order i, f, c, o along the last axis (torch's
+        i, f, g, o): ``kernel`` ``(features, 4 * units)``, ``recurrent_kernel``
+        ``(units, 4 * units)``, ``bias`` ``(4 * units,)`` or None. ``inputs`` is
+        ``(batch, time, features)``, or ``(time, batch, features)`` with
+        ``time_major``; ``initial_h``/``initial_c`` are ``(batch, units)``. Each step:
+        ``z = x_t @ kernel + h @ recurrent_kernel + bias``; ``i, f, g, o = split(z, 4)``;
+        ``c = sigmoid(f) * c + sigmoid(i) * tanh(g)``; ``h = sigmoid(o) * tanh(c)``
+        (the activations are fixed). ``sequence_outputs`` holds every step's ``h`` in
+        the layout of ``inputs``; with ``go_backwards`` the steps run from the last to
+        the first and the outputs are in processing order (Keras's ``go_backwards``).
+        ``h``/``c`` are the final states. Every array has one floating dtype.
+        Differentiable with respect to every array argument.
+
+        torch runs its fused LSTM kernel (``torch.lstm``: oneDNN on the CPU, cuDNN on
+        CUDA); NumPy a NumPy loop with its own VJP rule; MLX the composite written
+        with ``ember.ops`` (:mod:`ember.ops._composite`), which tapes and
+        ``mx.compile`` see op by op.
+        """
+
+    def gru(inputs, initial_h, kernel, recurrent_kernel, bias=None, *, go_backwards=False, time_major=False):
+        """A whole single-layer GRU sequence (Keras's ``reset_after=True`` variant): ``(sequence_outputs, h)``.
+
+        Weights in Keras's layout, gate order z, r, h along the last axis: ``kernel``
+        ``(features, 3 * units)``, ``recurrent_kernel`` ``(units, 3 * units)``, ``bias``
+        ``(2, 3 * units)`` (row 0 the input bias, row 1 the recurrent bias) or None.
+        Layouts, ``go_backwards`` and dtypes as for :func:`lstm`. Each step:
+        ``x_z, x_r, x_h = split(x_t @ kernel + bias[0])``, ``r_z, r_r, r_h = split(h @
+        recurrent_kernel + bias[1])``; ``z = sigmoid(x_z + r_z)``, ``r = sigmoid(x_r +
+        r_r)``, ``h~ = tanh(x_h + r * r_h)``; ``h = z * h + (1 - z) * h~``. This is
+        ``torch.nn.GRU``'s formulation (its gate order r, z, n is reordered inside).
+        Differentiable with respect to every array argument.
+
+        torch runs its fused GRU kernel (``torch.gru``; cuDNN on CUDA); NumPy and MLX run
+        the composite of :mod:`ember.ops._composite`.
+        """
