@@ -98,6 +98,9 @@ def main(argv=None):
     # --- 3. An LTC with 8 fully connected neurons ---------------------------------------------------
     # An int instead of a wiring means FullyConnected(8): every neuron is an output.
     # ode_unfolds=2: two solver sub-steps per time step (6 is the default; fewer is faster).
+    # Each sub-step crosses one synapse, which is enough here (every neuron sees the input
+    # directly). On an NCP wiring keep ode_unfolds >= 3 (sensory -> inter -> command -> motor),
+    # or the forecast ignores the latest year; a wired LTC also wants more epochs (~60).
     ltc_model, ltc_history, ltc_mse = train_forecaster(
         "ltc", layers.LTC(8, ode_unfolds=2, name="ltc"), x_train, y_train, x_test, y_test, epochs, 0.03)
 

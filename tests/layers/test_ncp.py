@@ -280,6 +280,28 @@ def test_initial_state_and_state_carry(backend):
             assert_close(got, ops.to_numpy(expected), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("ode_unfolds, sees_last_input", [(2, False), (3, True)])
+def test_ltc_on_ncp_needs_three_unfolds_to_see_the_current_input(backend, ode_unfolds, sees_last_input):
+    """Each solver unfold crosses one synapse (documented in ltc_cell): on an NCP the path
+    sensory -> inter -> command -> motor has three, so with ode_unfolds=2 the output at the
+    last step ignores the last input (as the float64 reference of the equations does too)."""
+    wiring = wirings.AutoNCP(8, 1, seed=0)
+    built = _built(wiring, 1)
+    x = np.random.default_rng(0).normal(size=(3, 5, 1)).astype(np.float32)
+    nudged = x.copy()
+    nudged[:, -1] += 1.0
+    ltc = layers.LTC(wiring, ode_unfolds=ode_unfolds)
+    state = ltc.build((None, 5, 1), seed=0)
+    p = {k: np.asarray(ops.to_numpy(v), np.float64) for k, v in state["params"].items()}
+    for inputs in (x, nudged):
+        expected = ref.run(lambda x_t, s, t: ref.ltc_step(p, x_t, s, built, t, ode_unfolds=ode_unfolds),
+                           inputs.astype(np.float64), [np.zeros((3, 8))])[1]
+        assert_close(ltc.apply(state, ops.convert_to_tensor(inputs))[0], expected, rtol=1e-5, atol=1e-6)
+    change = np.abs(ops.to_numpy(ltc.apply(state, ops.convert_to_tensor(nudged))[0])
+                    - ops.to_numpy(ltc.apply(state, ops.convert_to_tensor(x))[0])).max()
+    assert (change > 1e-4) == sees_last_input, change
+
+
 def test_layers_keep_their_own_wiring():
     wiring = wirings.AutoNCP(8, 2, seed=0)
     cfc = layers.CfC(wiring)

@@ -8,6 +8,10 @@ constraints are in :mod:`ember.layers.ncp.ltc_cell`.
 
 Irregularly sampled sequences: ``layer.apply(state, x, timespans=t)`` with ``t`` of shape
 ``(batch, time)`` gives each step its elapsed time (1.0 by default).
+
+On an NCP wiring keep ``ode_unfolds >= 3``: each solver unfold crosses one synapse, and
+an input needs three (sensory -> inter -> command -> motor) to reach the outputs in the
+same step (see :mod:`ember.layers.ncp.ltc_cell`).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ class LTC(RNN):
         >>> import ember
         >>> from ember import layers, ops, wirings
         >>> ember.set_backend("numpy")
-        >>> ltc = layers.LTC(wirings.AutoNCP(8, 1, seed=0), ode_unfolds=2, return_sequences=True)
+        >>> ltc = layers.LTC(wirings.AutoNCP(8, 1, seed=0), ode_unfolds=3, return_sequences=True)
         >>> state = ltc.build((None, 6, 2), seed=0)
         >>> ops.shape(ltc.apply(state, ops.ones((3, 6, 2)), timespans=ops.ones((3, 6)))[0])
         (3, 6, 1)

@@ -20,6 +20,19 @@ of the ncps package (Lechner & Hasani)::
                / (cm_t_j + softplus(gleak)_j + sum_i a_ij + den'_j + epsilon)
     output = v[:, :output_dim] * output_w + output_b     # output_mapping "affine" ("linear": no output_b)
 
+Each unfold moves information across one synapse (every neuron is updated from the
+potentials of the previous unfold), exactly as in ncps. So on a layered wiring the
+current input reaches the outputs within the same step only when ``ode_unfolds`` is at
+least the number of synapses on the path: 3 for an :class:`~ember.wirings.NCP`
+(sensory -> inter -> command -> motor). With fewer unfolds the outputs lag the inputs
+(``ode_unfolds=2`` on an NCP: the output at step ``t`` does not depend on input ``t``),
+which cripples tasks such as one-step-ahead forecasting; keep the default 6 there. A
+fully connected wiring has one-synapse paths, so any ``ode_unfolds`` sees the current input.
+Deep wirings also attenuate the input at this initialization (the motor potentials vary
+several times less than the inter neurons'), so a wired LTC starts learning slowly and
+wants more epochs than a fully connected one (ncps's first-steps example trains its
+LTC on ``AutoNCP(16, 1)`` with Adam at 0.01 for 400 steps).
+
 Positivity of ``w``, ``sensory_w``, ``cm`` and ``gleak``: with
 ``implicit_param_constraints=True`` (default) the forward pass reads them through
 ``softplus`` (as in the ncps torch ``LTC`` layer), so they stay positive whatever the
@@ -77,7 +90,9 @@ class LTCCell(RNNCell):
         input_mapping: ``"affine"`` (``x * input_w + input_b``), ``"linear"``
             (``x * input_w``) or None / ``"none"`` (inputs used as they are).
         output_mapping: the same for the motor neurons' potentials.
-        ode_unfolds: solver steps per time step (positive int).
+        ode_unfolds: solver steps per time step (positive int); at least the number of
+            synapses from an input to an output (3 for an NCP wiring) for the output to
+            see the current input (module docstring).
         epsilon: added to the solver's denominator.
         implicit_param_constraints: read ``w``, ``sensory_w``, ``cm``, ``gleak`` through
             ``softplus`` (True), or use them as they are with ``NonNeg`` constraints applied
