@@ -8,7 +8,9 @@ variances of integers are computed in float64 and returned as ``floatx()``.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import warnings
 
 import numpy as np
 
@@ -81,23 +83,41 @@ def mean(x, axis=None, keepdims=False):
     axes = None if axis is None else axes_arg(axis, x.ndim)
     count = x.size if axes is None else math.prod([x.shape[a] for a in axes])
     if count == 0:
-        r = out(np.mean(x, axis=axes, keepdims=keepdims))  # NaN with NumPy's warning
+        with _silent_nan():  # NaN, as on torch and MLX, without NumPy's RuntimeWarning
+            r = out(np.mean(x, axis=axes, keepdims=keepdims))
     else:
         # NumPy's mean: a pairwise sum in the input precision, then one division.
         r = np.true_divide(np.add.reduce(x, axis=axes, keepdims=keepdims, out=...), count, out=...)
     return r if final is None else r.astype(final)
 
 
-def var(x, axis=None, keepdims=False, ddof=0):
+@contextlib.contextmanager
+def _silent_nan():
+    """Silence NumPy's RuntimeWarnings for a degenerate moment (empty slice, ``ddof >= n``): the
+    result is NaN/inf on every backend, and only NumPy would warn."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def _moment(function, x, axis, keepdims, ddof):
     x, final = _moment_input(x)
-    r = out(np.var(x, axis=axes_arg(axis, x.ndim), keepdims=keepdims, ddof=ddof))
+    axes = axes_arg(axis, x.ndim)
+    count = x.size if axes is None else math.prod([x.shape[a] for a in axes])
+    if count - ddof <= 0 or x.size == 0:
+        with _silent_nan():
+            r = out(function(x, axis=axes, keepdims=keepdims, ddof=ddof))
+    else:
+        r = out(function(x, axis=axes, keepdims=keepdims, ddof=ddof))
     return r if final is None else r.astype(final)
+
+
+def var(x, axis=None, keepdims=False, ddof=0):
+    return _moment(np.var, x, axis, keepdims, ddof)
 
 
 def std(x, axis=None, keepdims=False, ddof=0):
-    x, final = _moment_input(x)
-    r = out(np.std(x, axis=axes_arg(axis, x.ndim), keepdims=keepdims, ddof=ddof))
-    return r if final is None else r.astype(final)
+    return _moment(np.std, x, axis, keepdims, ddof)
 
 
 def _check_nonempty(x, axes, op):

@@ -10,6 +10,8 @@ integers give ``floatx()``, and ``argmax``/``argmin``/``count_nonzero`` give int
 from __future__ import annotations
 
 import builtins as _b
+import math
+import warnings
 
 import torch
 
@@ -65,20 +67,26 @@ def mean(x, axis=None, keepdims=False):
     return torch.mean(x, dim=axes, keepdim=keepdims)
 
 
-def var(x, axis=None, keepdims=False, ddof=0):
+def _moment(function, x, axis, keepdims, ddof):
     x = to_float(x)
     axes = _reduce_axes(x, axis)
     if axes is not None and not axes:
         return torch.zeros_like(x.real if x.dtype in COMPLEX else x)
-    return torch.var(x, dim=axes, correction=ddof, keepdim=keepdims)
+    count = x.numel() if axes is None else math.prod(x.shape[d] for d in axes)
+    if count - ddof <= 0 or x.numel() == 0:
+        # NaN/inf (or empty), as on NumPy and MLX, without torch's "degrees of freedom <= 0" UserWarning.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return function(x, dim=axes, correction=ddof, keepdim=keepdims)
+    return function(x, dim=axes, correction=ddof, keepdim=keepdims)
+
+
+def var(x, axis=None, keepdims=False, ddof=0):
+    return _moment(torch.var, x, axis, keepdims, ddof)
 
 
 def std(x, axis=None, keepdims=False, ddof=0):
-    x = to_float(x)
-    axes = _reduce_axes(x, axis)
-    if axes is not None and not axes:
-        return torch.zeros_like(x.real if x.dtype in COMPLEX else x)
-    return torch.std(x, dim=axes, correction=ddof, keepdim=keepdims)
+    return _moment(torch.std, x, axis, keepdims, ddof)
 
 
 def _check_nonempty(x: Tensor, axes, name: str) -> None:
