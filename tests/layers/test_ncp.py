@@ -513,3 +513,16 @@ def test_learns_sunspot_forecasting(backend, kind):
     losses = history.history["loss"]
     assert before > 0.5 and losses[-1] < 0.5 * losses[0], losses
     assert after < level < persistence, (before, losses, after)
+
+
+def test_mixed_memory_passes_on_its_cells_penalties(backend):
+    """A wrapped cell's weight penalties reach the loss through MixedMemoryCell (none when frozen)."""
+    ember.set_backend(backend)
+    inner = layers.SimpleRNNCell(3, kernel_regularizer=ember.regularizers.L2(0.1))
+    cell = layers.MixedMemoryCell(inner)
+    state = cell.build((None, 2), seed=0)
+    (penalty,) = cell.regularization_losses(state["params"])
+    kernel = ops.to_numpy(state["params"]["cell"]["kernel"]).astype(np.float64)
+    assert_close(penalty, 0.1 * np.sum(kernel ** 2))
+    frozen = layers.MixedMemoryCell(inner, trainable=False)
+    assert frozen.regularization_losses(state["params"]) == []

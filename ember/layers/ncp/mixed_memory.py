@@ -93,6 +93,10 @@ class MixedMemoryCell(RNNCell):
         buffers = {name: s["buffers"] for name, s in (("memory", memory), ("cell", inner)) if s["buffers"]}
         return self.make_state(params={"memory": memory["params"], "cell": inner["params"]}, buffers=buffers)
 
+    def regularization_losses(self, params: dict) -> list:
+        """The wrapped cell's weight penalties (from ``params["cell"]``); none when frozen."""
+        return self.cell.regularization_losses(params["cell"]) if self.trainable else []
+
     def constraints(self) -> dict:
         """The wrapped cell's constraints, under ``"cell"``."""
         inner = self.cell.constraints() if self.trainable else {}
