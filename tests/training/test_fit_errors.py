@@ -169,3 +169,12 @@ def test_nan_loss_terminate_on_nan_stops_says_where_and_restores(backend, capsys
     reference.fit(x[:8], y[:8], batch_size=4, epochs=1, shuffle=False, verbose=0)
     _assert_same(_snapshot(reference), _snapshot(model))
     assert int(ops.to_numpy(model._training["opt_state"]["iterations"])) == 2
+
+
+def test_steps_per_execution_other_than_one_is_refused_with_the_alternative():
+    ember.set_backend("numpy")
+    model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+    with pytest.raises(NotImplementedError, match=r"steps_per_execution=4 is not supported.*use 1"):
+        model.compile(optimizer="sgd", loss="mse", steps_per_execution=4)
+    with pytest.raises(ValueError, match="before compile|compile"):  # the failed compile left nothing behind
+        model.fit(np.zeros((4, 2), "float32"), np.zeros((4, 1), "float32"), verbose=0)
