@@ -10,7 +10,7 @@ Example:
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ember._version import __version__  # noqa: F401  (public: ember.__version__)
 
 from ember import backends, dtypes, ops  # noqa: E402
 from ember.backends import (  # noqa: E402

@@ -14,7 +14,10 @@ import argparse
 import platform
 import sys
 
-from ember import __version__, backends, dtypes
+from ember import backends, dtypes
+from ember._version import __version__
+from ember import demo
+from ember.saving.inspection import describe
 
 
 def backend_report() -> list[dict]:
@@ -76,7 +79,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_demo_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``python -m ember demo``: :func:`ember.demo.run_demo`; bad arguments exit 2 with the usage."""
-    from ember import demo
 
     options = {"epochs": args.epochs, "batch_size": args.batch_size}
     options = {key: value for key, value in options.items() if value is not None}
@@ -97,7 +99,6 @@ def run_demo_command(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 def inspect_file(path: str, out=None, err=None) -> int:
     """Print :func:`ember.saving.inspection.describe` of ``path``; a bad file: the error, exit status 1."""
-    from ember.saving.inspection import describe
 
     try:
         print(describe(path), file=out or sys.stdout)

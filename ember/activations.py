@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 from typing import Any, Callable
+from ember import ops
 
 NAMES = (
     "linear", "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "swish", "sigmoid",
@@ -26,7 +27,6 @@ def _linear(x: Any) -> Any:
 
 
 def _make(name: str) -> Callable[[Any], Any]:
-    from ember import ops
 
     if name == "linear":
         return _linear

@@ -33,7 +33,11 @@ import math
 import numbers
 from typing import Any
 
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
+from ember import ops
+from ember.serialization import serialize as _serialize
+from ember.serialization import deserialize as _deserialize
+from ember.serialization import resolve
 
 __all__ = [
     "Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "apply_constraints", "deserialize", "get", "serialize",
@@ -64,7 +68,6 @@ def _axis(value: Any, name: str) -> int | tuple[int, ...]:
 
 
 def _norms(w: Any, axis: Any) -> Any:
-    from ember import ops
 
     return ops.sqrt(ops.sum(ops.square(w), axis=axis, keepdims=True))
 
@@ -136,7 +139,6 @@ class MaxNorm(Constraint):
         object.__setattr__(self, "axis", _axis(self.axis, "MaxNorm: axis"))
 
     def __call__(self, w: Any) -> Any:
-        from ember import ops
 
         norms = _norms(w, self.axis)
         desired = ops.clip(norms, 0.0, self.max_value)
@@ -160,7 +162,6 @@ class NonNeg(Constraint):
     """
 
     def __call__(self, w: Any) -> Any:
-        from ember import ops
 
         return ops.maximum(w, 0.0)
 
@@ -191,7 +192,6 @@ class UnitNorm(Constraint):
         object.__setattr__(self, "axis", _axis(self.axis, "UnitNorm: axis"))
 
     def __call__(self, w: Any) -> Any:
-        from ember import ops
 
         return ops.divide(w, ops.add(_norms(w, self.axis), _EPSILON))
 
@@ -241,7 +241,6 @@ class MinMaxNorm(Constraint):
         object.__setattr__(self, "axis", _axis(self.axis, "MinMaxNorm: axis"))
 
     def __call__(self, w: Any) -> Any:
-        from ember import ops
 
         norms = _norms(w, self.axis)
         desired = ops.add(ops.multiply(self.rate, ops.clip(norms, self.min_value, self.max_value)),
@@ -264,14 +263,12 @@ _NAMES.update({cls.__name__: cls for cls in _CLASSES})
 
 def serialize(constraint: Any) -> Any:
     """The config of a constraint (by registered name), or None."""
-    from ember.saving.serialization import serialize as _serialize
 
     return _serialize(constraint)
 
 
 def deserialize(config: Any) -> Any:
     """Inverse of :func:`serialize`."""
-    from ember.saving.serialization import deserialize as _deserialize
 
     return _deserialize(config)
 
@@ -292,7 +289,6 @@ def get(identifier: Any, argument: str = "constraint") -> Any:
         >>> constraints.get(None) is None
         True
     """
-    from ember.saving.serialization import resolve
 
     return resolve(identifier, kind="constraint", base=Constraint, names=_NAMES, argument=argument)
 

@@ -31,7 +31,10 @@ from typing import Any, Iterator
 import numpy as np
 
 from ember import dtypes
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
+from ember import ops
+from ember.serialization import deserialize
+from ember.serialization import serialize as _serialize
 
 _global = np.random.default_rng()
 
@@ -75,7 +78,6 @@ def is_seed_array(value: Any) -> bool:
     which must stay an array inside ``mx.compile`` instead of becoming a constant)."""
     if value is None or isinstance(value, (bool, int, np.integer)):
         return False
-    from ember import ops
 
     return ops.is_array(value) and ops.ndim(value) == 0 and dtypes.is_integer(ops.dtype(value))
 
@@ -101,7 +103,6 @@ def derive_seed(seed: Any, *names: Any) -> Any:
     if isinstance(seed, int) or not is_seed_array(seed):
         text = "/".join(str(n) for n in (seed, *names)).encode()
         return zlib.crc32(text) & 0x7FFFFFFF
-    from ember import ops
 
     salt = zlib.crc32("/".join(str(n) for n in names).encode()) & 0x7FFFFFFF
     wide = seed if ops.dtype(seed) == "int64" else ops.cast(seed, "int64")
@@ -130,7 +131,6 @@ def _shape(shape: Any) -> tuple[int, ...]:
 
 
 def _to_backend(values: np.ndarray, dtype: Any) -> Any:
-    from ember import ops
 
     name = dtypes.standardize_dtype(dtype)
     return ops.convert_to_tensor(values.astype(dtypes.to_numpy_dtype(name)), dtype=name)
@@ -156,7 +156,6 @@ class Initializer:
         shape = _shape(shape)
         name = dtypes.standardize_dtype(dtype) if dtype is not None else dtypes.floatx()
         if _SHAPES_ONLY.get():
-            from ember import ops
 
             return ops.broadcast_to(ops.zeros((), dtype=name), shape)  # no memory for the values
         return _to_backend(self.sample(shape, seed), name)
@@ -369,7 +368,6 @@ def get(identifier: Any) -> Initializer:
             raise ValueError(f"unknown initializer {identifier!r}; expected one of {sorted(_ALIASES)}")
         return cls()
     if isinstance(identifier, dict):
-        from ember.saving.serialization import deserialize
 
         return deserialize(identifier)
     if callable(identifier):
@@ -379,6 +377,5 @@ def get(identifier: Any) -> Initializer:
 
 def serialize(initializer: Any) -> Any:
     """The config of an initializer (by registered name)."""
-    from ember.saving.serialization import serialize as _serialize
 
     return _serialize(initializer)

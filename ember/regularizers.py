@@ -30,7 +30,11 @@ import math
 import numbers
 from typing import Any
 
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
+from ember import ops
+from ember.serialization import serialize as _serialize
+from ember.serialization import deserialize as _deserialize
+from ember.serialization import resolve
 
 __all__ = [
     "L1", "L1L2", "L2", "OrthogonalRegularizer", "Regularizer", "deserialize", "get", "serialize", "weight_penalties",
@@ -116,7 +120,6 @@ class L1L2(Regularizer):
         object.__setattr__(self, "l2", _penalty(self.l2, "L1L2: l2", 0.0))
 
     def __call__(self, x: Any) -> Any:
-        from ember import ops
 
         total = ops.zeros((), dtype=ops.dtype(x))
         if self.l1:
@@ -151,7 +154,6 @@ class L1(Regularizer):
         object.__setattr__(self, "l1", _penalty(self.l1, "L1: l1", 0.01))
 
     def __call__(self, x: Any) -> Any:
-        from ember import ops
 
         return ops.multiply(self.l1, ops.sum(ops.abs(x)))
 
@@ -181,7 +183,6 @@ class L2(Regularizer):
         object.__setattr__(self, "l2", _penalty(self.l2, "L2: l2", 0.01))
 
     def __call__(self, x: Any) -> Any:
-        from ember import ops
 
         return ops.multiply(self.l2, ops.sum(ops.square(x)))
 
@@ -223,7 +224,6 @@ class OrthogonalRegularizer(Regularizer):
             raise ValueError(f"OrthogonalRegularizer: mode must be 'rows' or 'columns', received {self.mode!r}")
 
     def __call__(self, x: Any) -> Any:
-        from ember import ops
 
         shape = tuple(ops.shape(x))
         if len(shape) != 2:
@@ -258,14 +258,12 @@ _NAMES = {
 
 def serialize(regularizer: Any) -> Any:
     """The config of a regularizer (by registered name), or None."""
-    from ember.saving.serialization import serialize as _serialize
 
     return _serialize(regularizer)
 
 
 def deserialize(config: Any) -> Any:
     """Inverse of :func:`serialize`."""
-    from ember.saving.serialization import deserialize as _deserialize
 
     return _deserialize(config)
 
@@ -289,7 +287,6 @@ def get(identifier: Any, argument: str = "regularizer") -> Any:
         >>> regularizers.get(None) is None
         True
     """
-    from ember.saving.serialization import resolve
 
     return resolve(identifier, kind="regularizer", base=Regularizer, names=_NAMES, argument=argument)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+from ember import ops
 
 _OPS: Any = None
 
@@ -21,7 +22,6 @@ _OPS: Any = None
 def _ops() -> Any:
     global _OPS
     if _OPS is None:
-        from ember import ops
 
         _OPS = ops
     return _OPS

@@ -47,6 +47,7 @@ from ember.autodiff.graph import RecordedGraph
 from ember.autodiff.traced import TracedArray, traced_view
 
 from ember.autodiff import rules as _rules
+from ember import ops
 
 _CARRIES_GRADIENT = frozenset("fc")  # dtype kinds that carry a cotangent (and bfloat16, kind "V")
 
@@ -208,7 +209,6 @@ class TapeEngine:
     # --- the reverse walk --------------------------------------------------------------
     def gradient(self, targets: list, sources: list, output_gradients: list | None, keep: bool,
                  create_graph: bool) -> list:
-        from ember import ops
 
         vjp = _rules
         graph = self._graph

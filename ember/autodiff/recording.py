@@ -25,6 +25,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ember import backends
+from ember import ops
+from ember.autodiff.tape import engine_module
+import numpy as np
 
 # Ops whose result never carries a gradient: they run unrecorded even inside a tape.
 NOT_DIFFERENTIABLE = frozenset({
@@ -62,7 +65,6 @@ def start(engine: Any) -> None:
     _recording.append(engine)
     if len(_recording) == 1:
         backend = backends.current()
-        from ember import ops
 
         ops._install(_recorder_tables(backend))
         _installed_for = backend
@@ -80,7 +82,6 @@ def stop(engine: Any) -> None:
     if not _recording and _installed_for is not None:
         backend = _installed_for
         _installed_for = None
-        from ember import ops
 
         hook = getattr(_autodiff_module(backend), "on_recording", None)
         if hook is not None:
@@ -92,7 +93,6 @@ def stop(engine: Any) -> None:
 def _autodiff_module(backend: Any) -> Any:
     # The engine module of the backend (NumPy's lives in ember.autodiff, not in the backend
     # package, so ``backend.autodiff`` would miss its hooks).
-    from ember.autodiff.tape import engine_module
 
     return engine_module(backend.name)
 
@@ -133,7 +133,6 @@ def _fresh_stop_gradient(function: Callable) -> Callable:
     def stop_gradient(x: Any) -> Any:
         out = function(x)
         if out is x or out is getattr(x, "_native", None):
-            import numpy as np
 
             if isinstance(out, np.ndarray):
                 out = out.view(np.ndarray)
@@ -211,7 +210,6 @@ def _composite_dropout(function: Callable) -> Callable:
     def dropout(x: Any, rate: Any, noise_shape: Any = None, seed: Any = None) -> Any:
         if _depth or not _recording:
             return function(x, rate, noise_shape=noise_shape, seed=seed)
-        from ember import ops
 
         (x,) = _unwrap_tensors((x,))
         mask = function(ops.ones_like(x), rate, noise_shape=noise_shape, seed=seed)

@@ -35,6 +35,7 @@ from typing import Any, Iterator
 import optree
 
 from ember import backends, dtypes
+from ember import ops
 
 _ENGINES = {
     "numpy": "ember.autodiff.numpy_engine",
@@ -208,7 +209,6 @@ class GradientTape:
         return grads
 
     def _gradient(self, target: Any, sources: Any, output_gradients: Any, unconnected: str, keep: bool) -> Any:
-        from ember import ops
 
         target_leaves, target_spec = _leaves(target)
         source_leaves, source_spec = _leaves(sources)
@@ -265,7 +265,6 @@ class GradientTape:
         experimental_use_pfor: bool = True,
     ) -> Any:
         """Full Jacobian: for each source, an array of shape ``target.shape + source.shape``."""
-        from ember import ops
 
         if self._used and not self._persistent:
             raise RuntimeError("GradientTape.jacobian: a non-persistent tape can compute gradients only once")
@@ -302,7 +301,6 @@ class GradientTape:
 
         Assumes example ``i`` of the target depends only on example ``i`` of the source.
         """
-        from ember import ops
 
         if self._used and not self._persistent:
             raise RuntimeError("GradientTape.batch_jacobian: a non-persistent tape can compute gradients only once")
@@ -354,7 +352,6 @@ def stop_gradient(x: Any) -> Any:
         >>> float(tape.gradient(y, x))
         2.0
     """
-    from ember import ops
 
     if _is_tensor(x):
         return type(x)(ops.stop_gradient(x._native))

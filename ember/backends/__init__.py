@@ -1,7 +1,7 @@
 """The backend registry: which backend is active, and switching between them.
 
 A backend is a package under ``ember.backends`` (``numpy``, ``torch``, ``mlx``)
-that implements the op protocol of :mod:`ember.ops._spec` on its native arrays.
+that implements the op protocol of :mod:`ember.backends._spec` on its native arrays.
 Selection, in priority order:
 
 1. ``ember.set_backend(name)`` (or the ``using_backend`` context manager);

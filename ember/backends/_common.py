@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, Callable
 
-from ember.ops import _spec
+from ember.backends import _spec
 
 
 def build_op_tables(backend_name: str, modules: dict[str, ModuleType]) -> dict[str, dict[str, Callable]]:

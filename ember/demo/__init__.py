@@ -41,6 +41,7 @@ from ember.demo.data import SEED, TEST_FRACTION, load_data, stratified_split
 from ember.demo.report import PREDICTION_ATOL, Agreement, compare_predictions, format_table
 from ember.demo.training import (DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, TrainResult, build_model, predict,
                                  resolve_backends, train_on)
+from ember.utils import plot_history
 
 MIN_ACCURACY = 0.9  # the floor at DEFAULT_EPOCHS or more
 FEW_EPOCHS_MIN_ACCURACY = 0.2  # below DEFAULT_EPOCHS: twice chance (10 classes), "it learned something"
@@ -132,7 +133,6 @@ def _run(names, data, epochs, batch_size, plot, verbose, floor, atol, out) -> in
     say(f"(same initial weights on every backend; s/epoch: fit wall time / epochs, validation included; "
         f"accuracy floor {floor:g})")
     if plot is not None:
-        from ember.utils import plot_history
 
         path = plot_history(results[0].history, plot,
                             title=f"Ember demo: digits MLP on {names[0]} (validation: the test set)")

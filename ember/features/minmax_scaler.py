@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from ember.features.transformer import Transformer, fitted_attribute, int_scalar
+from ember import ops
 
 
 class MinMaxScaler(Transformer):
@@ -60,12 +61,10 @@ class MinMaxScaler(Transformer):
     @property
     def n_samples_seen_(self) -> int:
         """Number of samples seen by ``fit``."""
-        from ember import ops
 
         return int(ops.to_numpy(self._get("n_samples_seen_")))
 
     def _fit(self, x: Any) -> dict:
-        from ember import ops
 
         x = self.check_input(x, "fit", fitted=False)
         n, p = ops.shape(x)
@@ -91,7 +90,6 @@ class MinMaxScaler(Transformer):
         Raises:
             NotFittedError: before ``fit``. ValueError: wrong feature count, NaN, not 2-D.
         """
-        from ember import ops
 
         x = self.check_input(x, "transform")
         out = ops.add(ops.multiply(x, self._get("scale_")), self._get("min_"))
@@ -99,7 +97,6 @@ class MinMaxScaler(Transformer):
 
     def inverse_transform(self, x: Any) -> Any:
         """``(x - min_) / scale_``: back to the original units."""
-        from ember import ops
 
         x = self.check_input(x, "inverse_transform")
         return ops.divide(ops.subtract(x, self._get("min_")), self._get("scale_"))

@@ -32,6 +32,7 @@ import numpy as np
 
 from ember.features.randomized_svd import randomized_svd, svd_flip
 from ember.features.transformer import Transformer, check_array, fitted_attribute, int_scalar
+from ember import ops
 
 SOLVERS = ("auto", "full", "covariance_eigh", "randomized")
 
@@ -117,14 +118,12 @@ class PCA(Transformer):
     @property
     def n_components_(self) -> int:
         """Number of components kept."""
-        from ember import ops
 
         return int(ops.shape(self._get("components_"))[0])
 
     @property
     def n_samples_(self) -> int:
         """Number of samples in the training data."""
-        from ember import ops
 
         return int(ops.to_numpy(self._get("n_samples_")))
 
@@ -152,7 +151,6 @@ class PCA(Transformer):
     def _fit_arrays(self, x: Any) -> tuple[dict, Any, Any]:
         """``(state, u, s)``: the fitted state plus the left singular vectors (None when the
         solver does not compute them) and singular values, for ``fit_transform``."""
-        from ember import ops
 
         x = self.check_input(x, "fit", fitted=False, min_samples=2)
         n, p = ops.shape(x)
@@ -220,7 +218,6 @@ class PCA(Transformer):
         from the decomposition itself (``u * sqrt(n_samples - 1)`` when whitening), as
         scikit-learn; with ``"covariance_eigh"`` it is ``transform(x)``.
         """
-        from ember import ops
 
         state, u, s = self._fit_arrays(x)
         object.__setattr__(self, "_state", state)
@@ -233,7 +230,6 @@ class PCA(Transformer):
     # --- transforms --------------------------------------------------------------------
     def _whiten_scale(self) -> Any:
         """``sqrt(explained_variance_)`` clipped below at the dtype's eps (rank-deficient data)."""
-        from ember import ops
 
         scale = ops.sqrt(self._get("explained_variance_"))
         return ops.maximum(scale, float(np.finfo(ops.dtype(scale)).eps))
@@ -245,7 +241,6 @@ class PCA(Transformer):
             NotFittedError: before ``fit``.
             ValueError: a feature count other than ``fit``'s, NaN or infinity, not 2-D.
         """
-        from ember import ops
 
         x = self.check_input(x, "transform")
         components = self._get("components_")
@@ -261,7 +256,6 @@ class PCA(Transformer):
             NotFittedError: before ``fit``.
             ValueError: ``x`` without ``n_components_`` columns, NaN or infinity, not 2-D.
         """
-        from ember import ops
 
         self._fitted_state("calling inverse_transform()")
         components = self._get("components_")

@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 
 from ember.features.transformer import as_float
+from ember import ops
 
 
 def _row_signs(rows: Any) -> Any:
     """Sign of the largest-magnitude entry of each row (1 for an all-zero row)."""
-    from ember import ops
 
     index = ops.expand_dims(ops.argmax(ops.abs(rows), axis=1), 1)
     signs = ops.sign(ops.squeeze(ops.take_along_axis(rows, index, axis=1), 1))
@@ -66,7 +66,6 @@ def svd_flip(u: Any, v: Any, u_based_decision: bool = True) -> tuple[Any, Any]:
         >>> ops.to_numpy(v).astype(float).round(2).tolist()
         [[-0.6, 0.8], [0.8, 0.6]]
     """
-    from ember import ops
 
     if u is None and u_based_decision or v is None and not u_based_decision:
         raise ValueError("svd_flip: the array the sign decision is based on is None "
@@ -110,7 +109,6 @@ def randomized_range_finder(x: Any, size: int, n_iter: int, random_state: Any = 
         >>> ops.shape(q), bool(np.allclose(ops.to_numpy(q).T @ ops.to_numpy(q), np.eye(3), atol=1e-6))
         ((6, 3), True)
     """
-    from ember import ops
 
     x = as_float(x, "randomized_range_finder: x")
     test = _generator(random_state).normal(size=(ops.shape(x)[1], size))
@@ -155,7 +153,6 @@ def randomized_svd(x: Any, n_components: int, *, n_oversamples: int = 10, n_iter
         >>> bool(np.allclose(ops.to_numpy(s), np.linalg.svd(x, compute_uv=False)[:3]))
         True
     """
-    from ember import ops
 
     x = as_float(x, "randomized_svd: x")
     shape = ops.shape(x)

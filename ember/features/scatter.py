@@ -9,6 +9,7 @@ import numpy as np
 from ember import dtypes
 from ember.features.one_hot import integer_indices
 from ember.features.segment import reflect, segment_counts
+from ember import ops
 
 REDUCTIONS = ("sum", "max", "min", "mean")
 
@@ -24,7 +25,6 @@ def _shape(shape: Any) -> tuple[int, ...]:
 
 def _check_range(indices: Any, dims: tuple[int, ...]) -> None:
     """``IndexError`` for an index outside ``[-dim, dim)`` (one device-to-host check)."""
-    from ember import ops
 
     limit = ops.convert_to_tensor(np.asarray(dims, dtype=np.int64), dtype="int64")
     wide = ops.cast(indices, "int64")
@@ -75,7 +75,6 @@ def scatter(indices: Any, updates: Any, shape: Any, reduction: str = "sum") -> A
         >>> ops.to_numpy(features.scatter(idx, upd, (4,), reduction="mean")).tolist()
         [2.0, 0.0, 5.0, 0.0]
     """
-    from ember import ops
 
     if reduction not in REDUCTIONS:
         raise ValueError(f"scatter: reduction must be one of {REDUCTIONS}, received {reduction!r}")

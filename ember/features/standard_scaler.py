@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ember.features.transformer import Transformer, as_float, fitted_attribute, int_scalar
+from ember import ops
 
 
 def _axes(axis: Any, ndim: int, where: str) -> tuple[int, ...]:
@@ -32,7 +33,6 @@ def _axes(axis: Any, ndim: int, where: str) -> tuple[int, ...]:
 
 def _moments(x: Any, axes: tuple[int, ...]) -> tuple[Any, Any, int]:
     """Mean and scale (``sqrt(var)``, 1 for constant features) over ``axes``, and the count."""
-    from ember import ops
 
     shape = ops.shape(x)
     count = int(np.prod([shape[a] for a in axes])) if axes else 1
@@ -49,7 +49,6 @@ def _moments(x: Any, axes: tuple[int, ...]) -> tuple[Any, Any, int]:
 
 def _constant_mask(var: Any, mean: Any, count: int) -> Any:
     """True where a variance is indistinguishable from 0 by round-off (see the module docstring)."""
-    from ember import ops
 
     eps = float(np.finfo(ops.dtype(var)).eps)
     bound = ops.add(ops.multiply(var, count * eps), ops.square(ops.multiply(mean, count * eps)))
@@ -58,7 +57,6 @@ def _constant_mask(var: Any, mean: Any, count: int) -> Any:
 
 def _safe_scale(var: Any, mean: Any, count: int) -> Any:
     """``sqrt(var)`` with 1 where the feature is constant."""
-    from ember import ops
 
     return ops.where(_constant_mask(var, mean, count), ops.ones_like(var), ops.sqrt(var))
 
@@ -86,7 +84,6 @@ def standardize(x: Any, axis: Any = 0, with_mean: bool = True, with_std: bool = 
         >>> ops.to_numpy(features.standardize([[1.0, 5.0], [3.0, 5.0]])).tolist()
         [[-1.0, 0.0], [1.0, 0.0]]
     """
-    from ember import ops
 
     x = as_float(x, "standardize: x")
     if not with_mean and not with_std:
@@ -139,12 +136,10 @@ class StandardScaler(Transformer):
     @property
     def n_samples_seen_(self) -> int:
         """Number of samples seen by ``fit``."""
-        from ember import ops
 
         return int(ops.to_numpy(self._get("n_samples_seen_")))
 
     def _fit(self, x: Any) -> dict:
-        from ember import ops
 
         x = self.check_input(x, "fit", fitted=False)
         n, p = ops.shape(x)
@@ -163,7 +158,6 @@ class StandardScaler(Transformer):
         Raises:
             NotFittedError: before ``fit``. ValueError: wrong feature count, NaN, not 2-D.
         """
-        from ember import ops
 
         x = self.check_input(x, "transform")
         if self.with_mean:
@@ -174,7 +168,6 @@ class StandardScaler(Transformer):
 
     def inverse_transform(self, x: Any) -> Any:
         """``x * scale_ + mean_``: back to the original units."""
-        from ember import ops
 
         x = self.check_input(x, "inverse_transform")
         if self.with_std:

@@ -42,6 +42,9 @@ import numpy as np
 import optree
 
 from ember import backends, dtypes
+from ember._tensor import convert_to_tensor
+from ember import ops
+from ember.serialization import register_serializable
 
 PYTREE_NAMESPACE = "ember"
 
@@ -89,13 +92,10 @@ def as_native(value: Any) -> Any:
         >>> type(as_native([1.0, 2.0])).__name__
         'ndarray'
     """
-    from ember import ops
 
     if ops.is_array(value):
         return value
-    import ember
-
-    return ops.convert_to_tensor(ember.convert_to_tensor(value))
+    return ops.convert_to_tensor(convert_to_tensor(value))
 
 
 def _immutable_setattr(self: Any, name: str, value: Any) -> None:
@@ -125,7 +125,6 @@ class Transformer:
         super().__init_subclass__(**kwargs)
         dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
         cls.__setattr__ = _immutable_setattr
-        from ember.saving.serialization import register_serializable
 
         if cls.__module__.startswith("ember."):
             register_serializable("ember")(cls)
@@ -239,7 +238,6 @@ class Transformer:
     @property
     def n_features_in_(self) -> int:
         """Number of features seen by ``fit`` (every state holds it as a 0-d int array)."""
-        from ember import ops
 
         return int(ops.to_numpy(self._get("n_features_in_")))
 
@@ -282,7 +280,6 @@ def working_dtype(dtype: str) -> str:
     else:
         work = dtypes.floatx() if dtypes.floatx() in ("float32", "float64") else "float32"
     if work == "float64" and backends.get_backend() == "mlx":
-        from ember import ops
 
         if ops.get_device() == "gpu":
             work = "float32"
@@ -300,7 +297,6 @@ def as_float(x: Any, where: str) -> Any:
         >>> ops.dtype(as_float([1, 2], "demo"))
         'float32'
     """
-    from ember import ops
 
     if x is None:
         raise TypeError(f"{where}: expected an array, received None")
@@ -329,7 +325,6 @@ def check_finite(x: Any, where: str, argument: str = "x") -> None:
         ...
         ValueError: demo: input x contains infinity; remove or impute non-finite values first
     """
-    from ember import ops
 
     if bool(ops.to_numpy(ops.all(ops.isfinite(x)))):
         return
@@ -364,7 +359,6 @@ def check_array(x: Any, where: str, n_features: int | None = None, min_samples: 
         ...
         ValueError: demo: expected a 2-D array (n_samples, n_features), received shape (2,); reshape 1-D data with x.reshape(-1, 1) (one feature) or x.reshape(1, -1) (one sample)
     """
-    from ember import ops
 
     x = as_float(x, where)
     shape = ops.shape(x)
@@ -396,6 +390,5 @@ def int_scalar(value: int) -> Any:
         >>> ops.dtype(int_scalar(150)), int(ops.to_numpy(int_scalar(150)))
         ('int64', 150)
     """
-    from ember import ops
 
     return ops.convert_to_tensor(np.asarray(value, dtype=np.int64), dtype="int64")

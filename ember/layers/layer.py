@@ -48,6 +48,11 @@ import optree
 
 from ember import dtypes
 from ember.utils.naming import to_snake_case
+from ember.serialization import register_serializable
+from ember.serialization import serialize
+from ember.serialization import deserialize
+from ember.symbolic import call_symbolic, is_symbolic
+from ember import ops
 
 PYTREE_NAMESPACE = "ember"
 _name_counts: dict[str, int] = {}
@@ -146,7 +151,6 @@ class Layer:
         cls._call_takes_training = "training" in parameters
         cls._call_takes_rng = "rng" in parameters
         if cls.__module__.startswith("ember."):
-            from ember.saving.serialization import register_serializable
 
             register_serializable("ember")(cls)
         optree.register_pytree_node(
@@ -189,14 +193,12 @@ class Layer:
 
     def get_config(self) -> dict:
         """Every config field (sub-layers as their own serialized configs)."""
-        from ember.saving.serialization import serialize
 
         return {f.name: serialize(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_config(cls, config: dict) -> "Layer":
         """Rebuild a layer from :meth:`get_config`'s output."""
-        from ember.saving.serialization import deserialize
 
         return cls(**{key: deserialize(value) for key, value in config.items()})
 
@@ -235,7 +237,6 @@ class Layer:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """On symbolic tensors, record a node of a functional model; eager calls need state."""
-        from ember.models.symbolic import call_symbolic, is_symbolic
 
         if args and is_symbolic(args[0]):
             return call_symbolic(self, *args, **kwargs)
@@ -260,7 +261,6 @@ class Layer:
 
     def count_params(self, state: dict) -> int:
         """Number of scalars in the state's params."""
-        from ember import ops
 
         return sum(ops.size(leaf) for leaf in optree.tree_leaves(state["params"]))
 

@@ -1,23 +1,18 @@
-"""``ember.models``: symbolic inputs, the functional ``Model`` and ``Sequential``.
+"""``ember.models``: the functional ``Model``, ``Sequential`` and (re-exported) ``Input``.
 
-Names are loaded on first use: layers import :mod:`ember.models.symbolic`, and models
-import layers, so eager imports here would be circular.
+Symbolic tensors live in :mod:`ember.symbolic` (below the layers), so the layers never
+import this package and its names load eagerly.
+
+Example:
+    >>> from ember.models import Input, Model, Sequential
+    >>> Sequential.__name__
+    'Sequential'
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ember.layers.core.input_layer import Input
+from ember.models.model import Model
+from ember.models.sequential import Sequential
 
-_EXPORTS = {
-    "Input": "ember.layers.core.input_layer",
-    "Model": "ember.models.model",
-    "Sequential": "ember.models.sequential",
-}
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'ember.models' has no attribute {name!r}")
+__all__ = ["Input", "Model", "Sequential"]

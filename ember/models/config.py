@@ -20,8 +20,9 @@ from typing import Any
 
 import optree
 
-from ember.models.symbolic import SymbolicTensor, replace_symbolic
-from ember.saving.serialization import deserialize, serialize
+from ember.symbolic import SymbolicTensor, replace_symbolic
+from ember.serialization import deserialize, serialize
+from ember.layers.core.input_layer import InputLayer, symbolic_input
 
 
 # A symbolic tensor among a layer call's kwargs (``attention_mask=``) is stored as
@@ -87,7 +88,6 @@ def _is_ref(value: Any) -> bool:
 
 def functional_from_config(cls: type, config: dict) -> Any:
     """Rebuild a functional model by replaying its layer calls on new symbolic inputs."""
-    from ember.layers.core.input_layer import InputLayer, symbolic_input
 
     layers = {}
     for entry in config["layers"]:

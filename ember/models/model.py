@@ -34,9 +34,19 @@ import optree
 from ember.initializers import derive_seed, is_seed_array
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
-from ember.models.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
+from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 from ember.training.model_api import TrainingAPI
 from ember.utils.naming import to_snake_case
+from ember import ops
+from ember.training.backend_check import move_model
+from ember.models.config import functional_config
+from ember.models.config import functional_from_config
+from ember.saving.model_io import save_model
+from ember.saving.weights import save_weights
+from ember.saving.weights import load_weights
+from ember import initializers
+from ember.models.summary import summary
+import inspect
 
 # Attributes of the handle that may be replaced after construction.
 _HANDLE_ATTRIBUTES = frozenset({"state", "_training", "stop_training", "history"})
@@ -70,6 +80,7 @@ class Model(TrainingAPI, Layer):
     """
 
     _config_dataclass = False  # the architecture comes from the graph, not from fields
+    _linear_stack = False  # summary lists the layers each layer reads (Sequential: True)
 
     def __init__(self, inputs: Any, outputs: Any, name: str | None = None, trainable: bool = True) -> None:
         set_ = object.__setattr__
@@ -231,7 +242,6 @@ class Model(TrainingAPI, Layer):
         return outputs, {"params": params, "buffers": new_buffers}
 
     def _bind_inputs(self, inputs: Any) -> dict:
-        from ember import ops
 
         if isinstance(self.inputs, dict):
             if not isinstance(inputs, dict):
@@ -330,7 +340,6 @@ class Model(TrainingAPI, Layer):
             (1, 2)
             >>> ember.set_backend("numpy")
         """
-        from ember.models.backend_check import move_model
 
         move_model(self, name)
 
@@ -350,13 +359,11 @@ class Model(TrainingAPI, Layer):
 
     # --- config ---------------------------------------------------------------------------
     def get_config(self) -> dict:
-        from ember.models.config import functional_config
 
         return functional_config(self)
 
     @classmethod
     def from_config(cls, config: dict) -> "Model":
-        from ember.models.config import functional_from_config
 
         return functional_from_config(cls, config)
 
@@ -364,20 +371,17 @@ class Model(TrainingAPI, Layer):
     def save(self, filepath: Any, overwrite: bool = True, include_optimizer: bool = True) -> None:
         """Save architecture, compile config, weights and training state to one ``.h5`` file
         (atomically); reload on any backend with :func:`ember.load_model`. See :func:`ember.saving.save_model`."""
-        from ember.saving.model_io import save_model
 
         save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
 
     def save_weights(self, filepath: Any, overwrite: bool = True) -> None:
         """Save :attr:`state` (weights only) to an ``.h5`` file. See :func:`ember.saving.save_weights`."""
-        from ember.saving.weights import save_weights
 
         save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath: Any, skip_mismatch: bool = False) -> Any:
         """Replace :attr:`state` with the weights of a ``save_weights``/``save`` file, matched by state
         path; returns an :class:`ember.saving.LoadReport`. See :func:`ember.saving.load_weights`."""
-        from ember.saving.weights import load_weights
 
         return load_weights(self, filepath, skip_mismatch=skip_mismatch)
 
@@ -429,7 +433,6 @@ class Model(TrainingAPI, Layer):
         random numbers are drawn and the handle stays unbuilt, so a later ``build(seed=...)``
         or seeded ``fit`` gives the same weights whether or not ``summary`` ran first.
         """
-        from ember import initializers
 
         saved = self.state
         try:
@@ -440,7 +443,6 @@ class Model(TrainingAPI, Layer):
 
     def summary(self, print_fn: Any = print, line_length: int = 88) -> None:
         """Print a table of layers: name, type, output shape and parameter counts."""
-        from ember.models.summary import summary
 
         summary(self, print_fn=print_fn, line_length=line_length)
 
@@ -500,7 +502,6 @@ def takes_mask(layer: Layer) -> bool:
     cls = type(layer)
     known = _TAKES_MASK.get(cls)
     if known is None:
-        import inspect
 
         known = "mask" in inspect.signature(cls.apply).parameters
         _TAKES_MASK[cls] = known
@@ -528,7 +529,6 @@ def _store_masks(node: Node, mask: Any, masks: dict) -> None:
     if node.structure is None:
         masks[node.outputs[0].uid] = mask
         return
-    from ember import ops
 
     flat = mask if isinstance(mask, (list, tuple)) and not ops.is_array(mask) else [mask]
     for tensor, value in zip(node.outputs, flat):

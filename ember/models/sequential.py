@@ -18,7 +18,10 @@ from ember.initializers import derive_seed
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
 from ember.models.model import Model, _check_compatible, _child_rng, makes_mask, takes_mask
-from ember.models.symbolic import SymbolicTensor, is_shape
+from ember.symbolic import SymbolicTensor, is_shape
+from ember import ops
+from ember.serialization import serialize
+from ember.serialization import deserialize
 
 
 class Sequential(Model):
@@ -32,6 +35,8 @@ class Sequential(Model):
     The input shape comes from the leading ``Input`` or from ``build(input_shape)``.
     ``add`` and ``pop`` change the architecture and drop the current state.
     """
+
+    _linear_stack = True  # its summary lists no per-layer inputs: the order says them
 
     def __init__(self, layers: list | None = None, name: str | None = None, trainable: bool = True) -> None:
         set_ = object.__setattr__
@@ -141,7 +146,6 @@ class Sequential(Model):
         return state
 
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
-        from ember import ops
 
         x = inputs._native if getattr(type(inputs), "__ember_tensor__", False) else inputs
         if not ops.is_array(x):
@@ -169,7 +173,6 @@ class Sequential(Model):
         if self.state is not None:
             outputs, _ = self.apply(self.state, x, training=training)
             return outputs
-        from ember import ops
 
         with self._restored_on_error():
             native = x._native if getattr(type(x), "__ember_tensor__", False) else x
@@ -183,7 +186,6 @@ class Sequential(Model):
 
     # --- config ---------------------------------------------------------------------------
     def get_config(self) -> dict:
-        from ember.saving.serialization import serialize
 
         layers = ([serialize(self._input_layer)] if self._input_layer is not None else []) + [
             serialize(layer) for layer in self._layers
@@ -193,7 +195,6 @@ class Sequential(Model):
 
     @classmethod
     def from_config(cls, config: dict) -> "Sequential":
-        from ember.saving.serialization import deserialize
 
         model = cls([deserialize(entry) for entry in config["layers"]], name=config.get("name"),
                     trainable=config.get("trainable", True))

@@ -30,10 +30,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import optree
+from ember import ops
 
 
 def _count(tree: Any) -> int:
-    from ember import ops
 
     return int(sum(ops.size(leaf) for leaf in optree.tree_leaves(tree)))
 
@@ -61,10 +61,9 @@ def _connected_to_text(model: Any, layer: Any) -> str:
 def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int = 88) -> None:
     """Print name (type), output shape and params per layer (and, for functional models, the
     layers each one reads), then trainable / non-trainable totals."""
-    from ember.models.sequential import Sequential
 
     state = model.state if model.state is not None else model.placeholder_state()
-    connected = not isinstance(model, Sequential) and hasattr(model, "_nodes")
+    connected = not getattr(model, "_linear_stack", False) and hasattr(model, "_nodes")
     columns = (max(30, line_length // 3), max(26, line_length // 3), 14)
     if connected:
         columns = (max(24, line_length * 29 // 100), max(20, line_length // 4), 14,

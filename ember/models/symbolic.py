@@ -1,197 +1,26 @@
-"""Symbolic tensors and nodes: how ``Input`` and layer calls record a model graph.
-
-``ember.Input(shape)`` returns a :class:`SymbolicTensor`. Calling a layer on symbolic
-tensors runs only the layer's ``compute_output_shape`` (no backend) and returns new
-symbolic tensors that remember the :class:`Node` (layer + inputs) that made them.
-``ember.Model(inputs, outputs)`` walks these nodes back from the outputs.
+"""Compatibility path: symbolic tensors and nodes now live in :mod:`ember.symbolic`. Layers
+record graph nodes on symbolic tensors, so these types sit below the layers at the
+bottom of the import graph. Every name (private ones included) is looked up live in
+``ember.symbolic``. Ember's own modules must import ``ember.symbolic`` (an import-
+linter contract in ``pyproject.toml`` enforces it).
 
 Example:
-    >>> import ember
-    >>> x = ember.Input((4,), name="features")
-    >>> x.shape
-    (None, 4)
+    >>> import ember.symbolic
+    >>> from ember.models import symbolic
+    >>> symbolic.SymbolicTensor is ember.symbolic.SymbolicTensor
+    True
 """
 
 from __future__ import annotations
 
-import inspect
-import itertools
 from typing import Any
 
-import optree
-
-from ember import dtypes
-
-_ids = itertools.count()
+from ember import symbolic as _target
 
 
-class Node:
-    """One call of a layer on symbolic inputs.
-
-    Attributes:
-        layer: the layer called.
-        inputs: the inputs as passed (a SymbolicTensor, or a list/tuple/dict of them),
-            None for an input node.
-        outputs: the symbolic outputs, as a flat list.
-        structure: how to rebuild the outputs structure from the flat list.
-        kwargs: keyword arguments of the call, passed to ``layer.apply`` when the model
-            runs; symbolic tensors among them (``attention_mask=``) are graph inputs too.
-    """
-
-    __slots__ = ("layer", "inputs", "outputs", "structure", "kwargs")
-
-    def __init__(self, layer: Any, inputs: Any, kwargs: dict | None = None) -> None:
-        self.layer = layer
-        self.inputs = inputs
-        self.outputs: list[SymbolicTensor] = []
-        self.structure: Any = None
-        self.kwargs = dict(kwargs or {})
-
-    def input_tensors(self) -> list["SymbolicTensor"]:
-        """Every symbolic tensor the call reads: its inputs, then those among its kwargs."""
-        if self.inputs is None:
-            return []
-        # Leaves are single tensors (``is_symbolic`` would also accept a whole list).
-        return symbolic_leaves(self.inputs) + symbolic_leaves(self.kwargs)
-
-    def __repr__(self) -> str:
-        return f"Node({self.layer.name})"
+def __getattr__(name: str) -> Any:
+    return getattr(_target, name)
 
 
-class SymbolicTensor:
-    """A placeholder for a value in a model graph: shape (``None`` = unknown), dtype, producer."""
-
-    __slots__ = ("shape", "dtype", "name", "node", "index", "uid")
-
-    def __init__(self, shape: tuple, dtype: str, name: str, node: Node, index: int = 0) -> None:
-        self.shape = tuple(shape)
-        self.dtype = dtype
-        self.name = name
-        self.node = node
-        self.index = index
-        self.uid = next(_ids)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __repr__(self) -> str:
-        return f"<SymbolicTensor name={self.name} shape={self.shape} dtype={self.dtype}>"
-
-    def __iter__(self):
-        raise TypeError(
-            f"symbolic tensor {self.name!r} cannot be iterated; index it with a layer (e.g. Reshape/Lambda)"
-        )
-
-    def __bool__(self) -> bool:
-        raise TypeError(f"symbolic tensor {self.name!r} has no truth value: it holds no data yet")
-
-
-def is_symbolic(value: Any) -> bool:
-    """True for a SymbolicTensor or a non-empty list/tuple/dict of them."""
-    if isinstance(value, SymbolicTensor):
-        return True
-    if isinstance(value, (list, tuple)) and value:
-        return all(isinstance(v, SymbolicTensor) for v in value)
-    if isinstance(value, dict) and value:
-        return all(isinstance(v, SymbolicTensor) for v in value.values())
-    return False
-
-
-def is_shape(value: Any) -> bool:
-    """True for a single shape: a tuple of ints / None."""
-    return isinstance(value, tuple) and all(d is None or (isinstance(d, int) and not isinstance(d, bool)) for d in value)
-
-
-def shapes_of(inputs: Any) -> Any:
-    """The shape structure matching a structure of symbolic tensors."""
-    return optree.tree_map(lambda t: t.shape, inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
-
-
-def _first_dtype(inputs: Any) -> str:
-    leaves = optree.tree_leaves(inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
-    return leaves[0].dtype if leaves else dtypes.floatx()
-
-
-def symbolic_leaves(tree: Any) -> list[SymbolicTensor]:
-    """The symbolic tensors in a structure (other leaves are skipped)."""
-    leaves = optree.tree_leaves(tree, is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
-    return [leaf for leaf in leaves if isinstance(leaf, SymbolicTensor)]
-
-
-def replace_symbolic(tree: Any, fn: Any) -> Any:
-    """``tree`` with every symbolic tensor ``t`` replaced by ``fn(t)`` (other leaves kept)."""
-    return optree.tree_map(lambda v: fn(v) if isinstance(v, SymbolicTensor) else v, tree,
-                           is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
-
-
-def _accepted(function: Any, names: Any) -> tuple[set, bool]:
-    """Which of ``names`` ``function`` takes as keyword arguments (all of them with ``**kwargs``)."""
-    parameters = inspect.signature(function).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return set(names), True
-    return {n for n in names if n in parameters and parameters[n].kind is not inspect.Parameter.POSITIONAL_ONLY}, False
-
-
-def shape_kwargs(layer: Any, kwargs: dict) -> dict:
-    """The call kwargs that ``layer.compute_output_shape`` declares, tensors as their shapes.
-
-    A layer whose output depends on a call argument (``return_attention_scores=True``)
-    names it in ``compute_output_shape``; other call arguments do not reach it.
-    """
-    if not kwargs:
-        return {}
-    names, _ = _accepted(layer.compute_output_shape, kwargs)
-    return {k: replace_symbolic(v, lambda t: t.shape) for k, v in kwargs.items() if k in names}
-
-
-def call_symbolic(layer: Any, inputs: Any, *more_inputs: Any, **kwargs: Any) -> Any:
-    """Record ``layer(inputs)`` in the graph and return its symbolic output(s).
-
-    Several positional tensors (``mha(query, value)``) are recorded as the list
-    ``[query, value]``, the layer's ``inputs``. Keyword arguments are recorded on the
-    node and passed to ``layer.apply`` when the model runs; they may hold symbolic
-    tensors (``attention_mask=mask_input``), which then feed the node like inputs.
-    """
-    for key in ("training", "rng", "state"):
-        if key in kwargs:
-            raise TypeError(f"{layer.name}: {key!r} is given when the model runs, not when the graph is built")
-    if more_inputs:
-        for position, value in enumerate(more_inputs, start=2):
-            if not isinstance(value, SymbolicTensor):
-                raise TypeError(
-                    f"layer {layer.name!r} ({type(layer).__name__}): positional input {position} must be a "
-                    f"symbolic tensor like the first, received {type(value).__name__}"
-                )
-        if not isinstance(inputs, SymbolicTensor):
-            raise TypeError(
-                f"layer {layer.name!r} ({type(layer).__name__}): with several positional inputs each must be "
-                f"one symbolic tensor, received {type(inputs).__name__} first"
-            )
-        inputs = [inputs, *more_inputs]
-    if kwargs:
-        accepted, _ = _accepted(layer.apply, kwargs)
-        unknown = sorted(set(kwargs) - accepted)
-        if unknown:
-            raise TypeError(
-                f"layer {layer.name!r} ({type(layer).__name__}) got unexpected keyword argument(s) {unknown}: "
-                f"its apply() takes none of them"
-            )
-    input_shapes = shapes_of(inputs)
-    try:
-        output_shapes = layer.compute_output_shape(input_shapes, **shape_kwargs(layer, kwargs))
-    except (ValueError, TypeError) as error:
-        message = str(error)
-        if layer.name not in message:
-            message = f"layer {layer.name!r} ({type(layer).__name__}) cannot take inputs of shape {input_shapes}: {message}"
-        raise type(error)(message) from None
-    node = Node(layer, inputs, kwargs)
-    dtype = layer.output_dtype(_first_dtype(inputs)) if hasattr(layer, "output_dtype") else _first_dtype(inputs)
-    if is_shape(output_shapes):
-        node.outputs = [SymbolicTensor(output_shapes, dtype, layer.name, node, 0)]
-        node.structure = None
-        return node.outputs[0]
-    flat, spec = optree.tree_flatten(output_shapes, is_leaf=is_shape, none_is_leaf=False)
-    node.outputs = [SymbolicTensor(shape, dtype, f"{layer.name}:{i}", node, i) for i, shape in enumerate(flat)]
-    node.structure = spec
-    return optree.tree_unflatten(spec, node.outputs)
+def __dir__() -> list:
+    return dir(_target)

@@ -6,7 +6,7 @@ backends re-binds the names; code that did ``from ember import ops`` and calls
 ``ops.add`` sees the switch. (``from ember.ops import add`` binds one backend's
 function for good: prefer ``ops.add``.)
 
-The protocol (names, signatures, semantics) is :mod:`ember.ops._spec`.
+The protocol (names, signatures, semantics) is :mod:`ember.backends._spec`.
 
 Example:
     >>> import ember
@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import sys
 
-from ember.ops import linalg, nn, random, stats  # noqa: F401  (namespaces filled below)
-
-_THIS = sys.modules[__name__]
-_MODULES = {"core": _THIS, "linalg": linalg, "nn": nn, "stats": stats, "random": random}
+from ember import backends as _backends
 
 
 def _install(tables: dict) -> None:
@@ -36,15 +33,21 @@ def _select_on_first_use(namespace: str, name: str):
     """Module ``__getattr__``: the first op looked up before any backend is active selects one."""
     if name.startswith("_"):  # dunders, and private submodules (``from ember.ops import _spec``) being imported
         raise AttributeError(name)
-    from ember import backends
-
-    if backends._active is None:
-        backends.current()  # binds the default backend's functions into every namespace
+    if _backends._active is None:
+        _backends.current()  # binds the default backend's functions into every namespace
         module = _MODULES[namespace]
         if name in vars(module):
             return vars(module)[name]
     qualified = "ember.ops" + ("" if namespace == "core" else f".{namespace}")
     raise AttributeError(f"module {qualified!r} has no attribute {name!r}; the op protocol is ember.ops._spec")
+
+
+# The namespace sub-modules import ``_select_on_first_use``, so they come after it; the
+# module ``__getattr__`` comes after them, so importing them selects no backend.
+from ember.ops import linalg, nn, random, stats  # noqa: E402  (namespaces filled below)
+
+_THIS = sys.modules[__name__]
+_MODULES = {"core": _THIS, "linalg": linalg, "nn": nn, "stats": stats, "random": random}
 
 
 def __getattr__(name: str):
@@ -54,7 +57,5 @@ def __getattr__(name: str):
 def _on_backend_change(backend) -> None:
     _install(backend.op_tables())
 
-
-from ember import backends as _backends  # noqa: E402
 
 _backends.on_backend_change(_on_backend_change)

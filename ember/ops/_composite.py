@@ -3,7 +3,7 @@
 Composites here: ``nn.lstm`` and ``nn.gru`` (whole recurrent sequences). torch has native
 fused kernels for both and NumPy a native LSTM; MLX adopts both composites, NumPy the GRU.
 
-A backend implements an op of :mod:`ember.ops._spec` natively, or adopts the composite
+A backend implements an op of :mod:`ember.backends._spec` natively, or adopts the composite
 defined here by importing it into its namespace module (``from ember.ops._composite
 import gru, lstm`` in ``ember/backends/mlx/nn.py``). A composite calls ``ember.ops`` at call
 time, so it runs on whichever backend is active, and it is marked with
@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ember import dtypes
+from ember import ops
 
 
 def composite(function: Callable) -> Callable:
@@ -84,7 +85,6 @@ def check_rnn_dtypes(op: str, names: list) -> str:
 
 def _rnn_operands(op: str, named: list) -> list:
     """The operands as native arrays of one floating dtype (None stays None)."""
-    from ember import ops
 
     arrays = [None if a is None else a if ops.is_array(a) else ops.convert_to_tensor(a) for _, a in named]
     check_rnn_dtypes(op, [(n, ops.dtype(a)) for (n, _), a in zip(named, arrays) if a is not None])
@@ -94,7 +94,6 @@ def _rnn_operands(op: str, named: list) -> list:
 def _time_steps(x: Any, time: int) -> list:
     """Time-major ``x`` as ``time`` step slices: one split (its gradient is one concatenate),
     not a slice per step."""
-    from ember import ops
 
     if time == 1:
         return [ops.squeeze(x, 0)]
@@ -106,7 +105,6 @@ def lstm(inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=None, *, g
          time_major=False):
     # (No docstring: the op tables give it _spec.nn.lstm's, as for native ops.) One matmul
     # projects every step's input, then each step is one matmul, the gates and the update.
-    from ember import ops
 
     x, h, c, kernel, recurrent_kernel, bias = _rnn_operands("nn.lstm", [
         ("inputs", inputs), ("initial_h", initial_h), ("initial_c", initial_c), ("kernel", kernel),
@@ -135,7 +133,6 @@ def lstm(inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=None, *, g
 def gru(inputs, initial_h, kernel, recurrent_kernel, bias=None, *, go_backwards=False, time_major=False):
     # (Docstring from _spec.nn.gru.) Keras's reset_after=True GRU: one matmul projects every
     # step's input, then each step is one matmul, the gates and the update.
-    from ember import ops
 
     x, h, kernel, recurrent_kernel, bias = _rnn_operands("nn.gru", [
         ("inputs", inputs), ("initial_h", initial_h), ("kernel", kernel), ("recurrent_kernel", recurrent_kernel),

@@ -28,7 +28,7 @@ Example:
 from ember.saving.format import CheckpointError
 from ember.saving.model_io import load_model, save_model
 from ember.saving.objects import load_object, save_object
-from ember.saving.serialization import custom_object_scope, register_serializable
+from ember.serialization import custom_object_scope, register_serializable
 from ember.saving.weights import LoadReport, load_weights, save_weights
 
 __all__ = [

@@ -20,6 +20,9 @@ import sys
 from typing import Any
 
 import numpy as np
+from ember import backends
+from ember import dtypes
+from ember import ops
 
 _LIBRARIES = {"torch": "torch", "mlx": "mlx.core"}
 
@@ -31,7 +34,6 @@ def _imported(backend: str) -> bool:
 
 def backend_of(value: Any) -> Any:
     """``(name, module)`` of the backend whose native array ``value`` is (NumPy arrays: numpy)."""
-    from ember import backends
 
     if isinstance(value, np.ndarray):
         return "numpy", None
@@ -71,7 +73,6 @@ def to_host(value: Any) -> tuple[np.ndarray, str, str]:
 
 def info(value: Any) -> tuple[tuple, str]:
     """``(shape, Ember dtype name)`` of an array of any backend, without copying its data."""
-    from ember import dtypes
 
     value = _unwrap(value)
     name, module = backend_of(value)
@@ -82,7 +83,6 @@ def info(value: Any) -> tuple[tuple, str]:
 
 def to_native(array: np.ndarray, dtype: str) -> Any:
     """``array`` as a native array of the active backend with Ember dtype ``dtype`` (cast if needed)."""
-    from ember import dtypes, ops
 
     if array.dtype.name != dtype:
         array = array.astype(dtypes.to_numpy_dtype(dtype))

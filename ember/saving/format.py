@@ -42,6 +42,7 @@ import zlib
 from typing import Any, Callable, Iterator
 
 import numpy as np
+import xxhash
 
 FORMAT = "ember.checkpoint"
 FORMAT_VERSION = 2
@@ -219,7 +220,6 @@ def _crc32(block: Any) -> int:
 
 
 def _xxh3_64(block: Any) -> int:
-    import xxhash
 
     return xxhash.xxh3_64_intdigest(block)
 

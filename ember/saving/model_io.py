@@ -41,7 +41,7 @@ from typing import Any
 from ember.saving import format as fmt
 from ember.saving import training_state
 from ember.saving.reader import CheckpointReader
-from ember.saving.serialization import custom_object_scope, deserialize, registered_name, serialize
+from ember.serialization import custom_object_scope, deserialize, registered_name, serialize
 from ember.saving.weights import match_state, state_template
 from ember.saving.writer import write_checkpoint
 

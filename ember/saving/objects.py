@@ -28,14 +28,21 @@ from typing import Any
 from ember.saving import _arrays
 from ember.saving import format as fmt
 from ember.saving.reader import CheckpointReader
-from ember.saving.serialization import custom_object_scope, deserialize, serialize
+from ember.serialization import custom_object_scope, deserialize, serialize
 from ember.saving.writer import write_checkpoint
+from ember.layers.layer import Layer
+from ember.saving.model_io import save_model
+from ember.saving.model_io import load_model
+import optree
 
 
 def _is_model(obj: Any) -> bool:
-    from ember.models import Model
+    """A model is a layer that saves itself (``ember.Model`` and its subclasses).
 
-    return isinstance(obj, Model)
+    Checked by protocol rather than by class: ``saving`` sits below ``models`` in the
+    import graph (see ARCHITECTURE.md), so it cannot import ``Model``.
+    """
+    return isinstance(obj, Layer) and callable(getattr(obj, "save", None))
 
 
 def save_object(obj: Any, filepath: Any, overwrite: bool = True) -> None:
@@ -55,7 +62,6 @@ def save_object(obj: Any, filepath: Any, overwrite: bool = True) -> None:
         [[0.25]]
     """
     if _is_model(obj):
-        from ember.saving.model_io import save_model
 
         save_model(obj, filepath, overwrite=overwrite)
         return
@@ -93,7 +99,6 @@ def load_object(filepath: Any, custom_objects: dict | None = None) -> Any:
     """
     with CheckpointReader(filepath, caller="load_object") as reader:
         if reader.kind == "model":
-            from ember.saving.model_io import load_model
 
             reader.close()
             return load_model(filepath, custom_objects=custom_objects)
@@ -108,7 +113,6 @@ def load_object(filepath: Any, custom_objects: dict | None = None) -> Any:
         except (ValueError, TypeError, KeyError) as error:
             raise reader.error(f"cannot rebuild the object from its config: {error}") from None
         if state is not None:
-            import optree
 
             obj.state = optree.tree_map(lambda a: _arrays.to_native(a, fmt.dtype_name(a)), state)
     return obj

@@ -39,6 +39,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from ember.saving import _arrays
+import optree
 
 
 def _training(model: Any) -> dict:
@@ -51,7 +53,6 @@ def _as_int(value: Any) -> int | None:
         return None
     if isinstance(value, (int, np.integer)):
         return int(value)
-    from ember.saving import _arrays
 
     host, _, _ = _arrays.to_host(value)
     return int(host)
@@ -106,7 +107,6 @@ def optimizer_template(model: Any) -> dict:
 
 def restore(model: Any, opt_state: Any, document: dict | None) -> None:
     """Give a compiled model (its state already loaded) a loaded optimizer state and resume record."""
-    import optree
 
     training = _training(model)
     trainer = training["trainer"]

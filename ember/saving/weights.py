@@ -39,6 +39,9 @@ from ember.saving import _arrays
 from ember.saving import format as fmt
 from ember.saving.reader import CheckpointReader
 from ember.saving.writer import write_checkpoint
+from ember.initializers import shapes_only
+from ember import ops
+import contextlib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,9 +94,7 @@ def state_template(model: Any, caller: str, initialize: bool = False) -> dict:
     The model itself is left as it was."""
     if model.state is not None:
         return model.state
-    import contextlib
 
-    from ember.initializers import shapes_only
 
     saved = {key: getattr(model, key) for key in model._handle_attributes()}
     try:
@@ -154,7 +155,6 @@ def match_state(template: dict, arrays: dict[str, np.ndarray], path: str, skip_m
 
 
 def _is_active_array(value: Any) -> bool:
-    from ember import ops
 
     return ops.is_array(value)
 

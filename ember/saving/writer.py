@@ -29,6 +29,8 @@ import numpy as np
 
 from ember.saving import _arrays
 from ember.saving import format as fmt
+from ember import backends
+from ember._version import __version__
 
 
 # ---------------------------------------------------------------------------- files
@@ -102,7 +104,6 @@ def atomic_path(path: str) -> Iterator[str]:
 
 
 def current_device() -> str:
-    from ember import backends
 
     return str(backends.default_device())
 
@@ -181,7 +182,6 @@ def write_checkpoint(path: Any, kind: str, *, trees: dict | None = None, documen
     """
     import h5py
 
-    from ember import __version__, backends
 
     if kind not in fmt.KINDS:
         raise ValueError(f"{caller}: unknown checkpoint kind {kind!r}; expected one of {fmt.KINDS}")

@@ -24,6 +24,9 @@ import numbers
 from typing import Any
 
 from ember.training.data.convert import is_array_like
+from ember.training import losses
+from ember import ops
+from ember.training import metrics
 
 
 # ------------------------------------------------------------------------------- outputs
@@ -93,7 +96,6 @@ class LossEntry:
 
 def resolve_loss(identifier: Any) -> tuple[Any, str]:
     """A :class:`~ember.losses.Loss` (functions wrapped) and its display name."""
-    from ember.training import losses
 
     obj = losses.get(identifier)
     if obj is None:
@@ -144,7 +146,6 @@ class CompileLoss:
 
     def __call__(self, y_true: list, y_pred: list, sample_weight: list) -> tuple[Any, list]:
         """``(weighted total or None, [loss per entry])`` over flat per-output lists."""
-        from ember import ops
 
         total = None
         values = []
@@ -185,7 +186,6 @@ def _metric_lists(argument: str, value: Any, names: list[str]) -> list[list]:
 
 def resolve_metric(identifier: Any, loss: Any) -> Any:
     """A pure :class:`~ember.metrics.Metric` for ``identifier`` (named as given, like Keras)."""
-    from ember.training import metrics
 
     obj = metrics.get(identifier, loss=loss)
     if not isinstance(obj, metrics.Metric):

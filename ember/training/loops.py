@@ -15,6 +15,7 @@ import numpy as np
 
 from ember.training.callbacks.callback_list import BatchLogs, CallbackList, _to_float
 from ember.training.losses.base import unchecked_values
+from ember import ops
 
 
 def to_floats(logs: dict) -> dict:
@@ -78,7 +79,6 @@ class FitLoop:
         self.state = self.steps.own({"model": model_state, "optimizer": opt_state, "metrics": self.state["metrics"],
                                      "rng": rng})
         if self.known_lr is not None and "learning_rate" in opt_state:  # the saved rate wins (ReduceLROnPlateau)
-            from ember import ops
 
             self.trainer.optimizer.learning_rate = float(ops.to_numpy(self.state["optimizer"]["learning_rate"]))
             self.known_lr = self.trainer.optimizer.learning_rate
@@ -90,7 +90,6 @@ class FitLoop:
         self.publish()
 
     def current_learning_rate(self) -> float:
-        from ember import ops
 
         optimizer = self.trainer.optimizer
         lr = optimizer.learning_rate_at(self.state["optimizer"]["iterations"], self.state["optimizer"])
@@ -205,7 +204,6 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
 
 def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: CallbackList) -> Any:
     """The model's outputs over ``iterator``'s inputs, concatenated along the batch (NumPy arrays)."""
-    from ember import ops
 
     steps = trainer.steps
     state = {"model": model_state}

@@ -12,7 +12,7 @@ like Keras, while ``predict_on_batch``/``model(x)`` return native arrays;
 until :meth:`reset_metrics`; ``compile(seed=...)`` is an Ember extension seeding shuffling and
 dropout. Every entry point first checks (one leaf, once per call) that the handle's state lives on
 the active backend: after ``ember.set_backend`` it raises a TypeError naming both backends and the
-fixes, ``ember.set_backend(<old>)`` or ``model.to_backend()`` (see :mod:`ember.models.backend_check`).
+fixes, ``ember.set_backend(<old>)`` or ``model.to_backend()`` (see :mod:`ember.training.backend_check`).
 
 Example:
     >>> import numpy as np
@@ -39,11 +39,18 @@ import numbers
 import sys
 from typing import Any
 
-from ember.models import backend_check
+from ember.training import backend_check
 from ember.training.callbacks.callback_list import CallbackList
 from ember.training.data.adapter import get_adapter, is_array_data, split_validation, unpack_batch
 from ember.training.data.epoch_iterator import EpochIterator, check_steps
 from ember.training.loops import FitLoop, evaluate_state, predict_state, to_floats
+from ember.training.trainer import Trainer
+from ember import ops
+from ember.initializers import derive_seed
+from ember.training.data.convert import flatten
+from ember.saving.training_state import step_rng
+from ember.training.data.adapter import check_class_weight, native_batch
+import optree
 
 
 def _verbosity(verbose: Any, caller: str) -> int:
@@ -93,7 +100,6 @@ class TrainingAPI:
             ValueError: unknown optimizer/loss/metric names (the valid ones are listed), losses or
                 metrics that do not match the outputs.
         """
-        from ember.training.trainer import Trainer
 
         if steps_per_execution != 1:
             raise NotImplementedError(
@@ -146,7 +152,7 @@ class TrainingAPI:
     # --- backend ----------------------------------------------------------------------------
     def _check_backend(self, caller: str) -> None:
         """Raise a TypeError when the state is on a backend other than the active one (one leaf is
-        looked at; see :mod:`ember.models.backend_check`). Every entry point calls it once, first."""
+        looked at; see :mod:`ember.training.backend_check`). Every entry point calls it once, first."""
         backend_check.check_state_backend(self, caller)
 
     def _sync_training_backend(self) -> None:
@@ -162,9 +168,6 @@ class TrainingAPI:
     def _ensure_built(self, batch_x: Any, seed: int) -> None:
         if self.state is not None:
             return
-        from ember import ops
-        from ember.initializers import derive_seed
-        from ember.training.data.convert import flatten
 
         known = getattr(self, "_known_input_shape", None)
         if known is not None and known() is None:
@@ -184,7 +187,6 @@ class TrainingAPI:
 
     def _train_state(self, trainer: Any, seed: int) -> dict:
         """A TrainState from the handle's state and the optimizer state kept from earlier calls."""
-        import optree
 
         core = trainer.core
         core.prepare_mask(self.state["params"])
@@ -274,7 +276,6 @@ class TrainingAPI:
             steps = trainer.steps
             state = self._train_state(trainer, seed)
             if resume is not None:
-                from ember.saving.training_state import step_rng
 
                 state["rng"] = step_rng(steps, resume["rng"])
             trainer.check_batch(state, first)
@@ -343,7 +344,6 @@ class TrainingAPI:
     def predict(self, x: Any, batch_size: int | None = None, verbose: Any = "auto", steps: int | None = None,
                 callbacks: Any = None) -> Any:
         """The model's outputs for ``x`` (NumPy arrays, in the structure of the model's outputs)."""
-        from ember.training.trainer import Trainer
 
         self._check_backend("predict")
         verbose = _verbosity(verbose, "predict")
@@ -383,7 +383,6 @@ class TrainingAPI:
                        return_dict: bool = False) -> Any:
         """One training step on one batch; returns the running loss/metrics since :meth:`reset_metrics`
         (a float, a list in :attr:`metrics_names` order, or a dict)."""
-        from ember.training.data.adapter import check_class_weight, native_batch
 
         trainer = self._trainer("train_on_batch")
         self._check_backend("train_on_batch")
@@ -405,7 +404,6 @@ class TrainingAPI:
 
     def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False) -> Any:
         """Loss and metrics on one batch (inference mode), running since :meth:`reset_metrics`."""
-        from ember.training.data.adapter import native_batch
 
         trainer = self._trainer("test_on_batch")
         self._check_backend("test_on_batch")

@@ -33,6 +33,11 @@ from typing import Any, Callable
 import optree
 
 from ember.training.compile_utils import flatten_outputs
+from ember import ops
+from ember.training.losses import SparseCategoricalCrossentropy
+from ember.constraints import apply_constraints
+from ember.layers.layer import collect_losses
+from ember import dtypes
 
 # Park-Miller "minimal standard" generator: the step seeds s_{k+1} = 48271 s_k mod (2^31 - 1).
 _RNG_MULTIPLIER = 48271
@@ -48,7 +53,6 @@ def advance_rng(rng: Any) -> Any:
     """The next step seed (ints with Python arithmetic, arrays with int64 ops: no host sync)."""
     if isinstance(rng, int):
         return rng * _RNG_MULTIPLIER % _RNG_MODULUS
-    from ember import ops
 
     return ops.mod(ops.multiply(rng, _RNG_MULTIPLIER), _RNG_MODULUS)
 
@@ -110,7 +114,6 @@ def fusable_sparse_crossentropy(compile_loss: Any) -> bool:
     """Whether the compiled loss is exactly ``SparseCategoricalCrossentropy(from_logits=True)`` on one
     output (mean reduction, no ``ignore_class``, weight 1): the case backends may compute in one
     fused kernel (the same math), falling back to the generic losses for anything else."""
-    from ember.training.losses import SparseCategoricalCrossentropy
 
     entries = compile_loss.entries
     if len(entries) != 1 or compile_loss.per_output_logs:
@@ -125,7 +128,6 @@ def fusable_sparse_crossentropy(compile_loss: Any) -> bool:
 
 
 def batch_size_of(x: Any) -> int:
-    from ember import ops
 
     if isinstance(x, dict):
         x = next(iter(x.values()))
@@ -172,7 +174,6 @@ class StepCore:
     def apply_constraints(self, params: dict) -> dict:
         if not self.constraints:
             return params
-        from ember.constraints import apply_constraints
 
         return apply_constraints(self.constraints, params)
 
@@ -182,7 +183,6 @@ class StepCore:
 
     def forward(self, params: dict, buffers: dict, x: Any, training: bool, rng: Any) -> tuple[Any, dict, list]:
         """``(y_pred, new_buffers, activity_losses)``."""
-        from ember.layers.layer import collect_losses
 
         with collect_losses() as activity:
             y_pred, new_state = self.model.apply({"params": params, "buffers": buffers}, x, training=training,
@@ -191,7 +191,6 @@ class StepCore:
 
     def total_loss(self, params: dict, y: Any, y_pred_flat: list, sw: Any, activity: list) -> tuple[Any, list]:
         """``(total, per-output losses)``: compiled losses + regularization + activity losses."""
-        from ember import ops
 
         total, per_output = self.compile_loss(self.flat(y, "y"), y_pred_flat, self.flat(sw, "sample_weight"))
         extra = list(activity)
@@ -215,7 +214,6 @@ class StepCore:
 
     # --- metrics --------------------------------------------------------------------------------
     def init_metrics(self, output_shapes: list) -> dict:
-        from ember import dtypes, ops
 
         def tracker() -> dict:
             return {"total": ops.zeros((), dtype=dtypes.floatx()), "count": ops.zeros((), dtype=dtypes.floatx())}
@@ -226,7 +224,6 @@ class StepCore:
 
     def update_metrics(self, state: dict, x: Any, y: Any, y_pred_flat: list, sw: Any, total: Any,
                        per_output: list) -> dict:
-        from ember import ops
 
         count = float(batch_size_of(x))
 
@@ -245,7 +242,6 @@ class StepCore:
 
     def results(self, state: dict) -> dict:
         """``{log name: native scalar}``: the running loss, per-output losses and metrics."""
-        from ember import ops
 
         def mean(tracker: dict) -> Any:
             return ops.divide(tracker["total"], ops.maximum(tracker["count"], 1.0))

@@ -64,6 +64,8 @@ from ember.training.compile_utils import CompileLoss, CompileMetrics, output_nam
 from ember.training.data.adapter import native_batch, unpack_batch
 from ember.training.data.convert import to_native
 from ember.training.steps import StepCore, batch_size_of
+from ember import ops
+from ember.training import optimizers
 
 
 def _output_shapes(model: Any, names: list[str]) -> list | None:
@@ -81,7 +83,6 @@ def _output_shapes(model: Any, names: list[str]) -> list | None:
 
 def _draw_seed() -> int:
     """A seed from the active backend's global stream (``ember.random.set_seed`` fixes it)."""
-    from ember import ops
 
     value = ops.random.randint((), 0, 2**31 - 1, dtype="int32")
     return int(ops.to_numpy(value))
@@ -112,7 +113,6 @@ class Trainer:
     def __init__(self, model: Any, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
                  loss_weights: Any = None, weighted_metrics: Any = None, *, jit_compile: Any = "auto",
                  run_eagerly: bool = False, seed: int | None = None) -> None:
-        from ember.training import optimizers
 
         if not callable(getattr(model, "apply", None)):
             raise TypeError(f"Trainer: model must be an ember Model (with apply), received {type(model).__name__}")

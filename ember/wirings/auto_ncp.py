@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.wirings.base import check_count, check_sparsity
 from ember.wirings.ncp import NCP
 

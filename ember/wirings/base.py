@@ -47,7 +47,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
+from ember.wirings.draw import draw_wiring
 
 NEURON_TYPES = ("sensory", "inter", "command", "motor")
 _MATRIX_KEYS = ("adjacency_matrix", "sensory_adjacency_matrix", "input_dim")
@@ -299,7 +300,6 @@ class Wiring:
         columns in that order; synapses are coloured by polarity. See
         :func:`ember.wirings.draw.draw_wiring` for the options.
         """
-        from ember.wirings.draw import draw_wiring
 
         return draw_wiring(self, ax=ax, **kwargs)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.wirings.base import Wiring, check_seed, random_polarity
 
 

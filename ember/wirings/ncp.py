@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.wirings.base import Wiring, check_count, check_seed, random_polarity
 
 

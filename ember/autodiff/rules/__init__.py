@@ -36,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember import ops
+import importlib
 
 RULES: dict[str, Callable] = {}
 # Op name -> (positions of array arguments whose *values* the rule never reads, whether it
@@ -183,7 +184,6 @@ def as_dtype(mask: np.ndarray, like: Any) -> np.ndarray:
 
 
 def _load_rule_modules() -> None:
-    import importlib
 
     for family in ("elementwise", "reductions", "shape", "indexing", "linalg", "nn", "rnn"):
         importlib.import_module(f"{__name__}.{family}")  # each registers its rules

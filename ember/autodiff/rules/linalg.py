@@ -29,6 +29,7 @@ from ember.autodiff.rules import (
     index_map,
     unbroadcast,
 )
+from ember.autodiff.rules.reductions import _exclusive_products
 
 
 def _mT(x):  # noqa: N802
@@ -214,7 +215,6 @@ def _cofactor(x):
         return ops.multiply(ops.expand_dims(ops.expand_dims(ops.linalg.det(x), -1), -1), _mT(ops.linalg.inv(x)))
     u, s, vh = ops.linalg.svd(x, full_matrices=False)
     sign = np.linalg.det(plain(u)) * np.linalg.det(plain(vh))
-    from ember.autodiff.rules.reductions import _exclusive_products
 
     others = _exclusive_products(s)  # prod_{j != i} s_j
     adjugate = ops.matmul(ops.multiply(_mT(vh), ops.expand_dims(others, -2)), _mT(u))

@@ -29,6 +29,7 @@ import numpy as np
 
 from ember import ops
 from ember.autodiff.rules import fill_zeros, needs, register
+from ember.backends.numpy._rnn import lstm_vjp
 
 
 def _steps(x, time):
@@ -72,7 +73,6 @@ def lstm(g, out, inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=No
     sequence, h_last, c_last = out
     arrays = (g_seq, g_h, g_c, sequence, inputs, initial_h, initial_c, kernel, recurrent_kernel, bias)
     if _plain_float(arrays):
-        from ember.backends.numpy._rnn import lstm_vjp
 
         return lstm_vjp(*arrays, go_backwards, time_major, tuple(needs(k) for k in range(6)))
     x = _processing_order(inputs, time_major, go_backwards)

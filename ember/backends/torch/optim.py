@@ -29,6 +29,7 @@ import math
 from typing import Any, Callable
 
 import torch
+from ember.training import optimizers as o
 
 Scalar = Any  # a Python float or a 0-d tensor on the parameters' device
 
@@ -258,7 +259,6 @@ _KERNELS: dict[type, Callable] | None = None
 def _kernels() -> dict[type, Callable]:
     global _KERNELS
     if _KERNELS is None:
-        from ember.training import optimizers as o
 
         _KERNELS = {o.SGD: _sgd, o.Adam: _adam, o.AdamW: _adam, o.Adamax: _adamax, o.Nadam: _nadam, o.Lamb: _lamb,
                     o.RMSprop: _rmsprop, o.Adagrad: _adagrad, o.Adadelta: _adadelta, o.Lion: _lion}

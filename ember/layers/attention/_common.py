@@ -12,6 +12,8 @@ import numbers
 from typing import Any
 
 from ember import dtypes
+from ember import ops
+from ember.initializers import is_seed_array
 
 
 def large_negative(dtype: str) -> float:
@@ -24,7 +26,6 @@ def masked_softmax(scores: Any, mask: Any = None) -> Any:
 
     ``mask`` is None or a boolean array broadcastable to ``scores``.
     """
-    from ember import ops
 
     if mask is not None:
         scores = ops.where(mask, scores, large_negative(ops.dtype(scores)))
@@ -33,7 +34,6 @@ def masked_softmax(scores: Any, mask: Any = None) -> Any:
 
 def causal_mask(query_length: int, value_length: int) -> Any:
     """``(query_length, value_length)`` boolean lower-triangular mask: ``i`` attends to ``j <= i``."""
-    from ember import ops
 
     rows = ops.expand_dims(ops.arange(query_length, dtype="int32"), 1)
     cols = ops.expand_dims(ops.arange(value_length, dtype="int32"), 0)
@@ -42,7 +42,6 @@ def causal_mask(query_length: int, value_length: int) -> Any:
 
 def as_bool_mask(layer_name: str, argument: str, mask: Any, expected_shape: tuple) -> Any:
     """``mask`` as a native boolean array of ``expected_shape`` (ValueError/TypeError otherwise)."""
-    from ember import ops
 
     if getattr(type(mask), "__ember_tensor__", False):
         mask = mask._native
@@ -66,7 +65,6 @@ def as_bool_mask(layer_name: str, argument: str, mask: Any, expected_shape: tupl
 
 def combine_masks(*masks: Any) -> Any:
     """The logical AND of the masks that are not None (None when all are)."""
-    from ember import ops
 
     out = None
     for mask in masks:
@@ -86,7 +84,6 @@ def check_seed(value: Any, argument: str) -> int | None:
     """An int seed or None; TypeError naming ``argument`` otherwise."""
     if value is None:
         return None
-    from ember.initializers import is_seed_array
 
     if is_seed_array(value):  # a trainer's step seed (an array under mx.compile)
         return value
@@ -99,7 +96,6 @@ def dropout_weights(layer: Any, weights: Any, training: bool, rng: Any) -> Any:
     """Dropout on attention weights while training (seed: ``rng``, else the layer's ``seed``)."""
     if not training or layer.dropout == 0.0:
         return weights
-    from ember import ops
 
     seed = check_seed(rng, f"layer {layer.name!r}: rng") if rng is not None else layer.seed
     return ops.random.dropout(weights, layer.dropout, seed=seed)

@@ -7,6 +7,7 @@ from typing import Any
 from ember.initializers import derive_seed, get as get_initializer
 from ember.layers.attention._common import check_rate, check_seed
 from ember.layers.attention.base_dense_attention import BaseDenseAttention
+from ember import ops
 
 
 class AdditiveAttention(BaseDenseAttention):
@@ -62,7 +63,6 @@ class AdditiveAttention(BaseDenseAttention):
         return self.make_state(params=params)
 
     def _calculate_scores(self, params: dict, query: Any, key: Any) -> Any:
-        from ember import ops
 
         # (batch, Tq, 1, dim) + (batch, 1, Tv, dim) -> tanh -> weighted sum over dim.
         features = ops.tanh(ops.add(ops.expand_dims(query, -2), ops.expand_dims(key, -3)))

@@ -7,6 +7,7 @@ from typing import Any
 from ember.initializers import derive_seed, get as get_initializer
 from ember.layers.attention._common import check_rate, check_seed
 from ember.layers.attention.base_dense_attention import BaseDenseAttention
+from ember import ops
 
 _SCORE_MODES = ("dot", "concat")
 
@@ -79,7 +80,6 @@ class Attention(BaseDenseAttention):
         return self.make_state(params=params)
 
     def _calculate_scores(self, params: dict, query: Any, key: Any) -> Any:
-        from ember import ops
 
         scale = params.get("scale")
         if self.score_mode == "dot":

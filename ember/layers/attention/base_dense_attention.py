@@ -19,7 +19,8 @@ from ember.layers.attention._common import (
     masked_softmax,
 )
 from ember.layers.layer import Layer
-from ember.models.symbolic import is_shape
+from ember.symbolic import is_shape
+from ember import ops
 
 
 class BaseDenseAttention(Layer):
@@ -132,7 +133,6 @@ class BaseDenseAttention(Layer):
             return_attention_scores: also return the attention weights ``(batch, Tq, Tv)``.
             use_causal_mask: query position ``i`` attends only to value positions ``j <= i``.
         """
-        from ember import ops
 
         check_flag(self.name, "return_attention_scores", return_attention_scores)
         check_flag(self.name, "use_causal_mask", use_causal_mask)

@@ -33,7 +33,8 @@ from ember.layers.attention._common import (
     masked_softmax,
 )
 from ember.layers.layer import Layer
-from ember.models.symbolic import is_shape
+from ember.symbolic import is_shape
+from ember import ops
 
 
 def _positive_int(layer_name: str, argument: str, value: Any) -> int:
@@ -261,7 +262,6 @@ class MultiHeadAttention(Layer):
     # --- computation ---------------------------------------------------------------------
     def _project(self, params: dict, x: Any, batch: int, length: int, head_dim: int) -> Any:
         """``x`` ``(batch, *positions, dim)`` -> heads ``(batch, num_heads, length, head_dim)``."""
-        from ember import ops
 
         kernel = params["kernel"]
         dim = ops.shape(kernel)[0]
@@ -271,7 +271,6 @@ class MultiHeadAttention(Layer):
         return ops.transpose(ops.reshape(y, (batch, length, self.num_heads, head_dim)), (0, 2, 1, 3))
 
     def _check_params(self, params: dict, query: tuple, value: tuple, key: tuple) -> None:
-        from ember import ops
 
         for label, shape in (("query", query), ("value", value), ("key", key)):
             expected = ops.shape(params[label]["kernel"])[0]
@@ -284,7 +283,6 @@ class MultiHeadAttention(Layer):
     def _attention_mask(self, query: tuple, value: tuple, key: tuple, attention_mask: Any, query_mask: Any,
                         value_mask: Any, key_mask: Any, use_causal_mask: bool) -> Any:
         """The combined boolean mask, broadcastable to ``(batch, T, S)`` (T, S flattened), or None."""
-        from ember import ops
 
         batch, t_dims, s_dims = query[0], tuple(query[1:-1]), tuple(value[1:-1])
         length, memory = math.prod(t_dims), math.prod(s_dims)
@@ -338,7 +336,6 @@ class MultiHeadAttention(Layer):
         propagates them (Keras's implicit masks, e.g. from ``Embedding(mask_zero=True)``);
         the explicit ``query_mask=``/``value_mask=``/``key_mask=`` take precedence.
         """
-        from ember import ops
 
         check_flag(self.name, "use_causal_mask", use_causal_mask)
         check_flag(self.name, "return_attention_scores", return_attention_scores)

@@ -9,6 +9,7 @@ Keras's (``compute_conv_output_shape``, ``compute_pooling_output_shape``,
 from __future__ import annotations
 
 from typing import Any
+from ember.layers.core._checks import input_shape_of
 
 DATA_FORMATS = ("channels_last", "channels_first")
 
@@ -64,7 +65,6 @@ def standardize_data_format(name: str, value: Any) -> str:
 
 def spatial_shape(layer: Any, input_shape: Any, rank: int, data_format: str = "channels_last") -> tuple:
     """``(shape, spatial dims, channels)`` of an input of rank ``rank + 2``; errors name the layer."""
-    from ember.layers.core._checks import input_shape_of
 
     shape = input_shape_of(layer, input_shape, rank=rank + 2)
     if data_format == "channels_first":

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ember.layers.layer import Layer, add_loss
+from ember import constraints, regularizers
 
 
 class RegularizedLayer(Layer):
@@ -31,7 +32,6 @@ class RegularizedLayer(Layer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from ember import constraints, regularizers
 
         for field in (*self._regularizer_fields.values(), "activity_regularizer"):
             self._normalize(field, regularizers.get(getattr(self, field), f"{self.name}: {field}"))
@@ -43,14 +43,12 @@ class RegularizedLayer(Layer):
 
     def regularization_losses(self, params: dict) -> list:
         """``regularizer(param)`` for each param that has a regularizer (none when frozen)."""
-        from ember import regularizers
 
         return regularizers.weight_penalties(
             self, params, {param: getattr(self, field) for param, field in self._regularizer_fields.items()})
 
     def constraints(self) -> dict:
         """``{param_name: constraint}`` for the params that have one (none when frozen)."""
-        from ember import constraints
 
         return constraints.weight_constraints(
             self, {param: getattr(self, field) for param, field in self._constraint_fields.items()

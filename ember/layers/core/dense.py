@@ -7,6 +7,7 @@ from typing import Any
 from ember import activations, constraints, initializers, regularizers
 from ember.initializers import derive_seed
 from ember.layers.layer import Layer, add_loss
+from ember import ops
 
 
 def check_last_dim(layer: Layer, input_shape: Any, expected: int | None = None, min_rank: int = 2) -> int:
@@ -81,7 +82,6 @@ class Dense(Layer):
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         kernel = params["kernel"]
         if ops.shape(inputs)[-1] != ops.shape(kernel)[0]:

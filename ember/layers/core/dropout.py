@@ -7,6 +7,7 @@ from typing import Any
 
 from ember.initializers import is_seed_array
 from ember.layers.layer import Layer
+from ember import ops
 
 
 def _check_seed(value: Any, argument: str) -> Any:
@@ -87,7 +88,6 @@ class Dropout(Layer):
     def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
         if not training or self.rate == 0.0:
             return inputs
-        from ember import ops
 
         self._check_noise_shape(tuple(ops.shape(inputs)))
         seed = _check_seed(rng, f"layer {self.name!r}: rng") if rng is not None else self.seed

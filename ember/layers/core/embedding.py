@@ -8,6 +8,7 @@ from ember import constraints, initializers, regularizers
 from ember.initializers import derive_seed
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer, add_loss
+from ember import ops
 
 _INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
@@ -15,7 +16,6 @@ _INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32
 def _index_bounds(indices: Any) -> tuple[int, int] | None:
     """``(min, max)`` of concrete indices, or None when they cannot be read back (inside
     ``mx.compile`` or another transformation that traces instead of computing)."""
-    from ember import ops
 
     try:
         low, high = ops.to_numpy(ops.min(indices)), ops.to_numpy(ops.max(indices))
@@ -90,7 +90,6 @@ class Embedding(Layer):
         return self.make_state(params={"embeddings": table})
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         if ops.dtype(inputs) not in _INTEGER_DTYPES:
             if ops.dtype(inputs) == "bool" or "complex" in ops.dtype(inputs):
@@ -124,7 +123,6 @@ class Embedding(Layer):
         """``inputs != 0`` when ``mask_zero``, else None."""
         if not self.mask_zero:
             return None
-        from ember import ops
 
         return ops.not_equal(inputs, 0)
 

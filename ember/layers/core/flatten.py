@@ -7,6 +7,7 @@ from typing import Any
 
 from ember.layers.core._checks import input_shape_of, known_size
 from ember.layers.layer import Layer
+from ember import ops
 
 
 class Flatten(Layer):
@@ -43,7 +44,6 @@ class Flatten(Layer):
         self._normalize("data_format", data_format)
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         shape = tuple(ops.shape(inputs))
         input_shape_of(self, shape)

@@ -6,7 +6,7 @@ from typing import Any
 
 from ember import dtypes
 from ember.layers.layer import Layer
-from ember.models.symbolic import Node, SymbolicTensor
+from ember.symbolic import Node, SymbolicTensor
 
 
 def _check_shape(shape: Any, argument: str) -> tuple:

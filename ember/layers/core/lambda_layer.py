@@ -7,7 +7,9 @@ from typing import Any
 import optree
 
 from ember.layers.layer import Layer, empty_state
-from ember.models.symbolic import is_shape
+from ember.symbolic import is_shape
+from ember import backends, dtypes, ops
+from ember.serialization import registered_function_name
 
 # Sizes substituted for unknown (None) dimensions when the output shape is inferred by
 # running the function; two probes tell which output dimensions follow the unknown ones.
@@ -98,11 +100,8 @@ class Lambda(Layer):
         return self._infer_output_shape(input_shape)
 
     def _infer_output_shape(self, input_shape: Any) -> Any:
-        import ember
-        from ember import dtypes, ops
-
         probes = []
-        with ember.using_backend("numpy"):
+        with backends.using_backend("numpy"):
             for size in _PROBE_SIZES:
                 def zeros(shape: tuple, size: int = size) -> Any:
                     return ops.zeros(tuple(size if d is None else d for d in shape), dtype=dtypes.floatx())
@@ -126,7 +125,6 @@ class Lambda(Layer):
         return optree.tree_map(merge, probes[0], probes[1], is_leaf=is_shape, none_is_leaf=False)
 
     def get_config(self) -> dict:
-        from ember.saving.serialization import registered_function_name
 
         for field in ("function", "output_shape"):
             value = getattr(self, field)

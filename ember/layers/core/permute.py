@@ -6,6 +6,7 @@ from typing import Any
 
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
+from ember import ops
 
 
 class Permute(Layer):
@@ -49,7 +50,6 @@ class Permute(Layer):
         return input_shape_of(self, input_shape, rank=len(self.dims) + 1)
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         self._check(ops.shape(inputs))
         return ops.transpose(inputs, (0,) + self.dims)

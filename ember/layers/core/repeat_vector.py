@@ -6,6 +6,7 @@ from typing import Any
 
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
+from ember import ops
 
 
 class RepeatVector(Layer):
@@ -32,7 +33,6 @@ class RepeatVector(Layer):
             raise ValueError(f"{self.name}: n must be a positive int, received {self.n!r}")
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         input_shape_of(self, ops.shape(inputs), rank=2)
         return ops.repeat(ops.expand_dims(inputs, 1), self.n, axis=1)

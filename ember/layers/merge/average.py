@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.layers.merge.base import Merge
+from ember import ops
 
 
 class Average(Merge):
@@ -28,6 +29,5 @@ class Average(Merge):
     _fold = "add"
 
     def _merge_function(self, inputs: list) -> Any:
-        from ember import ops
 
         return ops.divide(super()._merge_function(inputs), float(len(inputs)))

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ember.layers.layer import Layer
-from ember.models.symbolic import is_shape
+from ember.symbolic import is_shape
+from ember import ops
 
 
 def broadcast_dims(a: int | None, b: int | None) -> int | None:
@@ -97,7 +98,6 @@ class Merge(Layer):
     # --- computation -------------------------------------------------------------------
     def _merge_function(self, inputs: list) -> Any:
         """Fold the inputs pairwise with the ``ember.ops`` function named by ``_fold``."""
-        from ember import ops
 
         combine = getattr(ops, self._fold)
         output = inputs[0]
@@ -106,7 +106,6 @@ class Merge(Layer):
         return output
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         if not isinstance(inputs, (list, tuple)) or ops.is_array(inputs):
             raise ValueError(
@@ -131,7 +130,6 @@ class Merge(Layer):
             raise ValueError(
                 f"layer {self.name!r}: mask must be a list with one entry (or None) per input, received {mask!r}"
             )
-        from ember import ops
 
         masks = [m for m in mask if m is not None]
         if not masks:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.layers.merge.base import Merge
+from ember import ops
 
 
 class Concatenate(Merge):
@@ -68,7 +69,6 @@ class Concatenate(Merge):
         return tuple(out)
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         if not isinstance(inputs, (list, tuple)) or ops.is_array(inputs):
             raise ValueError(f"layer {self.name!r} (Concatenate) must be called on a list of inputs, "
@@ -88,7 +88,6 @@ class Concatenate(Merge):
             )
         if all(m is None for m in mask):
             return None
-        from ember import ops
 
         masks = []
         for x, m in zip(inputs, mask):

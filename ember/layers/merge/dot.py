@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from ember.layers.merge.base import Merge
+from ember import ops
 
 _EPSILON = 1e-12  # floor of the squared norm when normalizing (as in Keras)
 
@@ -93,7 +94,6 @@ class Dot(Merge):
         raise NotImplementedError  # call() is overridden: Dot does not broadcast
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         if not isinstance(inputs, (list, tuple)) or ops.is_array(inputs):
             raise ValueError(f"layer {self.name!r} (Dot) must be called on a list of 2 inputs, "
@@ -114,7 +114,6 @@ class Dot(Merge):
 
 
 def _l2_normalize(x: Any, axis: int) -> Any:
-    from ember import ops
 
     squared = ops.sum(ops.square(x), axis=axis, keepdims=True)
     return ops.multiply(x, ops.rsqrt(ops.maximum(squared, _EPSILON)))

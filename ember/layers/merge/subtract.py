@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.layers.merge.base import Merge
+from ember import ops
 
 
 class Subtract(Merge):
@@ -28,6 +29,5 @@ class Subtract(Merge):
     max_inputs = 2
 
     def _merge_function(self, inputs: list) -> Any:
-        from ember import ops
 
         return ops.subtract(inputs[0], inputs[1])

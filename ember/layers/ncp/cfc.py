@@ -22,6 +22,7 @@ from ember.layers.ncp.mixed_memory import MixedMemoryCell
 from ember.layers.ncp.wired_cfc_cell import WiredCfCCell
 from ember.layers.rnn.cell import RNNCell
 from ember.layers.rnn.rnn import RNN
+from ember.wirings import Wiring
 
 
 class CfC(RNN):
@@ -80,7 +81,6 @@ class CfC(RNN):
         return compact_repr(self)
 
     def _make_cell(self) -> RNNCell:
-        from ember.wirings import Wiring
 
         if not isinstance(self.mixed_memory, bool):
             raise TypeError(f"{self.name}: mixed_memory must be a bool, received {self.mixed_memory!r}")

@@ -62,6 +62,7 @@ from ember.layers.ncp._common import (
     split_rows,
 )
 from ember.layers.rnn.cell import RNNCell, check_rate, check_seed, check_units, dropout_mask
+from ember import ops
 
 
 class CfCCell(RNNCell):
@@ -157,7 +158,6 @@ class CfCCell(RNNCell):
                          rng: Any = None) -> tuple[Any, Any]:
         """``x @ W_in + b`` of the first layer for every step at once; the recurrent rows, the
         heads and the dropout masks as context."""
-        from ember import ops
 
         kernel, bias = self._first_layer(params)
         features = ops.shape(kernel)[0] - self.units
@@ -175,7 +175,6 @@ class CfCCell(RNNCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-        from ember import ops
 
         kernel_h, heads, masks = context
         z = ops.add(step_input, ops.matmul(states[0], kernel_h))

@@ -24,6 +24,7 @@ from ember.layers.ncp.ltc_cell import LTCCell
 from ember.layers.ncp.mixed_memory import MixedMemoryCell
 from ember.layers.rnn.cell import RNNCell
 from ember.layers.rnn.rnn import RNN
+from ember.wirings import Wiring
 
 
 class LTC(RNN):
@@ -74,7 +75,6 @@ class LTC(RNN):
                        ode_unfolds=self.ode_unfolds, epsilon=self.epsilon,
                        implicit_param_constraints=self.implicit_param_constraints,
                        initialization_ranges=self.initialization_ranges, **common)
-        from ember.wirings import Wiring
 
         if isinstance(self.units, Wiring):
             self._normalize("units", cell.wiring)  # the cell's private copy

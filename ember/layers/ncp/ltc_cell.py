@@ -70,6 +70,7 @@ from ember.layers.ncp._common import (
     to_mask,
 )
 from ember.layers.rnn.cell import RNNCell
+from ember import ops
 
 MAPPINGS = ("affine", "linear", None)
 DEFAULT_RANGES = {
@@ -183,7 +184,6 @@ class LTCCell(RNNCell):
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         features = self.step_input_shape(input_shape)[-1]
         wiring = built_wiring(self, self.wiring, features)
-        from ember import ops
 
         dtype = self.variable_dtype
         units, motor = wiring.units, wiring.output_dim
@@ -211,14 +211,12 @@ class LTCCell(RNNCell):
 
     # --- computation -----------------------------------------------------------------------
     def _positive(self, x: Any) -> Any:
-        from ember import ops
 
         return ops.nn.softplus(x) if self.implicit_param_constraints else x
 
     def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
                          rng: Any = None) -> tuple[Any, Any]:
         """The input mapping for every step at once; masked, positive synapse weights as context."""
-        from ember import ops
 
         features = ops.shape(params["sensory_w"])[0]
         check_features(self, sequences, features)
@@ -241,7 +239,6 @@ class LTCCell(RNNCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-        from ember import ops
 
         def synapses(v: Any, sigma: Any, mu: Any, weight: Any, weight_erev: Any) -> tuple[Any, Any]:
             # v (batch, pre) -> activations (batch, pre, post), summed over the presynaptic axis.

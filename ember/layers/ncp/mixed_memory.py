@@ -27,6 +27,7 @@ from ember.initializers import derive_seed
 from ember.layers.ncp._common import compact_repr
 from ember.layers.rnn.cell import RNNCell
 from ember.layers.rnn.lstm import LSTMCell
+from ember import ops
 
 
 class MixedMemoryCell(RNNCell):
@@ -105,7 +106,6 @@ class MixedMemoryCell(RNNCell):
     def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
                          rng: Any = None) -> tuple[Any, Any]:
         """Both cells' per-sequence work; their step inputs side by side."""
-        from ember import ops
 
         memory_in, memory_context = self.memory_cell.prepare_sequence(params["memory"], sequences,
                                                                       training=training, rng=rng)
@@ -115,7 +115,6 @@ class MixedMemoryCell(RNNCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-        from ember import ops
 
         width, memory_context, cell_context = context
         memory_in, cell_in = ops.split(step_input, [width], axis=-1)

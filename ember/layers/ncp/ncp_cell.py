@@ -22,6 +22,7 @@ from typing import Any
 from ember import activations, initializers
 from ember.layers.ncp._common import built_wiring, check_features, compact_repr, normalize_wiring, to_mask
 from ember.layers.rnn.cell import RNNCell, init_weight
+from ember import ops
 
 
 class NCPCell(RNNCell):
@@ -90,7 +91,6 @@ class NCPCell(RNNCell):
     def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
                          rng: Any = None) -> tuple[Any, Any]:
         """``x @ (kernel * M_s) + bias`` for every step at once; the masked recurrent kernel as context."""
-        from ember import ops
 
         features = ops.shape(params["kernel"])[0]
         check_features(self, sequences, features)
@@ -104,7 +104,6 @@ class NCPCell(RNNCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-        from ember import ops
 
         h = activations.get(self.activation)(ops.add(step_input, ops.matmul(states[0], context)))
         output = h

@@ -7,6 +7,7 @@ from typing import Any
 
 from ember import constraints, regularizers
 from ember.layers.layer import Layer
+from ember import ops
 
 # Dtypes computed in float32 and cast back (as Keras does, for stability).
 LOW_PRECISION = ("float16", "bfloat16")
@@ -93,7 +94,6 @@ def known_dims(layer: Layer, shape: tuple, axes: tuple[int, ...]) -> tuple[int, 
 
 def broadcast_param(param: Any, axes: tuple[int, ...], shape: tuple) -> Any:
     """Reshape a param of shape ``shape[axes]`` so it broadcasts against ``shape``."""
-    from ember import ops
 
     rank = len(shape)
     if axes == tuple(range(rank - len(axes), rank)):
@@ -106,7 +106,6 @@ def broadcast_param(param: Any, axes: tuple[int, ...], shape: tuple) -> Any:
 
 def compute_input(layer: Layer, x: Any) -> tuple[Any, str]:
     """``(x in its compute dtype, original dtype)``: half precision is computed in float32."""
-    from ember import ops
 
     dtype = ops.dtype(x)
     if dtype in LOW_PRECISION:
@@ -118,7 +117,6 @@ def compute_input(layer: Layer, x: Any) -> tuple[Any, str]:
 
 def input_shape(layer: Layer, x: Any) -> tuple:
     """The shape of the native array ``x`` (TypeError naming the layer for non-arrays)."""
-    from ember import ops
 
     if not ops.is_array(x):
         raise TypeError(f"layer {layer.name!r} expects one array input, received {type(x).__name__}")

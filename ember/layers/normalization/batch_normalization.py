@@ -9,6 +9,7 @@ from ember.initializers import derive_seed
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
+from ember import ops
 
 
 class BatchNormalization(Layer):
@@ -124,7 +125,6 @@ class BatchNormalization(Layer):
     # --- computation ---------------------------------------------------------------------------
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None,
               mask: Any = None) -> tuple[Any, dict]:
-        from ember import ops
 
         shape = _common.input_shape(self, inputs)
         if len(shape) < 2:
@@ -169,7 +169,6 @@ class BatchNormalization(Layer):
         return outputs, new_state
 
     def _moments(self, x: Any, reduction: tuple[int, ...], mask: Any, shape: tuple) -> tuple[Any, Any]:
-        from ember import ops
 
         if mask is None:
             return ops.nn.moments(x, axes=reduction)

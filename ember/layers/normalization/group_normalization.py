@@ -10,6 +10,7 @@ from ember.initializers import derive_seed
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
+from ember import ops
 
 
 class GroupNormalization(Layer):
@@ -96,7 +97,6 @@ class GroupNormalization(Layer):
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         shape = _common.input_shape(self, inputs)
         if len(shape) < 2:

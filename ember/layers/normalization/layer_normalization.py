@@ -9,6 +9,7 @@ from ember.initializers import derive_seed
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
+from ember import ops
 
 
 class LayerNormalization(Layer):
@@ -88,7 +89,6 @@ class LayerNormalization(Layer):
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         shape = _common.input_shape(self, inputs)
         axes = _common.resolve_axes(self, self.axis, len(shape), shape)
@@ -131,7 +131,6 @@ class LayerNormalization(Layer):
 
 def _checked_param(layer: Layer, params: dict, name: str, shape: tuple, axes: tuple[int, ...]) -> Any:
     """``params[name]`` reshaped to broadcast against ``shape``; ValueError when it does not fit."""
-    from ember import ops
 
     param = params[name]
     expected = tuple(shape[a] for a in axes)

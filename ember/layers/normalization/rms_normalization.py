@@ -7,6 +7,7 @@ from typing import Any
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
+from ember import ops
 
 
 class RMSNormalization(Layer):
@@ -41,7 +42,6 @@ class RMSNormalization(Layer):
         _common.check_real(self, "epsilon", 0.0)
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        from ember import ops
 
         shape = input_shape_of(self, input_shape, min_rank=2)
         axes = _common.resolve_axes(self, self.axis, len(shape), shape)
@@ -49,7 +49,6 @@ class RMSNormalization(Layer):
         return self.make_state(params={"scale": ops.ones(dims, dtype=self.variable_dtype)})
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         shape = _common.input_shape(self, inputs)
         axes = _common.resolve_axes(self, self.axis, len(shape), shape)

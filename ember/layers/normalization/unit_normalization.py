@@ -7,6 +7,7 @@ from typing import Any
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
+from ember import ops
 
 
 class UnitNormalization(Layer):
@@ -36,7 +37,6 @@ class UnitNormalization(Layer):
         self._normalize("axis", _common.check_axis(self, self.axis, allow_list=True))
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         shape = _common.input_shape(self, inputs)
         axes = _common.resolve_axes(self, self.axis, len(shape), shape)

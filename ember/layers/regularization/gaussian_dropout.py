@@ -8,6 +8,7 @@ from typing import Any
 
 from ember.layers.core.dropout import _check_seed
 from ember.layers.layer import Layer
+from ember import ops
 
 
 class GaussianDropout(Layer):
@@ -50,7 +51,6 @@ class GaussianDropout(Layer):
     def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
         if not training or self.rate == 0.0:
             return inputs
-        from ember import ops
 
         dtype = ops.dtype(inputs)
         if not dtype.startswith(("float", "bfloat")):

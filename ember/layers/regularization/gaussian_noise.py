@@ -7,6 +7,7 @@ from typing import Any
 
 from ember.layers.core.dropout import _check_seed
 from ember.layers.layer import Layer
+from ember import ops
 
 
 class GaussianNoise(Layer):
@@ -49,7 +50,6 @@ class GaussianNoise(Layer):
     def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
         if not training or self.stddev == 0.0:
             return inputs
-        from ember import ops
 
         dtype = ops.dtype(inputs)
         if not dtype.startswith(("float", "bfloat")):

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from ember.layers.core._checks import input_shape_of
 from ember.layers.core.dropout import _check_seed
 from ember.layers.layer import Layer
+from ember import ops
 
 _DATA_FORMATS = ("channels_last", "channels_first")
 
@@ -42,7 +43,6 @@ class _SpatialDropout(Layer):
         return (input_shape[0],) + ones + (input_shape[-1],)
 
     def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
-        from ember import ops
 
         shape = tuple(ops.shape(inputs))
         if len(shape) != self._rank:

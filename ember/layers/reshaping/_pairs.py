@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.layers.conv._args import is_int
+from ember.layers.conv._args import standardize_data_format
 
 
 def standardize_pairs(name: str, value: Any, n: int, argument: str) -> tuple[tuple[int, int], ...]:
@@ -55,7 +56,6 @@ def standardize_pair(name: str, value: Any, argument: str) -> tuple[int, int]:
 
 def normalize_spatial_fields(layer: Any, field: str) -> None:
     """Normalize ``layer.<field>`` (pairs; one pair in 1-d) and ``layer.data_format`` when present."""
-    from ember.layers.conv._args import standardize_data_format
 
     value = getattr(layer, field)
     if layer.rank == 1:

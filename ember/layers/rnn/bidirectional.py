@@ -7,6 +7,7 @@ from typing import Any
 from ember.initializers import derive_seed
 from ember.layers.layer import Layer
 from ember.layers.rnn.rnn import first_mask, sequence_shape, state_shapes
+from ember import ops
 
 MERGE_MODES = ("concat", "sum", "mul", "ave", None)
 
@@ -192,7 +193,6 @@ class Bidirectional(Layer):
     # --- computation -----------------------------------------------------------------------------
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None,
               initial_state: Any = None, mask: Any = None, timespans: Any = None) -> tuple[Any, dict]:
-        from ember import ops
 
         sequences, mask = inputs, first_mask(mask)
         if initial_state is not None and (ops.is_array(initial_state) or not isinstance(initial_state, (list, tuple))):

@@ -85,7 +85,10 @@ from typing import Any, ClassVar
 
 from ember.initializers import derive_seed
 from ember.layers.layer import Layer
-from ember.models.symbolic import is_shape
+from ember.symbolic import is_shape
+from ember.initializers import is_seed_array
+from ember import ops
+from ember import activations, constraints, initializers, regularizers
 
 
 def check_rate(layer: Layer, field: str) -> None:
@@ -100,7 +103,6 @@ def check_seed(value: Any, argument: str) -> int | None:
     """An int seed or None; TypeError naming ``argument`` otherwise."""
     if value is None:
         return None
-    from ember.initializers import is_seed_array
 
     if is_seed_array(value):  # a trainer's step seed (an array under mx.compile)
         return value
@@ -122,7 +124,6 @@ def dropout_mask(layer: Layer, shape: tuple, rate: float, rng: Any, which: str, 
     backend's global stream; ``which`` names the mask (``"dropout"``,
     ``"recurrent_dropout"``) so the two differ.
     """
-    from ember import ops
 
     base = check_seed(rng, f"layer {layer.name!r}: rng") if rng is not None else getattr(layer, "seed", None)
     seed = None if base is None else derive_seed(base, which)
@@ -158,7 +159,6 @@ class RNNCell(Layer):
 
     def get_initial_state(self, batch_size: int, dtype: Any = None) -> list:
         """One zeros array ``(batch_size, size)`` per state tensor."""
-        from ember import ops
 
         dtype = dtype or self.variable_dtype
         return [ops.zeros((batch_size, size), dtype=dtype) for size in self.state_sizes]
@@ -236,7 +236,6 @@ class RNNCell(Layer):
         return self.make_state()
 
     def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
-        from ember import ops
 
         if isinstance(inputs, (list, tuple)) and not ops.is_array(inputs):
             x, states = inputs[0], list(inputs[1:])
@@ -262,7 +261,6 @@ DENSE_CELL_WEIGHTS = {"kernel": "kernel", "recurrent_kernel": "recurrent", "bias
 
 def normalize_dense_cell(cell: Layer) -> None:
     """Validate and standardize the config fields the dense-kernel cells share."""
-    from ember import activations, constraints, initializers, regularizers
 
     check_units(cell)
     for prefix in DENSE_CELL_WEIGHTS.values():
@@ -312,7 +310,6 @@ class DenseCell(RNNCell):
     def regularization_losses(self, params: dict) -> list:
         """``[kernel_regularizer(kernel), recurrent_regularizer(recurrent_kernel),
         bias_regularizer(bias)]`` for those set (none when frozen)."""
-        from ember import regularizers
 
         return regularizers.weight_penalties(
             self, params, {name: getattr(self, f"{prefix}_regularizer") for name, prefix in DENSE_CELL_WEIGHTS.items()})
@@ -320,7 +317,6 @@ class DenseCell(RNNCell):
     def constraints(self) -> dict:
         """``{"kernel": kernel_constraint, "recurrent_kernel": recurrent_constraint, "bias":
         bias_constraint}`` for those set (none when frozen; no bias entry without a bias)."""
-        from ember import constraints
 
         return constraints.weight_constraints(
             self, {name: getattr(self, f"{prefix}_constraint") for name, prefix in DENSE_CELL_WEIGHTS.items()
@@ -329,7 +325,6 @@ class DenseCell(RNNCell):
 
 def check_features(cell: Layer, params: dict, x: Any) -> tuple:
     """``x``'s shape; ValueError naming the layer when its last axis is not the kernel's input size."""
-    from ember import ops
 
     shape = tuple(ops.shape(x))
     features = ops.shape(params["kernel"])[0]
@@ -351,7 +346,6 @@ def fused_inputs(cell: Layer, params: dict, sequences: Any, states: list, traini
     With ``training`` the input dropout mask is applied here: the loop path's mask
     (``(batch, features)``, same seed), broadcast over time.
     """
-    from ember import ops
 
     if (cell.activation != "tanh" or cell.recurrent_activation != "sigmoid"
             or (training and cell.recurrent_dropout > 0.0)):
@@ -378,7 +372,6 @@ def project_inputs(cell: Layer, params: dict, x: Any, training: bool, rng: Any, 
     same mask at every step) and a ``(batch, units)`` recurrent mask is drawn for the
     caller to apply to ``h`` before the recurrent matmul; otherwise the mask is None.
     """
-    from ember import ops
 
     shape = check_features(cell, params, x)
     dtype = ops.dtype(x)

@@ -40,6 +40,7 @@ from typing import Any
 from ember import activations
 from ember.layers.rnn.cell import DenseCell, fused_inputs, init_weight, project_inputs
 from ember.layers.rnn.rnn import RNN
+from ember import ops
 
 
 class GRUCell(DenseCell):
@@ -120,7 +121,6 @@ class GRUCell(DenseCell):
                          rng: Any = None) -> tuple[Any, Any]:
         """``x @ kernel + input bias`` for every step; context: recurrent dropout mask,
         recurrent bias (reset_after) or the split recurrent kernel (reset_after=False)."""
-        from ember import ops
 
         input_bias = recurrent_bias = None
         if self.use_bias:
@@ -139,7 +139,6 @@ class GRUCell(DenseCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-        from ember import ops
 
         recurrent_mask, recurrent_bias, kernel, kernel_h = context
         h = states[0]
@@ -168,7 +167,6 @@ class GRUCell(DenseCell):
                        rng: Any = None, go_backwards: bool = False, time_major: bool = False) -> tuple | None:
         """The sequence as one ``ops.nn.gru`` call, or None where that op does not apply
         (see the module docstring): ``(sequence_outputs, h, [h])``."""
-        from ember import ops
 
         if not self.reset_after:
             return None

@@ -32,6 +32,7 @@ from typing import Any
 from ember import activations
 from ember.layers.rnn.cell import DenseCell, fused_inputs, init_weight, project_inputs
 from ember.layers.rnn.rnn import RNN
+from ember import ops
 
 
 class LSTMCell(DenseCell):
@@ -97,7 +98,6 @@ class LSTMCell(DenseCell):
         return self.units
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        from ember import ops
 
         features = self.step_input_shape(input_shape)[-1]
         units = self.units
@@ -124,7 +124,6 @@ class LSTMCell(DenseCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-        from ember import ops
 
         h, c = states
         h_in = h if context is None else ops.multiply(h, context)
@@ -140,7 +139,6 @@ class LSTMCell(DenseCell):
                        rng: Any = None, go_backwards: bool = False, time_major: bool = False) -> tuple | None:
         """The sequence as one ``ops.nn.lstm`` call, or None where that op does not apply
         (see the module docstring): ``(sequence_outputs, h, [h, c])``."""
-        from ember import ops
 
         x = fused_inputs(self, params, sequences, states, training, rng, time_major)
         if x is None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
+from ember import ops
 
 
 class Masking(Layer):
@@ -48,14 +49,12 @@ class Masking(Layer):
         self._normalize("mask_value", float(value))
 
     def call(self, params: dict, inputs: Any) -> Any:
-        from ember import ops
 
         keep = ops.any(ops.not_equal(inputs, self.mask_value), axis=-1, keepdims=True)
         return ops.multiply(inputs, ops.cast(keep, ops.dtype(inputs)))
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """``any(inputs != mask_value, axis=-1)``: True for the steps to keep."""
-        from ember import ops
 
         return ops.any(ops.not_equal(inputs, self.mask_value), axis=-1)
 

@@ -43,7 +43,9 @@ from typing import Any, ClassVar
 from ember import dtypes
 from ember.layers.layer import Layer, add_loss
 from ember.layers.rnn.cell import RNNCell
-from ember.models.symbolic import is_shape
+from ember.symbolic import is_shape
+from ember import ops
+from ember import regularizers
 
 _FLAGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll", "time_major",
           "zero_output_for_mask")
@@ -55,7 +57,6 @@ def _flag(default: bool = False) -> Any:
 
 def first_mask(mask: Any) -> Any:
     """The sequence's mask out of a structured mask (Keras flattens and takes the first)."""
-    from ember import ops
 
     while isinstance(mask, (list, tuple)) and not ops.is_array(mask):
         mask = mask[0] if mask else None
@@ -77,7 +78,6 @@ def sequence_shape(layer: Layer, input_shape: Any) -> tuple:
 
 def state_shapes(layer: Layer, initial_state: Any) -> list | None:
     """Shapes of an ``initial_state`` argument given as shapes (graph building) or arrays."""
-    from ember import ops
 
     if initial_state is None:
         return None
@@ -141,7 +141,6 @@ class RNN(Layer):
         if self._cell_class is not None:
             self._normalize("cell", self._make_cell())
         if self._has_activity_field():  # LSTM/GRU/SimpleRNN take Keras's activity_regularizer
-            from ember import regularizers
 
             self._normalize("activity_regularizer", regularizers.get(
                 self.activity_regularizer, f"{self.name}: activity_regularizer"))
@@ -265,7 +264,6 @@ class RNN(Layer):
 
     def _run(self, params: dict, sequences: Any, mask: Any, initial_state: Any, timespans: Any,
              training: bool, rng: Any) -> tuple[Any, list]:
-        from ember import ops
 
         if getattr(type(sequences), "__ember_tensor__", False):
             sequences = sequences._native
@@ -325,7 +323,6 @@ class RNN(Layer):
         return previous, states
 
     def _initial_states(self, initial_state: Any, batch: int, dtype: str) -> list:
-        from ember import ops
 
         if initial_state is None:
             return list(self.cell.get_initial_state(batch, dtype=dtype))
@@ -341,7 +338,6 @@ class RNN(Layer):
 
     def _time_major_mask(self, mask: Any, batch: int, time: int) -> Any:
         """The mask as ``(time, batch, 1)`` booleans, or None."""
-        from ember import ops
 
         if mask is None:
             return None
@@ -363,7 +359,6 @@ class RNN(Layer):
     def _time_major_timespans(self, timespans: Any, batch: int, time: int, dtype: str) -> Any:
         """``(constant, sequence)``: a ``(batch, 1)`` timespan for every step, or a
         ``(time, batch, 1)`` one per step; both None when the cell takes no timespan."""
-        from ember import ops
 
         if not getattr(self.cell, "accepts_timespan", False):
             if timespans is not None:
@@ -394,7 +389,6 @@ class RNN(Layer):
 
 def _unstack(x: Any, time: int) -> list:
     """The ``time`` slices ``x[t]`` of a time-major array."""
-    from ember import ops
 
     if time == 1:
         return [ops.squeeze(x, 0)]

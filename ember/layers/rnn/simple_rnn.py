@@ -16,6 +16,7 @@ from typing import Any
 from ember import activations
 from ember.layers.rnn.cell import DenseCell, init_weight, project_inputs
 from ember.layers.rnn.rnn import RNN
+from ember import ops
 
 
 class SimpleRNNCell(DenseCell):
@@ -90,7 +91,6 @@ class SimpleRNNCell(DenseCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-        from ember import ops
 
         h = states[0] if context is None else ops.multiply(states[0], context)
         h = activations.get(self.activation)(ops.add(step_input, ops.matmul(h, params["recurrent_kernel"])))

@@ -7,7 +7,8 @@ from typing import Any
 
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
-from ember.models.symbolic import is_shape
+from ember.symbolic import is_shape
+from ember import ops
 
 
 class TimeDistributed(Layer):
@@ -73,7 +74,6 @@ class TimeDistributed(Layer):
 
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None,
               mask: Any = None) -> tuple[Any, dict]:
-        from ember import ops
 
         shape = tuple(ops.shape(inputs))
         self.compute_output_shape(shape)

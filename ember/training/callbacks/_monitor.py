@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from typing import Any, Callable
+import optree
 
 _MAX_HINTS = ("acc", "auc", "precision", "recall", "f1", "r2", "accuracy")
 
@@ -42,7 +43,6 @@ def read_monitor(owner: str, logs: Any, monitor: str) -> float | None:
 
 def copy_state(state: Any) -> Any:
     """A snapshot of a model state whose arrays later in-place updates cannot change."""
-    import optree
 
     def copy(leaf: Any) -> Any:
         if hasattr(leaf, "clone") and hasattr(leaf, "detach"):  # torch (trained in place)

@@ -38,6 +38,9 @@ import os
 from typing import Any
 
 from ember.training.callbacks.callback import Callback
+from ember.saving import CheckpointError
+from ember.saving.model_io import read_training_checkpoint
+from ember.saving.training_state import step_rng
 
 
 class BackupAndRestore(Callback):
@@ -84,8 +87,6 @@ class BackupAndRestore(Callback):
         return os.path.join(self.backup_dir, "previous.h5")
 
     def _read(self) -> Any:
-        from ember.saving import CheckpointError
-        from ember.saving.model_io import read_training_checkpoint
 
         candidates = [self.latest_path] + ([self.previous_path] if self.double_checkpoint else [])
         errors = []
@@ -108,7 +109,6 @@ class BackupAndRestore(Callback):
         found = self._read()
         if found is None:
             return
-        from ember.saving.training_state import step_rng
 
         model_state, opt_state, progress = found
         if opt_state is None or progress.get("epoch") is None or progress.get("rng") is None:

@@ -18,13 +18,15 @@ import collections.abc
 from typing import Any, Callable, Iterator
 
 from ember.training.callbacks.callback import Callback
+from ember import ops
+from ember.training.callbacks.history import History
+from ember.training.callbacks.progbar_logger import ProgbarLogger
 
 _BATCH_HOOKS = ("on_train_batch_begin", "on_train_batch_end", "on_test_batch_begin", "on_test_batch_end",
                 "on_predict_batch_begin", "on_predict_batch_end")
 
 
 def _to_float(value: Any) -> Any:
-    from ember import ops
 
     if isinstance(value, (int, float)):
         return float(value)
@@ -87,8 +89,6 @@ class CallbackList:
 
     def __init__(self, callbacks: Any = None, add_history: bool = False, add_progbar: bool = False,
                  model: Any = None, **params: Any) -> None:
-        from ember.training.callbacks.history import History
-        from ember.training.callbacks.progbar_logger import ProgbarLogger
 
         if callbacks is None:
             callbacks = []

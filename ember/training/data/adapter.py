@@ -35,89 +35,20 @@ from typing import Any, Iterator
 import numpy as np
 import optree
 
-from ember.training.data.convert import flatten, is_array_like, num_samples, to_native, to_numpy_host
+from ember.training.data.convert import flatten, is_array_like, num_samples, to_native
+from ember import ops
+from ember.training.data.batch import (  # noqa: F401  (re-exported: the old home of these names)
+    DataAdapter,
+    check_class_weight,
+    class_weight_to_sample_weight,
+    native_batch,
+    unpack_batch,
+)
+from ember.training.data.dataset import Dataset, DatasetAdapter
+from ember.training.data.generator_adapter import GeneratorAdapter
 
 
-class DataAdapter:
-    """Base: ``num_batches`` (None when unknown) and ``batches(epoch)`` yielding native batches."""
-
-    num_batches: int | None = None
-    reiterable: bool = True
-
-    def batches(self, epoch: int = 0) -> Iterator[tuple]:
-        raise NotImplementedError
-
-    def on_epoch_end(self) -> None:
-        """Called after each epoch (a :class:`ember.data.Dataset` reshuffles here)."""
-
-    def peek(self) -> tuple:
-        """The first batch (without consuming it), for building a model from the data's shapes."""
-        for batch in self.batches(epoch=0):
-            return batch
-        raise ValueError("the training data is empty: it yields no batches")
-
-
-# ------------------------------------------------------------------------------- batches
-def unpack_batch(item: Any, where: str = "the data") -> tuple:
-    """``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)`` (tuple or list) -> ``(x, y, sw)``."""
-    if isinstance(item, (tuple, list)) and not is_array_like(item):
-        if len(item) == 1:
-            return item[0], None, None
-        if len(item) == 2:
-            return item[0], item[1], None
-        if len(item) == 3:
-            return item[0], item[1], item[2]
-        raise ValueError(
-            f"{where} must yield x, (x,), (x, y) or (x, y, sample_weight); received a {type(item).__name__} "
-            f"of {len(item)} elements")
-    if isinstance(item, dict) or is_array_like(item):
-        return item, None, None
-    raise TypeError(f"{where} must yield arrays or tuples of arrays, received {type(item).__name__}")
-
-
-def native_batch(x: Any, y: Any, sample_weight: Any, class_weight: dict | None = None) -> tuple:
-    """One batch converted to native arrays, with ``class_weight`` folded into its sample weights."""
-    if class_weight is not None:
-        if y is None:
-            raise ValueError("class_weight needs targets y")
-        weights = class_weight_to_sample_weight(y, class_weight)
-        if sample_weight is not None:
-            weights = weights * to_numpy_host(sample_weight).astype(np.float32).reshape(weights.shape[0], -1)[:, 0]
-        sample_weight = weights
-    return to_native(x), to_native(y), to_native(sample_weight)
-
-
-def check_class_weight(class_weight: Any) -> dict | None:
-    """Validate ``class_weight``: ``{class_index: weight}``."""
-    if class_weight is None:
-        return None
-    if not isinstance(class_weight, dict) or not class_weight:
-        raise TypeError(f"class_weight must be a non-empty dict {{class_index: weight}}, received {class_weight!r}")
-    checked = {}
-    for key, value in class_weight.items():
-        if isinstance(key, bool) or not isinstance(key, numbers.Integral) or key < 0:
-            raise ValueError(f"class_weight keys must be class indices (non-negative ints), received {key!r}")
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
-            raise ValueError(f"class_weight[{key}] must be a non-negative number, received {value!r}")
-        checked[int(key)] = float(value)
-    return checked
-
-
-def class_weight_to_sample_weight(y: Any, class_weight: dict) -> np.ndarray:
-    """Per-sample weights from labels as Keras does: integer labels or one-hot rows (argmax);
-    classes missing from ``class_weight`` weigh 1."""
-    if not is_array_like(y):
-        raise ValueError("class_weight is only supported for models with a single output (one array y), "
-                         f"received y of type {type(y).__name__}; pass sample_weight per output instead")
-    labels = to_numpy_host(y)
-    if labels.ndim > 1:
-        labels = np.argmax(labels, axis=-1) if labels.shape[-1] != 1 else np.squeeze(labels, axis=-1)
-    labels = np.round(labels).astype(np.int64).reshape(-1)
-    table = np.ones(max(int(labels.max(initial=0)), max(class_weight)) + 1, dtype=np.float32)
-    for key, value in class_weight.items():
-        table[key] = value
-    return table[np.clip(labels, 0, None)]
-
+# The adapter protocol and batch plumbing live in .batch (the adapters below build on them).
 
 # --------------------------------------------------------------------------------- arrays
 def check_cardinality(x: Any, y: Any, sample_weight: Any) -> int:
@@ -172,7 +103,6 @@ class ArrayAdapter(DataAdapter):
         self.num_batches = math.ceil(self.num_samples / self.batch_size)
 
     def batches(self, epoch: int = 0) -> Iterator[tuple]:
-        from ember import ops
 
         n, size = self.num_samples, self.batch_size
         leaves, treedef = self._flat
@@ -236,8 +166,6 @@ def get_adapter(x: Any, y: Any = None, sample_weight: Any = None, batch_size: in
             with a generator or Dataset (which carry their own), a bad ``class_weight``.
         TypeError: data of a kind Ember cannot read.
     """
-    from ember.training.data.dataset import Dataset, DatasetAdapter
-    from ember.training.data.generator_adapter import GeneratorAdapter
 
     class_weight = check_class_weight(class_weight)
     if x is None:

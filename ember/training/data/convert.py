@@ -24,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember import dtypes
+from ember import ops
 
 
 def is_array_like(value: Any) -> bool:
@@ -84,7 +85,6 @@ def flatten(value: Any) -> list:
 
 def to_numpy_host(value: Any) -> np.ndarray:
     """One array as a NumPy array on the host (used for data that is not yet native)."""
-    from ember import ops
 
     if getattr(type(value), "__ember_tensor__", False):
         value = value._native
@@ -107,7 +107,6 @@ def to_native(value: Any) -> Any:
 
 
 def _leaf_to_native(value: Any) -> Any:
-    from ember import ops
 
     if getattr(type(value), "__ember_tensor__", False):
         value = value._native
@@ -126,7 +125,6 @@ def _leaf_to_native(value: Any) -> Any:
 
 def num_samples(value: Any) -> int:
     """The leading (batch) dimension of one array."""
-    from ember import ops
 
     if getattr(type(value), "__ember_tensor__", False):
         value = value._native

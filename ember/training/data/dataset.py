@@ -35,7 +35,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ember.training.data.adapter import DataAdapter, native_batch, unpack_batch
+from ember.training.data.batch import DataAdapter, native_batch, unpack_batch
 
 
 class Dataset:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, Iterator
 
-from ember.training.data.adapter import DataAdapter
+from ember.training.data.batch import DataAdapter
 
 
 def check_steps(value: Any, name: str) -> int | None:

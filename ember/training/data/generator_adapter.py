@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterator
 
-from ember.training.data.adapter import DataAdapter, native_batch, unpack_batch
+from ember.training.data.batch import DataAdapter, native_batch, unpack_batch
 
 
 class GeneratorAdapter(DataAdapter):

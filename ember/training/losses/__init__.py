@@ -68,6 +68,8 @@ from ember.training.losses.regression import (
     mean_squared_error,
     mean_squared_logarithmic_error,
 )
+from ember.serialization import serialize as _serialize
+from ember.serialization import deserialize as _deserialize
 
 _CLASSES = (
     MeanSquaredError, MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredLogarithmicError, Huber,
@@ -140,7 +142,6 @@ def serialize(loss: Any) -> Any:
         >>> losses.serialize(losses.Huber(delta=2.0))["config"]["delta"]
         2.0
     """
-    from ember.saving.serialization import serialize as _serialize
 
     return _serialize(loss)
 
@@ -153,7 +154,6 @@ def deserialize(config: Any) -> Any:
         >>> losses.deserialize(losses.serialize(losses.Huber(delta=2.0))).get_config()["delta"]
         2.0
     """
-    from ember.saving.serialization import deserialize as _deserialize
 
     obj = _deserialize(config)
     if not (isinstance(obj, Loss) or callable(obj)):

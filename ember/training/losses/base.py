@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember import dtypes, ops
-from ember.saving.serialization import deserialize, register_serializable, serialize
+from ember.serialization import deserialize, register_serializable, serialize
 from ember.utils.naming import to_snake_case
 
 EPSILON = 1e-7

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes, ops
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.losses.base import (
     EPSILON,
     LossFunctionWrapper,

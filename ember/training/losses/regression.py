@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 from ember import ops
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.losses.base import EPSILON, LossFunctionWrapper, check_axis, check_broadcastable, prepare
 
 _DEFAULT = "sum_over_batch_size"

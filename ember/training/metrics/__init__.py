@@ -85,6 +85,9 @@ from ember.training.losses import (  # Keras's metrics module re-exports the los
     sparse_categorical_crossentropy,
     squared_hinge,
 )
+from ember.training import losses
+from ember.serialization import serialize as _serialize
+from ember.serialization import deserialize as _deserialize
 
 _CLASSES = (
     Mean, Sum, MeanMetricWrapper, Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
@@ -113,7 +116,6 @@ ALL_OBJECTS.update({
 
 def _accuracy_for(loss: Any, output_shape: Any) -> type:
     """The accuracy class ``"accuracy"`` means for this loss / output shape (Keras's rule)."""
-    from ember.training import losses
 
     if loss is not None:
         resolved = losses.get(loss)
@@ -188,7 +190,6 @@ def serialize(metric: Any) -> Any:
         >>> metrics.serialize(metrics.AUC(curve="PR"))["class_name"]
         'ember.metrics>AUC'
     """
-    from ember.saving.serialization import serialize as _serialize
 
     return _serialize(metric)
 
@@ -201,7 +202,6 @@ def deserialize(config: Any) -> Metric:
         >>> metrics.deserialize(metrics.serialize(metrics.AUC(curve="PR"))).curve
         'PR'
     """
-    from ember.saving.serialization import deserialize as _deserialize
 
     obj = _deserialize(config)
     if isinstance(obj, Metric):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ember import ops
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.losses.base import divide_no_nan, squeeze_or_expand_to_same_rank
 from ember.training.metrics.base import Metric
 

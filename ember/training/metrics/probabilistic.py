@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.losses.base import check_axis, check_fraction
 from ember.training.losses.hinge import categorical_hinge, hinge, squared_hinge
 from ember.training.losses.probabilistic import (

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember import ops
-from ember.saving.serialization import deserialize, register_serializable, serialize
+from ember.serialization import deserialize, register_serializable, serialize
 from ember.training.losses.base import divide_no_nan, squeeze_or_expand_to_same_rank
 from ember.training.metrics.base import Metric
 

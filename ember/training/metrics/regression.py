@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ember import ops
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.losses.base import check_axis, check_broadcastable, prepare
 from ember.training.losses.regression import (
     l2_normalize,

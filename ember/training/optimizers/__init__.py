@@ -26,6 +26,8 @@ from ember.training.optimizers.clipping import clip_by_global_norm, clip_by_norm
 from ember.training.optimizers.lion import Lion
 from ember.training.optimizers.schedules import LearningRateSchedule
 from ember.training.optimizers.sgd import SGD
+from ember.serialization import serialize as _serialize
+from ember.serialization import deserialize as _deserialize
 
 ALL_OPTIMIZERS = (SGD, Adam, AdamW, Adamax, Nadam, Lamb, RMSprop, Adagrad, Adadelta, Lion)
 _BY_NAME = {cls.__name__.lower(): cls for cls in ALL_OPTIMIZERS}
@@ -69,7 +71,6 @@ def serialize(optimizer: Optimizer) -> dict:
         >>> optimizers.serialize(optimizers.SGD())["class_name"]
         'ember>SGD'
     """
-    from ember.saving.serialization import serialize as _serialize
 
     if not isinstance(optimizer, Optimizer):
         raise TypeError(f"optimizers.serialize: expected an Optimizer, received {optimizer!r}")
@@ -84,7 +85,6 @@ def deserialize(config: dict) -> Optimizer:
         >>> optimizers.deserialize({"class_name": "rmsprop", "config": {"rho": 0.8}}).rho
         0.8
     """
-    from ember.saving.serialization import deserialize as _deserialize
 
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"optimizers.deserialize: expected {{'class_name': ..., 'config': ...}}, received {config!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from typing import Any
+from ember import ops
 
 
 def is_number(value: Any) -> bool:
@@ -51,7 +52,6 @@ def one_minus_power(base: float, exponent: Any) -> Any:
         >>> round(float(ops.to_numpy(one_minus_power(0.5, ops.convert_to_tensor(2.0)))), 6)
         0.75
     """
-    from ember import ops
 
     if base == 0.0:
         return ops.ones_like(exponent)
@@ -73,7 +73,6 @@ def power(base: float, exponent: Any) -> Any:
         >>> round(float(ops.to_numpy(power(0.5, ops.convert_to_tensor(3.0)))), 6)
         0.125
     """
-    from ember import ops
 
     if base <= 0.0:
         return ops.power(base, exponent)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.optimizers._math import check_number, one_minus_power, power
 from ember.training.optimizers.base import Optimizer
+from ember import ops
 
 
 def _moments(owner: str, beta_1: float, beta_2: float, epsilon: float) -> tuple[float, float, float]:
@@ -75,14 +76,12 @@ class Adam(Optimizer):
         return slots
 
     def step_scalars(self, lr, step, shared):
-        from ember import ops
 
         alpha = ops.divide(ops.multiply(lr, ops.sqrt(one_minus_power(self.beta_2, step))),
                            one_minus_power(self.beta_1, step))
         return {"alpha": alpha}
 
     def update_variable(self, grad, param, slots, lr, step, alpha=None):
-        from ember import ops
 
         if alpha is None:
             alpha = self.step_scalars(lr, step, {})["alpha"]
@@ -177,12 +176,10 @@ class Adamax(Optimizer):
         return {"momentum": 0.0, "norm": 0.0}
 
     def step_scalars(self, lr, step, shared):
-        from ember import ops
 
         return {"step_size": ops.divide(lr, one_minus_power(self.beta_1, step))}
 
     def update_variable(self, grad, param, slots, lr, step, step_size=None):
-        from ember import ops
 
         if step_size is None:
             step_size = self.step_scalars(lr, step, {})["step_size"]
@@ -244,18 +241,15 @@ class Nadam(Optimizer):
 
     def _u(self, step: Any) -> Any:
         """``beta_1 * (1 - 0.5 * 0.96**step)``."""
-        from ember import ops
 
         return ops.multiply(ops.subtract(1.0, ops.multiply(power(0.96, step), 0.5)), self.beta_1)
 
     def update_shared(self, shared, step):
-        from ember import ops
 
         u_product = shared["u_product"]
         return {"u_product": ops.multiply(u_product, ops.cast(self._u(step), ops.dtype(u_product)))}
 
     def step_scalars(self, lr, step, shared):
-        from ember import ops
 
         u_product = shared["u_product"]
         u_t, u_next = self._u(step), self._u(ops.add(step, 1.0))
@@ -268,7 +262,6 @@ class Nadam(Optimizer):
 
     def update_variable(self, grad, param, slots, lr, step, momentum_factor=None, grad_factor=None,
                         v_correction=None):
-        from ember import ops
 
         if momentum_factor is None:
             raise ValueError("Nadam.update_variable needs the step_scalars() of this step (it keeps optimizer-wide "
@@ -326,7 +319,6 @@ class Lamb(Optimizer):
         return {"m_correction": one_minus_power(self.beta_1, step), "v_correction": one_minus_power(self.beta_2, step)}
 
     def update_variable(self, grad, param, slots, lr, step, m_correction=None, v_correction=None):
-        from ember import ops
 
         if m_correction is None:
             m_correction, v_correction = self.step_scalars(lr, step, {}).values()

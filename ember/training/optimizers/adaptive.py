@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.optimizers._math import check_number
 from ember.training.optimizers.base import Optimizer
+from ember import ops
 
 
 @register_serializable("ember")
@@ -69,7 +70,6 @@ class RMSprop(Optimizer):
         return slots
 
     def update_variable(self, grad, param, slots, lr, step):
-        from ember import ops
 
         rho = self.rho
         velocity = ops.add(ops.multiply(slots["velocity"], rho), ops.multiply(ops.square(grad), 1.0 - rho))
@@ -132,7 +132,6 @@ class Adagrad(Optimizer):
         return {"accumulator": self.initial_accumulator_value}
 
     def update_variable(self, grad, param, slots, lr, step):
-        from ember import ops
 
         accumulator = ops.add(slots["accumulator"], ops.square(grad))
         update = ops.divide(ops.multiply(grad, lr), ops.sqrt(ops.add(accumulator, self.epsilon)))
@@ -185,7 +184,6 @@ class Adadelta(Optimizer):
         return {"accumulated_grad": 0.0, "accumulated_delta_var": 0.0}
 
     def update_variable(self, grad, param, slots, lr, step):
-        from ember import ops
 
         rho, eps = self.rho, self.epsilon
         g2 = ops.add(ops.multiply(slots["accumulated_grad"], rho), ops.multiply(ops.square(grad), 1.0 - rho))

@@ -49,6 +49,9 @@ import optree
 from ember import backends, dtypes
 from ember.training.optimizers._math import check_number, is_number
 from ember.training.optimizers.clipping import clip_by_global_norm, clip_by_norm
+from ember import ops
+from ember.serialization import serialize
+from ember.serialization import deserialize
 _UNSUPPORTED = {
     # Keras 3 arguments Ember accepts at their defaults only (configs written by Keras load).
     "use_ema": False,
@@ -204,7 +207,6 @@ class Optimizer:
             >>> round(float(ops.to_numpy(state["learning_rate"])), 6)
             0.01
         """
-        from ember import ops
 
         self.learning_rate = value
         new_state = dict(opt_state)
@@ -215,7 +217,6 @@ class Optimizer:
         """``loss * loss_scale_factor`` when a factor is set, else ``loss``."""
         if self.loss_scale_factor is None:
             return loss
-        from ember import ops
 
         return ops.multiply(loss, self.loss_scale_factor)
 
@@ -316,7 +317,6 @@ class Optimizer:
         Raises:
             TypeError: a leaf is not an array of the active backend or not floating.
         """
-        from ember import ops
 
         leaves, treedef = optree.tree_flatten(params)
         for path, leaf in zip(optree.tree_paths(params), leaves):
@@ -333,7 +333,6 @@ class Optimizer:
         return state
 
     def _check_param(self, path: tuple, leaf: Any) -> None:
-        from ember import ops
 
         where = "/".join(str(k) for k in path) or "<root>"
         if not ops.is_array(leaf):
@@ -370,7 +369,6 @@ class Optimizer:
 
     def _prepare(self, grads: Any, opt_state: Any, params: Any) -> tuple:
         """Validated flat views: (leaves, treedef, grad_leaves, slots, active indices)."""
-        from ember import ops
 
         leaves, treedef = optree.tree_flatten(params)
         grad_leaves = self._flatten_grads(treedef, grads)
@@ -387,7 +385,6 @@ class Optimizer:
 
     def clip_gradients(self, grads: list) -> list:
         """Apply ``loss_scale_factor``, then ``clipnorm`` / ``global_clipnorm`` / ``clipvalue`` to a list of arrays."""
-        from ember import ops
 
         if self.loss_scale_factor is not None:
             grads = [ops.divide(g, self.loss_scale_factor) for g in grads]
@@ -411,7 +408,6 @@ class Optimizer:
             ValueError: grads or opt_state do not mirror params, a gradient's shape differs
                 from its parameter's, or every gradient is None.
         """
-        from ember import ops
 
         leaves, treedef, grad_leaves, slots, active = self._prepare(grads, opt_state, params)
         if not leaves:
@@ -474,7 +470,6 @@ class Optimizer:
         leaves, treedef, grad_leaves, slots, active = self._prepare(grads, opt_state, params)
         if not leaves:
             return params, opt_state
-        from ember import ops
 
         iterations = opt_state["iterations"]
         lr = self.learning_rate_at(iterations, opt_state)
@@ -489,7 +484,6 @@ class Optimizer:
     # --- config -------------------------------------------------------------------------------
     def get_config(self) -> dict:
         """The constructor arguments (a schedule learning rate as its serialized config), Keras's keys."""
-        from ember.saving.serialization import serialize
 
         learning_rate = self._learning_rate if not self.has_schedule else serialize(self._learning_rate)
         return {
@@ -509,7 +503,6 @@ class Optimizer:
     @classmethod
     def from_config(cls, config: dict) -> "Optimizer":
         """Rebuild an optimizer from :meth:`get_config` output (no state)."""
-        from ember.saving.serialization import deserialize
 
         config = dict(config)
         if isinstance(config.get("learning_rate"), dict):

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import dtypes
+from ember import ops
 
 _LOW_PRECISION = ("float16", "bfloat16")
 
@@ -32,7 +33,6 @@ def clip_by_norm(grad: Any, clipnorm: float) -> Any:
         >>> [round(v, 4) for v in ops.to_numpy(clip_by_norm(ops.convert_to_tensor([3.0, 4.0]), 1.0)).tolist()]
         [0.6, 0.8]
     """
-    from ember import ops
 
     norm = ops.sqrt(ops.sum(ops.square(_norm_dtype(grad))))
     factor = ops.divide(clipnorm, ops.maximum(norm, clipnorm))
@@ -41,7 +41,6 @@ def clip_by_norm(grad: Any, clipnorm: float) -> Any:
 
 def global_norm(grads: list) -> Any:
     """The L2 norm of all arrays in ``grads`` together (``None`` entries skipped)."""
-    from ember import ops
 
     total = None
     for g in grads:
@@ -67,7 +66,6 @@ def clip_by_global_norm(grads: list, clipnorm: float) -> list:
         >>> round(float(ops.to_numpy(a)[0]), 4), round(float(ops.to_numpy(b)[0]), 4)
         (0.6, 0.8)
     """
-    from ember import ops
 
     norm = global_norm(grads)
     scale = ops.add(ops.divide(clipnorm, ops.maximum(norm, clipnorm)), ops.subtract(norm, norm))
@@ -75,6 +73,5 @@ def clip_by_global_norm(grads: list, clipnorm: float) -> list:
 
 
 def _norm_dtype(x: Any) -> Any:
-    from ember import ops
 
     return ops.cast(x, "float32") if ops.dtype(x) in _LOW_PRECISION else x

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.optimizers._math import check_number
 from ember.training.optimizers.base import Optimizer
+from ember import ops
 
 
 @register_serializable("ember")
@@ -49,7 +50,6 @@ class Lion(Optimizer):
         return {"momentum": 0.0}
 
     def update_variable(self, grad, param, slots, lr, step):
-        from ember import ops
 
         m = slots["momentum"]
         direction = ops.sign(ops.add(ops.multiply(m, self.beta_1), ops.multiply(grad, 1.0 - self.beta_1)))

@@ -21,12 +21,14 @@ import math
 from typing import Any
 
 from ember import dtypes
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.optimizers._math import check_number, is_number, power
+from ember import ops
+from ember.serialization import serialize as _serialize
+from ember.serialization import deserialize as _deserialize
 
 
 def _as_float(step: Any) -> Any:
-    from ember import ops
 
     return ops.cast(step, dtypes.floatx())
 
@@ -104,7 +106,6 @@ class ExponentialDecay(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step: Any) -> Any:
-        from ember import ops
 
         p = ops.divide(_as_float(step), float(self.decay_steps))
         if self.staircase:
@@ -155,7 +156,6 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step: Any) -> Any:
-        from ember import ops
 
         step = ops.convert_to_tensor(step)
         result = ops.full((), float(self.values[-1]), dtype=dtypes.floatx())
@@ -202,7 +202,6 @@ class PolynomialDecay(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step: Any) -> Any:
-        from ember import ops
 
         step = _as_float(step)
         decay_steps = float(self.decay_steps)
@@ -252,7 +251,6 @@ class InverseTimeDecay(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step: Any) -> Any:
-        from ember import ops
 
         p = ops.divide(_as_float(step), float(self.decay_steps))
         if self.staircase:
@@ -266,7 +264,6 @@ class InverseTimeDecay(LearningRateSchedule):
 
 def _cosine(fraction: Any, alpha: float, scale: Any = 1.0) -> Any:
     """``(1 - alpha) * scale * 0.5 * (1 + cos(pi * fraction)) + alpha``."""
-    from ember import ops
 
     cosine = ops.multiply(ops.add(ops.cos(ops.multiply(fraction, math.pi)), 1.0), 0.5)
     return ops.add(ops.multiply(ops.multiply(cosine, scale), 1.0 - alpha), alpha)
@@ -311,7 +308,6 @@ class CosineDecay(LearningRateSchedule):
         self.warmup_steps = warmup_steps
 
     def __call__(self, step: Any) -> Any:
-        from ember import ops
 
         step = _as_float(step)
         decay_steps = float(self.decay_steps)
@@ -373,12 +369,10 @@ class CosineDecayRestarts(LearningRateSchedule):
 
     def _sum_periods(self, index: Any) -> Any:
         """Total length (in first periods) of the first ``index`` periods: ``(1 - t**i) / (1 - t)``."""
-        from ember import ops
 
         return ops.divide(ops.subtract(1.0, ops.power(self.t_mul, index)), 1.0 - self.t_mul)
 
     def __call__(self, step: Any) -> Any:
-        from ember import ops
 
         fraction = ops.divide(_as_float(step), float(self.first_decay_steps))
         if self.t_mul == 1.0:
@@ -408,7 +402,6 @@ def serialize(schedule: LearningRateSchedule) -> dict:
         >>> schedules.serialize(schedules.InverseTimeDecay(0.1, 10, 0.5))["class_name"]
         'ember>InverseTimeDecay'
     """
-    from ember.saving.serialization import serialize as _serialize
 
     return _serialize(schedule)
 
@@ -422,7 +415,6 @@ def deserialize(config: dict) -> LearningRateSchedule:
         ...                        "config": {"initial_learning_rate": 0.1, "decay_steps": 5, "decay_rate": 0.9}})
         ExponentialDecay(initial_learning_rate=0.1, decay_steps=5, decay_rate=0.9, staircase=False, name='ExponentialDecay')
     """
-    from ember.saving.serialization import deserialize as _deserialize
 
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"schedules.deserialize: expected {{'class_name': ..., 'config': ...}}, received {config!r}")

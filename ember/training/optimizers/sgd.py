@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.optimizers._math import check_number
 from ember.training.optimizers.base import Optimizer
+from ember import ops
 
 
 @register_serializable("ember")
@@ -56,7 +57,6 @@ class SGD(Optimizer):
         return {"momentum": 0.0} if self.momentum != 0.0 else {}
 
     def update_variable(self, grad, param, slots, lr, step):
-        from ember import ops
 
         if self.momentum == 0.0:
             return ops.subtract(param, ops.multiply(grad, lr)), {}

@@ -1,4 +1,4 @@
-"""The op protocol for ``ember.ops.stats``: one stub per op (see :mod:`ember.ops._spec`)."""
+"""The op protocol for ``ember.ops.stats``: one stub per op (see :mod:`ember.backends._spec`)."""
 
 # ruff: noqa: ARG001  (stubs: the signature is the specification)
 
