@@ -79,7 +79,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_demo_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``python -m ember demo``: :func:`ember.demo.run_demo`; bad arguments exit 2 with the usage."""
-
     options = {"epochs": args.epochs, "batch_size": args.batch_size}
     options = {key: value for key, value in options.items() if value is not None}
     try:  # only argument errors are usage errors; one raised while training keeps its traceback
@@ -99,7 +98,6 @@ def run_demo_command(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 def inspect_file(path: str, out=None, err=None) -> int:
     """Print :func:`ember.saving.inspection.describe` of ``path``; a bad file: the error, exit status 1."""
-
     try:
         print(describe(path), file=out or sys.stdout)
     except (OSError, ValueError) as error:

@@ -27,7 +27,6 @@ def _linear(x: Any) -> Any:
 
 
 def _make(name: str) -> Callable[[Any], Any]:
-
     if name == "linear":
         return _linear
     if name == "swish":

@@ -68,7 +68,6 @@ def _axis(value: Any, name: str) -> int | tuple[int, ...]:
 
 
 def _norms(w: Any, axis: Any) -> Any:
-
     return ops.sqrt(ops.sum(ops.square(w), axis=axis, keepdims=True))
 
 
@@ -139,7 +138,6 @@ class MaxNorm(Constraint):
         object.__setattr__(self, "axis", _axis(self.axis, "MaxNorm: axis"))
 
     def __call__(self, w: Any) -> Any:
-
         norms = _norms(w, self.axis)
         desired = ops.clip(norms, 0.0, self.max_value)
         return ops.multiply(w, ops.divide(desired, ops.add(norms, _EPSILON)))
@@ -162,7 +160,6 @@ class NonNeg(Constraint):
     """
 
     def __call__(self, w: Any) -> Any:
-
         return ops.maximum(w, 0.0)
 
     def get_config(self) -> dict:
@@ -192,7 +189,6 @@ class UnitNorm(Constraint):
         object.__setattr__(self, "axis", _axis(self.axis, "UnitNorm: axis"))
 
     def __call__(self, w: Any) -> Any:
-
         return ops.divide(w, ops.add(_norms(w, self.axis), _EPSILON))
 
     def get_config(self) -> dict:
@@ -241,7 +237,6 @@ class MinMaxNorm(Constraint):
         object.__setattr__(self, "axis", _axis(self.axis, "MinMaxNorm: axis"))
 
     def __call__(self, w: Any) -> Any:
-
         norms = _norms(w, self.axis)
         desired = ops.add(ops.multiply(self.rate, ops.clip(norms, self.min_value, self.max_value)),
                           ops.multiply(1.0 - self.rate, norms))
@@ -263,13 +258,11 @@ _NAMES.update({cls.__name__: cls for cls in _CLASSES})
 
 def serialize(constraint: Any) -> Any:
     """The config of a constraint (by registered name), or None."""
-
     return _serialize(constraint)
 
 
 def deserialize(config: Any) -> Any:
     """Inverse of :func:`serialize`."""
-
     return _deserialize(config)
 
 
@@ -289,7 +282,6 @@ def get(identifier: Any, argument: str = "constraint") -> Any:
         >>> constraints.get(None) is None
         True
     """
-
     return resolve(identifier, kind="constraint", base=Constraint, names=_NAMES, argument=argument)
 
 

@@ -131,7 +131,6 @@ def _shape(shape: Any) -> tuple[int, ...]:
 
 
 def _to_backend(values: np.ndarray, dtype: Any) -> Any:
-
     name = dtypes.standardize_dtype(dtype)
     return ops.convert_to_tensor(values.astype(dtypes.to_numpy_dtype(name)), dtype=name)
 
@@ -156,7 +155,6 @@ class Initializer:
         shape = _shape(shape)
         name = dtypes.standardize_dtype(dtype) if dtype is not None else dtypes.floatx()
         if _SHAPES_ONLY.get():
-
             return ops.broadcast_to(ops.zeros((), dtype=name), shape)  # no memory for the values
         return _to_backend(self.sample(shape, seed), name)
 
@@ -368,7 +366,6 @@ def get(identifier: Any) -> Initializer:
             raise ValueError(f"unknown initializer {identifier!r}; expected one of {sorted(_ALIASES)}")
         return cls()
     if isinstance(identifier, dict):
-
         return deserialize(identifier)
     if callable(identifier):
         return identifier
@@ -377,5 +374,4 @@ def get(identifier: Any) -> Initializer:
 
 def serialize(initializer: Any) -> Any:
     """The config of an initializer (by registered name)."""
-
     return _serialize(initializer)

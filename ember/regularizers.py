@@ -120,7 +120,6 @@ class L1L2(Regularizer):
         object.__setattr__(self, "l2", _penalty(self.l2, "L1L2: l2", 0.0))
 
     def __call__(self, x: Any) -> Any:
-
         total = ops.zeros((), dtype=ops.dtype(x))
         if self.l1:
             total = ops.add(total, ops.multiply(self.l1, ops.sum(ops.abs(x))))
@@ -154,7 +153,6 @@ class L1(Regularizer):
         object.__setattr__(self, "l1", _penalty(self.l1, "L1: l1", 0.01))
 
     def __call__(self, x: Any) -> Any:
-
         return ops.multiply(self.l1, ops.sum(ops.abs(x)))
 
     def get_config(self) -> dict:
@@ -183,7 +181,6 @@ class L2(Regularizer):
         object.__setattr__(self, "l2", _penalty(self.l2, "L2: l2", 0.01))
 
     def __call__(self, x: Any) -> Any:
-
         return ops.multiply(self.l2, ops.sum(ops.square(x)))
 
     def get_config(self) -> dict:
@@ -224,7 +221,6 @@ class OrthogonalRegularizer(Regularizer):
             raise ValueError(f"OrthogonalRegularizer: mode must be 'rows' or 'columns', received {self.mode!r}")
 
     def __call__(self, x: Any) -> Any:
-
         shape = tuple(ops.shape(x))
         if len(shape) != 2:
             raise ValueError(f"OrthogonalRegularizer: expects a rank-2 weight, received shape {shape}")
@@ -258,13 +254,11 @@ _NAMES = {
 
 def serialize(regularizer: Any) -> Any:
     """The config of a regularizer (by registered name), or None."""
-
     return _serialize(regularizer)
 
 
 def deserialize(config: Any) -> Any:
     """Inverse of :func:`serialize`."""
-
     return _deserialize(config)
 
 
@@ -287,7 +281,6 @@ def get(identifier: Any, argument: str = "regularizer") -> Any:
         >>> regularizers.get(None) is None
         True
     """
-
     return resolve(identifier, kind="regularizer", base=Regularizer, names=_NAMES, argument=argument)
 
 

@@ -22,7 +22,6 @@ _OPS: Any = None
 def _ops() -> Any:
     global _OPS
     if _OPS is None:
-
         _OPS = ops
     return _OPS
 

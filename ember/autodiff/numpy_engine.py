@@ -209,7 +209,6 @@ class TapeEngine:
     # --- the reverse walk --------------------------------------------------------------
     def gradient(self, targets: list, sources: list, output_gradients: list | None, keep: bool,
                  create_graph: bool) -> list:
-
         vjp = _rules
         graph = self._graph
         source_slots = [self._source_slot(s) for s in sources]

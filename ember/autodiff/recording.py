@@ -133,7 +133,6 @@ def _fresh_stop_gradient(function: Callable) -> Callable:
     def stop_gradient(x: Any) -> Any:
         out = function(x)
         if out is x or out is getattr(x, "_native", None):
-
             if isinstance(out, np.ndarray):
                 out = out.view(np.ndarray)
         return out

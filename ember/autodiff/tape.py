@@ -209,7 +209,6 @@ class GradientTape:
         return grads
 
     def _gradient(self, target: Any, sources: Any, output_gradients: Any, unconnected: str, keep: bool) -> Any:
-
         target_leaves, target_spec = _leaves(target)
         source_leaves, source_spec = _leaves(sources)
         if not target_leaves:
@@ -265,7 +264,6 @@ class GradientTape:
         experimental_use_pfor: bool = True,
     ) -> Any:
         """Full Jacobian: for each source, an array of shape ``target.shape + source.shape``."""
-
         if self._used and not self._persistent:
             raise RuntimeError("GradientTape.jacobian: a non-persistent tape can compute gradients only once")
         target_native = _native(target)
@@ -301,7 +299,6 @@ class GradientTape:
 
         Assumes example ``i`` of the target depends only on example ``i`` of the source.
         """
-
         if self._used and not self._persistent:
             raise RuntimeError("GradientTape.batch_jacobian: a non-persistent tape can compute gradients only once")
         target_native, source_native = _native(target), _native(source)
@@ -352,7 +349,6 @@ def stop_gradient(x: Any) -> Any:
         >>> float(tape.gradient(y, x))
         2.0
     """
-
     if _is_tensor(x):
         return type(x)(ops.stop_gradient(x._native))
     return ops.stop_gradient(x)

@@ -133,7 +133,6 @@ def _run(names, data, epochs, batch_size, plot, verbose, floor, atol, out) -> in
     say(f"(same initial weights on every backend; s/epoch: fit wall time / epochs, validation included; "
         f"accuracy floor {floor:g})")
     if plot is not None:
-
         path = plot_history(results[0].history, plot,
                             title=f"Ember demo: digits MLP on {names[0]} (validation: the test set)")
         say(f"plot   training history on {names[0]} written to {path}")

@@ -61,11 +61,9 @@ class MinMaxScaler(Transformer):
     @property
     def n_samples_seen_(self) -> int:
         """Number of samples seen by ``fit``."""
-
         return int(ops.to_numpy(self._get("n_samples_seen_")))
 
     def _fit(self, x: Any) -> dict:
-
         x = self.check_input(x, "fit", fitted=False)
         n, p = ops.shape(x)
         lo, hi = self.feature_range
@@ -90,13 +88,11 @@ class MinMaxScaler(Transformer):
         Raises:
             NotFittedError: before ``fit``. ValueError: wrong feature count, NaN, not 2-D.
         """
-
         x = self.check_input(x, "transform")
         out = ops.add(ops.multiply(x, self._get("scale_")), self._get("min_"))
         return ops.clip(out, *self.feature_range) if self.clip else out
 
     def inverse_transform(self, x: Any) -> Any:
         """``(x - min_) / scale_``: back to the original units."""
-
         x = self.check_input(x, "inverse_transform")
         return ops.divide(ops.subtract(x, self._get("min_")), self._get("scale_"))

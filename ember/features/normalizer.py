@@ -37,7 +37,6 @@ def normalize(x: Any, norm: str = "l2", axis: int = -1) -> Any:
         >>> ops.to_numpy(features.normalize([[1.0, -4.0]], norm="max")).tolist()
         [[0.25, -1.0]]
     """
-
     _check_norm(norm, "normalize")
     x = as_float(x, "normalize: x")
     ndim = ops.ndim(x)
@@ -78,7 +77,6 @@ class Normalizer(Transformer):
         _check_norm(self.norm, "Normalizer")
 
     def _fit(self, x: Any) -> dict:
-
         x = self.check_input(x, "fit", fitted=False)
         return {"n_features_in_": int_scalar(ops.shape(x)[1])}
 

@@ -25,7 +25,6 @@ def integer_indices(indices: Any, where: str, argument: str = "indices") -> Any:
         ...
         TypeError: demo: indices must have an integer dtype, received float32 (cast with ops.cast(indices, 'int32') if the values are whole numbers)
     """
-
     if indices is None:
         raise TypeError(f"{where}: {argument} must be an integer array, received None")
     try:
@@ -78,7 +77,6 @@ def one_hot(indices: Any, depth: int, dtype: Any = None, axis: int = -1, strict:
         ...
         ValueError: one_hot: strict=True and 1 index is outside [0, 3): [5]
     """
-
     indices = integer_indices(indices, "one_hot")
     depth = _positive_int(depth, "one_hot", "depth")
     if not isinstance(strict, bool):

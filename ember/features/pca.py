@@ -118,13 +118,11 @@ class PCA(Transformer):
     @property
     def n_components_(self) -> int:
         """Number of components kept."""
-
         return int(ops.shape(self._get("components_"))[0])
 
     @property
     def n_samples_(self) -> int:
         """Number of samples in the training data."""
-
         return int(ops.to_numpy(self._get("n_samples_")))
 
     # --- fitting ---------------------------------------------------------------------
@@ -151,7 +149,6 @@ class PCA(Transformer):
     def _fit_arrays(self, x: Any) -> tuple[dict, Any, Any]:
         """``(state, u, s)``: the fitted state plus the left singular vectors (None when the
         solver does not compute them) and singular values, for ``fit_transform``."""
-
         x = self.check_input(x, "fit", fitted=False, min_samples=2)
         n, p = ops.shape(x)
         rank = min(n, p)
@@ -218,7 +215,6 @@ class PCA(Transformer):
         from the decomposition itself (``u * sqrt(n_samples - 1)`` when whitening), as
         scikit-learn; with ``"covariance_eigh"`` it is ``transform(x)``.
         """
-
         state, u, s = self._fit_arrays(x)
         object.__setattr__(self, "_state", state)
         if u is None:
@@ -230,7 +226,6 @@ class PCA(Transformer):
     # --- transforms --------------------------------------------------------------------
     def _whiten_scale(self) -> Any:
         """``sqrt(explained_variance_)`` clipped below at the dtype's eps (rank-deficient data)."""
-
         scale = ops.sqrt(self._get("explained_variance_"))
         return ops.maximum(scale, float(np.finfo(ops.dtype(scale)).eps))
 
@@ -241,7 +236,6 @@ class PCA(Transformer):
             NotFittedError: before ``fit``.
             ValueError: a feature count other than ``fit``'s, NaN or infinity, not 2-D.
         """
-
         x = self.check_input(x, "transform")
         components = self._get("components_")
         projected = ops.matmul(ops.subtract(x, self._get("mean_")), ops.transpose(components))
@@ -256,7 +250,6 @@ class PCA(Transformer):
             NotFittedError: before ``fit``.
             ValueError: ``x`` without ``n_components_`` columns, NaN or infinity, not 2-D.
         """
-
         self._fitted_state("calling inverse_transform()")
         components = self._get("components_")
         k = ops.shape(components)[0]

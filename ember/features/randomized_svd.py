@@ -35,7 +35,6 @@ from ember import ops
 
 def _row_signs(rows: Any) -> Any:
     """Sign of the largest-magnitude entry of each row (1 for an all-zero row)."""
-
     index = ops.expand_dims(ops.argmax(ops.abs(rows), axis=1), 1)
     signs = ops.sign(ops.squeeze(ops.take_along_axis(rows, index, axis=1), 1))
     return ops.where(ops.equal(signs, 0), ops.ones_like(signs), signs)
@@ -66,7 +65,6 @@ def svd_flip(u: Any, v: Any, u_based_decision: bool = True) -> tuple[Any, Any]:
         >>> ops.to_numpy(v).astype(float).round(2).tolist()
         [[-0.6, 0.8], [0.8, 0.6]]
     """
-
     if u is None and u_based_decision or v is None and not u_based_decision:
         raise ValueError("svd_flip: the array the sign decision is based on is None "
                          f"(u_based_decision={u_based_decision})")
@@ -109,7 +107,6 @@ def randomized_range_finder(x: Any, size: int, n_iter: int, random_state: Any = 
         >>> ops.shape(q), bool(np.allclose(ops.to_numpy(q).T @ ops.to_numpy(q), np.eye(3), atol=1e-6))
         ((6, 3), True)
     """
-
     x = as_float(x, "randomized_range_finder: x")
     test = _generator(random_state).normal(size=(ops.shape(x)[1], size))
     q = ops.convert_to_tensor(test, dtype=ops.dtype(x))
@@ -153,7 +150,6 @@ def randomized_svd(x: Any, n_components: int, *, n_oversamples: int = 10, n_iter
         >>> bool(np.allclose(ops.to_numpy(s), np.linalg.svd(x, compute_uv=False)[:3]))
         True
     """
-
     x = as_float(x, "randomized_svd: x")
     shape = ops.shape(x)
     if len(shape) != 2:

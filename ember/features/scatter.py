@@ -25,7 +25,6 @@ def _shape(shape: Any) -> tuple[int, ...]:
 
 def _check_range(indices: Any, dims: tuple[int, ...]) -> None:
     """``IndexError`` for an index outside ``[-dim, dim)`` (one device-to-host check)."""
-
     limit = ops.convert_to_tensor(np.asarray(dims, dtype=np.int64), dtype="int64")
     wide = ops.cast(indices, "int64")
     bad = ops.logical_or(ops.less(wide, ops.negative(limit)), ops.greater_equal(wide, limit))
@@ -75,7 +74,6 @@ def scatter(indices: Any, updates: Any, shape: Any, reduction: str = "sum") -> A
         >>> ops.to_numpy(features.scatter(idx, upd, (4,), reduction="mean")).tolist()
         [2.0, 0.0, 5.0, 0.0]
     """
-
     if reduction not in REDUCTIONS:
         raise ValueError(f"scatter: reduction must be one of {REDUCTIONS}, received {reduction!r}")
     indices = integer_indices(indices, "scatter")

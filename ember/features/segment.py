@@ -21,7 +21,6 @@ from ember import ops
 
 
 def _prepare(data: Any, segment_ids: Any, num_segments: Any, where: str) -> tuple[Any, Any, int]:
-
     if data is None:
         raise TypeError(f"{where}: data must be an array, received None")
     data = ops.convert_to_tensor(data)
@@ -62,7 +61,6 @@ def segment_sum(data: Any, segment_ids: Any, num_segments: int | None = None, so
         >>> ops.to_numpy(features.segment_sum([1.0, 2.0, 3.0], [0, 0, 2])).tolist()
         [3.0, 0.0, 3.0]
     """
-
     _check_sorted(sorted, "segment_sum")
     data, ids, count = _prepare(data, segment_ids, num_segments, "segment_sum")
     return ops.segment_sum(data, ids, count)
@@ -79,12 +77,10 @@ def segment_counts(segment_ids: Any, num_segments: int, dtype: str) -> Any:
         >>> ops.to_numpy(segment_counts(ops.convert_to_tensor([0, 2, 2]), 4, "int32")).tolist()
         [1, 0, 2, 0]
     """
-
     return ops.segment_sum(ops.ones(ops.shape(segment_ids), dtype=dtype), segment_ids, num_segments)
 
 
 def _broadcastable(counts: Any, result: Any) -> Any:
-
     extra = ops.ndim(result) - 1
     return ops.reshape(counts, (ops.shape(counts)[0],) + (1,) * extra)
 
@@ -101,7 +97,6 @@ def segment_mean(data: Any, segment_ids: Any, num_segments: int | None = None, s
         >>> ops.to_numpy(features.segment_mean([[1.0], [3.0], [5.0]], [1, 1, 0], num_segments=3)).tolist()
         [[5.0], [2.0], [0.0]]
     """
-
     _check_sorted(sorted, "segment_mean")
     data, ids, count = _prepare(data, segment_ids, num_segments, "segment_mean")
     dtype = ops.dtype(data)
@@ -124,7 +119,6 @@ def segment_max(data: Any, segment_ids: Any, num_segments: int | None = None, so
         >>> ops.to_numpy(features.segment_max([1, 7, 3], [0, 0, 1])).tolist()
         [7, 3]
     """
-
     _check_sorted(sorted, "segment_max")
     data, ids, count = _prepare(data, segment_ids, num_segments, "segment_max")
     return ops.segment_max(data, ids, count)
@@ -144,7 +138,6 @@ def reflect(data: Any) -> Any:
         >>> ops.to_numpy(reflect(np.array([-128, 0, 127], np.int8))).tolist()
         [127, -1, -128]
     """
-
     dtype = ops.dtype(data)
     if dtypes.is_integer(dtype):
         info = np.iinfo(dtypes.to_numpy_dtype(dtype))
@@ -163,7 +156,6 @@ def segment_min(data: Any, segment_ids: Any, num_segments: int | None = None, so
         >>> ops.to_numpy(features.segment_min([1.0, 7.0, 3.0], [0, 0, 1])).tolist()
         [1.0, 3.0]
     """
-
     _check_sorted(sorted, "segment_min")
     data, ids, count = _prepare(data, segment_ids, num_segments, "segment_min")
     if ops.dtype(data) == "bool":

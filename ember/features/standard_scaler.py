@@ -33,7 +33,6 @@ def _axes(axis: Any, ndim: int, where: str) -> tuple[int, ...]:
 
 def _moments(x: Any, axes: tuple[int, ...]) -> tuple[Any, Any, int]:
     """Mean and scale (``sqrt(var)``, 1 for constant features) over ``axes``, and the count."""
-
     shape = ops.shape(x)
     count = int(np.prod([shape[a] for a in axes])) if axes else 1
     if count == 0:
@@ -49,7 +48,6 @@ def _moments(x: Any, axes: tuple[int, ...]) -> tuple[Any, Any, int]:
 
 def _constant_mask(var: Any, mean: Any, count: int) -> Any:
     """True where a variance is indistinguishable from 0 by round-off (see the module docstring)."""
-
     eps = float(np.finfo(ops.dtype(var)).eps)
     bound = ops.add(ops.multiply(var, count * eps), ops.square(ops.multiply(mean, count * eps)))
     return ops.less_equal(var, bound)
@@ -57,7 +55,6 @@ def _constant_mask(var: Any, mean: Any, count: int) -> Any:
 
 def _safe_scale(var: Any, mean: Any, count: int) -> Any:
     """``sqrt(var)`` with 1 where the feature is constant."""
-
     return ops.where(_constant_mask(var, mean, count), ops.ones_like(var), ops.sqrt(var))
 
 
@@ -84,7 +81,6 @@ def standardize(x: Any, axis: Any = 0, with_mean: bool = True, with_std: bool = 
         >>> ops.to_numpy(features.standardize([[1.0, 5.0], [3.0, 5.0]])).tolist()
         [[-1.0, 0.0], [1.0, 0.0]]
     """
-
     x = as_float(x, "standardize: x")
     if not with_mean and not with_std:
         return x
@@ -136,11 +132,9 @@ class StandardScaler(Transformer):
     @property
     def n_samples_seen_(self) -> int:
         """Number of samples seen by ``fit``."""
-
         return int(ops.to_numpy(self._get("n_samples_seen_")))
 
     def _fit(self, x: Any) -> dict:
-
         x = self.check_input(x, "fit", fitted=False)
         n, p = ops.shape(x)
         state = {"n_samples_seen_": int_scalar(n), "n_features_in_": int_scalar(p)}
@@ -158,7 +152,6 @@ class StandardScaler(Transformer):
         Raises:
             NotFittedError: before ``fit``. ValueError: wrong feature count, NaN, not 2-D.
         """
-
         x = self.check_input(x, "transform")
         if self.with_mean:
             x = ops.subtract(x, self._get("mean_"))
@@ -168,7 +161,6 @@ class StandardScaler(Transformer):
 
     def inverse_transform(self, x: Any) -> Any:
         """``x * scale_ + mean_``: back to the original units."""
-
         x = self.check_input(x, "inverse_transform")
         if self.with_std:
             x = ops.multiply(x, self._get("scale_"))

@@ -92,7 +92,6 @@ def as_native(value: Any) -> Any:
         >>> type(as_native([1.0, 2.0])).__name__
         'ndarray'
     """
-
     if ops.is_array(value):
         return value
     return ops.convert_to_tensor(convert_to_tensor(value))
@@ -238,7 +237,6 @@ class Transformer:
     @property
     def n_features_in_(self) -> int:
         """Number of features seen by ``fit`` (every state holds it as a 0-d int array)."""
-
         return int(ops.to_numpy(self._get("n_features_in_")))
 
     def check_input(self, x: Any, method: str, fitted: bool = True, min_samples: int = 1) -> Any:
@@ -280,7 +278,6 @@ def working_dtype(dtype: str) -> str:
     else:
         work = dtypes.floatx() if dtypes.floatx() in ("float32", "float64") else "float32"
     if work == "float64" and backends.get_backend() == "mlx":
-
         if ops.get_device() == "gpu":
             work = "float32"
     return work
@@ -297,7 +294,6 @@ def as_float(x: Any, where: str) -> Any:
         >>> ops.dtype(as_float([1, 2], "demo"))
         'float32'
     """
-
     if x is None:
         raise TypeError(f"{where}: expected an array, received None")
     try:
@@ -325,7 +321,6 @@ def check_finite(x: Any, where: str, argument: str = "x") -> None:
         ...
         ValueError: demo: input x contains infinity; remove or impute non-finite values first
     """
-
     if bool(ops.to_numpy(ops.all(ops.isfinite(x)))):
         return
     kind = "NaN" if bool(ops.to_numpy(ops.any(ops.isnan(x)))) else "infinity"
@@ -359,7 +354,6 @@ def check_array(x: Any, where: str, n_features: int | None = None, min_samples: 
         ...
         ValueError: demo: expected a 2-D array (n_samples, n_features), received shape (2,); reshape 1-D data with x.reshape(-1, 1) (one feature) or x.reshape(1, -1) (one sample)
     """
-
     x = as_float(x, where)
     shape = ops.shape(x)
     if len(shape) != 2:
@@ -390,5 +384,4 @@ def int_scalar(value: int) -> Any:
         >>> ops.dtype(int_scalar(150)), int(ops.to_numpy(int_scalar(150)))
         ('int64', 150)
     """
-
     return ops.convert_to_tensor(np.asarray(value, dtype=np.int64), dtype="int64")

@@ -151,7 +151,6 @@ class Layer:
         cls._call_takes_training = "training" in parameters
         cls._call_takes_rng = "rng" in parameters
         if cls.__module__.startswith("ember."):
-
             register_serializable("ember")(cls)
         optree.register_pytree_node(
             cls, lambda layer: layer._tree_flatten(),
@@ -193,13 +192,11 @@ class Layer:
 
     def get_config(self) -> dict:
         """Every config field (sub-layers as their own serialized configs)."""
-
         return {f.name: serialize(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_config(cls, config: dict) -> "Layer":
         """Rebuild a layer from :meth:`get_config`'s output."""
-
         return cls(**{key: deserialize(value) for key, value in config.items()})
 
     # --- state --------------------------------------------------------------------------
@@ -237,7 +234,6 @@ class Layer:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """On symbolic tensors, record a node of a functional model; eager calls need state."""
-
         if args and is_symbolic(args[0]):
             return call_symbolic(self, *args, **kwargs)
         raise TypeError(
@@ -261,7 +257,6 @@ class Layer:
 
     def count_params(self, state: dict) -> int:
         """Number of scalars in the state's params."""
-
         return sum(ops.size(leaf) for leaf in optree.tree_leaves(state["params"]))
 
     def _tree_flatten(self) -> tuple[list, tuple, list]:

@@ -88,7 +88,6 @@ def _is_ref(value: Any) -> bool:
 
 def functional_from_config(cls: type, config: dict) -> Any:
     """Rebuild a functional model by replaying its layer calls on new symbolic inputs."""
-
     layers = {}
     for entry in config["layers"]:
         layers[entry["name"]] = deserialize({"class_name": entry["class_name"], "config": entry["config"]})

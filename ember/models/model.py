@@ -242,7 +242,6 @@ class Model(TrainingAPI, Layer):
         return outputs, {"params": params, "buffers": new_buffers}
 
     def _bind_inputs(self, inputs: Any) -> dict:
-
         if isinstance(self.inputs, dict):
             if not isinstance(inputs, dict):
                 raise TypeError(f"Model {self.name!r}: expected a dict of inputs with keys {sorted(self.inputs)}")
@@ -340,7 +339,6 @@ class Model(TrainingAPI, Layer):
             (1, 2)
             >>> ember.set_backend("numpy")
         """
-
         move_model(self, name)
 
     def _handle_attributes(self) -> tuple[str, ...]:
@@ -359,30 +357,25 @@ class Model(TrainingAPI, Layer):
 
     # --- config ---------------------------------------------------------------------------
     def get_config(self) -> dict:
-
         return functional_config(self)
 
     @classmethod
     def from_config(cls, config: dict) -> "Model":
-
         return functional_from_config(cls, config)
 
     # --- saving (ember.saving) ------------------------------------------------------------
     def save(self, filepath: Any, overwrite: bool = True, include_optimizer: bool = True) -> None:
         """Save architecture, compile config, weights and training state to one ``.h5`` file
         (atomically); reload on any backend with :func:`ember.load_model`. See :func:`ember.saving.save_model`."""
-
         save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
 
     def save_weights(self, filepath: Any, overwrite: bool = True) -> None:
         """Save :attr:`state` (weights only) to an ``.h5`` file. See :func:`ember.saving.save_weights`."""
-
         save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath: Any, skip_mismatch: bool = False) -> Any:
         """Replace :attr:`state` with the weights of a ``save_weights``/``save`` file, matched by state
         path; returns an :class:`ember.saving.LoadReport`. See :func:`ember.saving.load_weights`."""
-
         return load_weights(self, filepath, skip_mismatch=skip_mismatch)
 
     def _tree_flatten(self) -> tuple[list, Any, list]:
@@ -433,7 +426,6 @@ class Model(TrainingAPI, Layer):
         random numbers are drawn and the handle stays unbuilt, so a later ``build(seed=...)``
         or seeded ``fit`` gives the same weights whether or not ``summary`` ran first.
         """
-
         saved = self.state
         try:
             with initializers.shapes_only():
@@ -443,7 +435,6 @@ class Model(TrainingAPI, Layer):
 
     def summary(self, print_fn: Any = print, line_length: int = 88) -> None:
         """Print a table of layers: name, type, output shape and parameter counts."""
-
         summary(self, print_fn=print_fn, line_length=line_length)
 
     def __repr__(self) -> str:
@@ -502,7 +493,6 @@ def takes_mask(layer: Layer) -> bool:
     cls = type(layer)
     known = _TAKES_MASK.get(cls)
     if known is None:
-
         known = "mask" in inspect.signature(cls.apply).parameters
         _TAKES_MASK[cls] = known
     return known

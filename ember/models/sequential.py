@@ -146,7 +146,6 @@ class Sequential(Model):
         return state
 
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
-
         x = inputs._native if getattr(type(inputs), "__ember_tensor__", False) else inputs
         if not ops.is_array(x):
             x = ops.convert_to_tensor(x)
@@ -186,7 +185,6 @@ class Sequential(Model):
 
     # --- config ---------------------------------------------------------------------------
     def get_config(self) -> dict:
-
         layers = ([serialize(self._input_layer)] if self._input_layer is not None else []) + [
             serialize(layer) for layer in self._layers
         ]
@@ -195,7 +193,6 @@ class Sequential(Model):
 
     @classmethod
     def from_config(cls, config: dict) -> "Sequential":
-
         model = cls([deserialize(entry) for entry in config["layers"]], name=config.get("name"),
                     trainable=config.get("trainable", True))
         if config.get("build_input_shape") is not None:

@@ -34,7 +34,6 @@ from ember import ops
 
 
 def _count(tree: Any) -> int:
-
     return int(sum(ops.size(leaf) for leaf in optree.tree_leaves(tree)))
 
 
@@ -61,7 +60,6 @@ def _connected_to_text(model: Any, layer: Any) -> str:
 def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int = 88) -> None:
     """Print name (type), output shape and params per layer (and, for functional models, the
     layers each one reads), then trainable / non-trainable totals."""
-
     state = model.state if model.state is not None else model.placeholder_state()
     connected = not getattr(model, "_linear_stack", False) and hasattr(model, "_nodes")
     columns = (max(30, line_length // 3), max(26, line_length // 3), 14)

@@ -85,7 +85,6 @@ def check_rnn_dtypes(op: str, names: list) -> str:
 
 def _rnn_operands(op: str, named: list) -> list:
     """The operands as native arrays of one floating dtype (None stays None)."""
-
     arrays = [None if a is None else a if ops.is_array(a) else ops.convert_to_tensor(a) for _, a in named]
     check_rnn_dtypes(op, [(n, ops.dtype(a)) for (n, _), a in zip(named, arrays) if a is not None])
     return arrays
@@ -94,7 +93,6 @@ def _rnn_operands(op: str, named: list) -> list:
 def _time_steps(x: Any, time: int) -> list:
     """Time-major ``x`` as ``time`` step slices: one split (its gradient is one concatenate),
     not a slice per step."""
-
     if time == 1:
         return [ops.squeeze(x, 0)]
     return [ops.squeeze(part, 0) for part in ops.split(x, time, axis=0)]

@@ -3,5 +3,4 @@ from ember.ops import _select_on_first_use
 
 
 def __getattr__(name: str):
-
     return _select_on_first_use("nn", name)

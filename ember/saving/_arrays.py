@@ -34,7 +34,6 @@ def _imported(backend: str) -> bool:
 
 def backend_of(value: Any) -> Any:
     """``(name, module)`` of the backend whose native array ``value`` is (NumPy arrays: numpy)."""
-
     if isinstance(value, np.ndarray):
         return "numpy", None
     active = backends.get_backend()
@@ -73,7 +72,6 @@ def to_host(value: Any) -> tuple[np.ndarray, str, str]:
 
 def info(value: Any) -> tuple[tuple, str]:
     """``(shape, Ember dtype name)`` of an array of any backend, without copying its data."""
-
     value = _unwrap(value)
     name, module = backend_of(value)
     if module is None:
@@ -83,7 +81,6 @@ def info(value: Any) -> tuple[tuple, str]:
 
 def to_native(array: np.ndarray, dtype: str) -> Any:
     """``array`` as a native array of the active backend with Ember dtype ``dtype`` (cast if needed)."""
-
     if array.dtype.name != dtype:
         array = array.astype(dtypes.to_numpy_dtype(dtype))
     return ops.convert_to_tensor(array, dtype=dtype)

@@ -220,7 +220,6 @@ def _crc32(block: Any) -> int:
 
 
 def _xxh3_64(block: Any) -> int:
-
     return xxhash.xxh3_64_intdigest(block)
 
 

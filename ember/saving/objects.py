@@ -62,7 +62,6 @@ def save_object(obj: Any, filepath: Any, overwrite: bool = True) -> None:
         [[0.25]]
     """
     if _is_model(obj):
-
         save_model(obj, filepath, overwrite=overwrite)
         return
     if not callable(getattr(obj, "get_config", None)):
@@ -99,7 +98,6 @@ def load_object(filepath: Any, custom_objects: dict | None = None) -> Any:
     """
     with CheckpointReader(filepath, caller="load_object") as reader:
         if reader.kind == "model":
-
             reader.close()
             return load_model(filepath, custom_objects=custom_objects)
         if reader.kind != "object":
@@ -113,6 +111,5 @@ def load_object(filepath: Any, custom_objects: dict | None = None) -> Any:
         except (ValueError, TypeError, KeyError) as error:
             raise reader.error(f"cannot rebuild the object from its config: {error}") from None
         if state is not None:
-
             obj.state = optree.tree_map(lambda a: _arrays.to_native(a, fmt.dtype_name(a)), state)
     return obj

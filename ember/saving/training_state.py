@@ -107,7 +107,6 @@ def optimizer_template(model: Any) -> dict:
 
 def restore(model: Any, opt_state: Any, document: dict | None) -> None:
     """Give a compiled model (its state already loaded) a loaded optimizer state and resume record."""
-
     training = _training(model)
     trainer = training["trainer"]
     if opt_state is not None:

@@ -95,7 +95,6 @@ def state_template(model: Any, caller: str, initialize: bool = False) -> dict:
     if model.state is not None:
         return model.state
 
-
     saved = {key: getattr(model, key) for key in model._handle_attributes()}
     try:
         with contextlib.nullcontext() if initialize else shapes_only():
@@ -155,7 +154,6 @@ def match_state(template: dict, arrays: dict[str, np.ndarray], path: str, skip_m
 
 
 def _is_active_array(value: Any) -> bool:
-
     return ops.is_array(value)
 
 

@@ -104,7 +104,6 @@ def atomic_path(path: str) -> Iterator[str]:
 
 
 def current_device() -> str:
-
     return str(backends.default_device())
 
 
@@ -181,7 +180,6 @@ def write_checkpoint(path: Any, kind: str, *, trees: dict | None = None, documen
         caller: the public function's name, for error messages.
     """
     import h5py
-
 
     if kind not in fmt.KINDS:
         raise ValueError(f"{caller}: unknown checkpoint kind {kind!r}; expected one of {fmt.KINDS}")

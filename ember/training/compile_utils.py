@@ -96,7 +96,6 @@ class LossEntry:
 
 def resolve_loss(identifier: Any) -> tuple[Any, str]:
     """A :class:`~ember.losses.Loss` (functions wrapped) and its display name."""
-
     obj = losses.get(identifier)
     if obj is None:
         return None, ""
@@ -146,7 +145,6 @@ class CompileLoss:
 
     def __call__(self, y_true: list, y_pred: list, sample_weight: list) -> tuple[Any, list]:
         """``(weighted total or None, [loss per entry])`` over flat per-output lists."""
-
         total = None
         values = []
         for entry in self.entries:
@@ -186,7 +184,6 @@ def _metric_lists(argument: str, value: Any, names: list[str]) -> list[list]:
 
 def resolve_metric(identifier: Any, loss: Any) -> Any:
     """A pure :class:`~ember.metrics.Metric` for ``identifier`` (named as given, like Keras)."""
-
     obj = metrics.get(identifier, loss=loss)
     if not isinstance(obj, metrics.Metric):
         if not callable(obj):

@@ -90,7 +90,6 @@ class FitLoop:
         self.publish()
 
     def current_learning_rate(self) -> float:
-
         optimizer = self.trainer.optimizer
         lr = optimizer.learning_rate_at(self.state["optimizer"]["iterations"], self.state["optimizer"])
         return float(ops.to_numpy(lr)) if not isinstance(lr, (int, float)) else float(lr)
@@ -204,7 +203,6 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
 
 def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: CallbackList) -> Any:
     """The model's outputs over ``iterator``'s inputs, concatenated along the batch (NumPy arrays)."""
-
     steps = trainer.steps
     state = {"model": model_state}
     outputs: list = []

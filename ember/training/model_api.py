@@ -100,7 +100,6 @@ class TrainingAPI:
             ValueError: unknown optimizer/loss/metric names (the valid ones are listed), losses or
                 metrics that do not match the outputs.
         """
-
         if steps_per_execution != 1:
             raise NotImplementedError(
                 f"compile: steps_per_execution={steps_per_execution!r} is not supported (every backend runs one "
@@ -187,7 +186,6 @@ class TrainingAPI:
 
     def _train_state(self, trainer: Any, seed: int) -> dict:
         """A TrainState from the handle's state and the optimizer state kept from earlier calls."""
-
         core = trainer.core
         core.prepare_mask(self.state["params"])
         trainable, _ = core.split(self.state["params"])
@@ -276,7 +274,6 @@ class TrainingAPI:
             steps = trainer.steps
             state = self._train_state(trainer, seed)
             if resume is not None:
-
                 state["rng"] = step_rng(steps, resume["rng"])
             trainer.check_batch(state, first)
             state = steps.own(state)
@@ -344,7 +341,6 @@ class TrainingAPI:
     def predict(self, x: Any, batch_size: int | None = None, verbose: Any = "auto", steps: int | None = None,
                 callbacks: Any = None) -> Any:
         """The model's outputs for ``x`` (NumPy arrays, in the structure of the model's outputs)."""
-
         self._check_backend("predict")
         verbose = _verbosity(verbose, "predict")
         steps = check_steps(steps, "predict: steps")
@@ -383,7 +379,6 @@ class TrainingAPI:
                        return_dict: bool = False) -> Any:
         """One training step on one batch; returns the running loss/metrics since :meth:`reset_metrics`
         (a float, a list in :attr:`metrics_names` order, or a dict)."""
-
         trainer = self._trainer("train_on_batch")
         self._check_backend("train_on_batch")
         batch = native_batch(x, y, sample_weight, check_class_weight(class_weight))
@@ -404,7 +399,6 @@ class TrainingAPI:
 
     def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False) -> Any:
         """Loss and metrics on one batch (inference mode), running since :meth:`reset_metrics`."""
-
         trainer = self._trainer("test_on_batch")
         self._check_backend("test_on_batch")
         batch = native_batch(x, y, sample_weight)

@@ -114,7 +114,6 @@ def fusable_sparse_crossentropy(compile_loss: Any) -> bool:
     """Whether the compiled loss is exactly ``SparseCategoricalCrossentropy(from_logits=True)`` on one
     output (mean reduction, no ``ignore_class``, weight 1): the case backends may compute in one
     fused kernel (the same math), falling back to the generic losses for anything else."""
-
     entries = compile_loss.entries
     if len(entries) != 1 or compile_loss.per_output_logs:
         return False
@@ -128,7 +127,6 @@ def fusable_sparse_crossentropy(compile_loss: Any) -> bool:
 
 
 def batch_size_of(x: Any) -> int:
-
     if isinstance(x, dict):
         x = next(iter(x.values()))
     while isinstance(x, (list, tuple)):
@@ -183,7 +181,6 @@ class StepCore:
 
     def forward(self, params: dict, buffers: dict, x: Any, training: bool, rng: Any) -> tuple[Any, dict, list]:
         """``(y_pred, new_buffers, activity_losses)``."""
-
         with collect_losses() as activity:
             y_pred, new_state = self.model.apply({"params": params, "buffers": buffers}, x, training=training,
                                                  rng=rng)
@@ -191,7 +188,6 @@ class StepCore:
 
     def total_loss(self, params: dict, y: Any, y_pred_flat: list, sw: Any, activity: list) -> tuple[Any, list]:
         """``(total, per-output losses)``: compiled losses + regularization + activity losses."""
-
         total, per_output = self.compile_loss(self.flat(y, "y"), y_pred_flat, self.flat(sw, "sample_weight"))
         extra = list(activity)
         regularization = getattr(self.model, "regularization_losses", None)
@@ -214,7 +210,6 @@ class StepCore:
 
     # --- metrics --------------------------------------------------------------------------------
     def init_metrics(self, output_shapes: list) -> dict:
-
         def tracker() -> dict:
             return {"total": ops.zeros((), dtype=dtypes.floatx()), "count": ops.zeros((), dtype=dtypes.floatx())}
 
@@ -224,7 +219,6 @@ class StepCore:
 
     def update_metrics(self, state: dict, x: Any, y: Any, y_pred_flat: list, sw: Any, total: Any,
                        per_output: list) -> dict:
-
         count = float(batch_size_of(x))
 
         def track(tracker: dict, value: Any) -> dict:
@@ -242,7 +236,6 @@ class StepCore:
 
     def results(self, state: dict) -> dict:
         """``{log name: native scalar}``: the running loss, per-output losses and metrics."""
-
         def mean(tracker: dict) -> Any:
             return ops.divide(tracker["total"], ops.maximum(tracker["count"], 1.0))
 

@@ -83,7 +83,6 @@ def _output_shapes(model: Any, names: list[str]) -> list | None:
 
 def _draw_seed() -> int:
     """A seed from the active backend's global stream (``ember.random.set_seed`` fixes it)."""
-
     value = ops.random.randint((), 0, 2**31 - 1, dtype="int32")
     return int(ops.to_numpy(value))
 
@@ -113,7 +112,6 @@ class Trainer:
     def __init__(self, model: Any, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
                  loss_weights: Any = None, weighted_metrics: Any = None, *, jit_compile: Any = "auto",
                  run_eagerly: bool = False, seed: int | None = None) -> None:
-
         if not callable(getattr(model, "apply", None)):
             raise TypeError(f"Trainer: model must be an ember Model (with apply), received {type(model).__name__}")
         if jit_compile not in ("auto", True, False):

@@ -300,7 +300,6 @@ class Wiring:
         columns in that order; synapses are coloured by polarity. See
         :func:`ember.wirings.draw.draw_wiring` for the options.
         """
-
         return draw_wiring(self, ax=ax, **kwargs)
 
     # --- serialization ----------------------------------------------------------------------

@@ -184,7 +184,6 @@ def as_dtype(mask: np.ndarray, like: Any) -> np.ndarray:
 
 
 def _load_rule_modules() -> None:
-
     for family in ("elementwise", "reductions", "shape", "indexing", "linalg", "nn", "rnn"):
         importlib.import_module(f"{__name__}.{family}")  # each registers its rules
 

@@ -73,7 +73,6 @@ def lstm(g, out, inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=No
     sequence, h_last, c_last = out
     arrays = (g_seq, g_h, g_c, sequence, inputs, initial_h, initial_c, kernel, recurrent_kernel, bias)
     if _plain_float(arrays):
-
         return lstm_vjp(*arrays, go_backwards, time_major, tuple(needs(k) for k in range(6)))
     x = _processing_order(inputs, time_major, go_backwards)
     hs = sequence if time_major else ops.swapaxes(sequence, 0, 1)  # outputs are already in processing order

@@ -87,7 +87,6 @@ def sparse_crossentropy_from_logits(labels: Any, logits: Any) -> tuple[Any, Any]
 
 # ---------------------------------------------------------------------- in-place update
 def _inplace_supported(optimizer: Any, leaves: list) -> bool:
-
     return (type(optimizer) in (optimizers.SGD, optimizers.Adam, optimizers.AdamW)
             and not (optimizer.clipnorm or optimizer.clipvalue or optimizer.global_clipnorm)
             and optimizer.loss_scale_factor is None
@@ -101,7 +100,6 @@ def _one_minus_power(base: float, t: float) -> float:
 def _apply_inplace(optimizer: Any, grads: list, params: list, slots: dict, lr: float, t: float,
                    decay: list) -> None:
     """One SGD/Adam/AdamW step on lists of arrays, in place (the formulas of the pure path)."""
-
     for i, (g, p) in enumerate(zip(grads, params)):
         if g is None:
             continue
@@ -169,7 +167,6 @@ class NumpySteps(GenericSteps):
 
     def gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any) -> tuple:
         """``((total, per-output losses, y_pred_flat, new_buffers), grads)``."""
-
         core = self.core
         with GradientTape() as tape:
             tape.watch(trainable)

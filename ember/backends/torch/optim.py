@@ -259,7 +259,6 @@ _KERNELS: dict[type, Callable] | None = None
 def _kernels() -> dict[type, Callable]:
     global _KERNELS
     if _KERNELS is None:
-
         _KERNELS = {o.SGD: _sgd, o.Adam: _adam, o.AdamW: _adam, o.Adamax: _adamax, o.Nadam: _nadam, o.Lamb: _lamb,
                     o.RMSprop: _rmsprop, o.Adagrad: _adagrad, o.Adadelta: _adadelta, o.Lion: _lion}
     return _KERNELS

@@ -26,7 +26,6 @@ def masked_softmax(scores: Any, mask: Any = None) -> Any:
 
     ``mask`` is None or a boolean array broadcastable to ``scores``.
     """
-
     if mask is not None:
         scores = ops.where(mask, scores, large_negative(ops.dtype(scores)))
     return ops.nn.softmax(scores, axis=-1)
@@ -34,7 +33,6 @@ def masked_softmax(scores: Any, mask: Any = None) -> Any:
 
 def causal_mask(query_length: int, value_length: int) -> Any:
     """``(query_length, value_length)`` boolean lower-triangular mask: ``i`` attends to ``j <= i``."""
-
     rows = ops.expand_dims(ops.arange(query_length, dtype="int32"), 1)
     cols = ops.expand_dims(ops.arange(value_length, dtype="int32"), 0)
     return ops.greater_equal(rows, cols)
@@ -42,7 +40,6 @@ def causal_mask(query_length: int, value_length: int) -> Any:
 
 def as_bool_mask(layer_name: str, argument: str, mask: Any, expected_shape: tuple) -> Any:
     """``mask`` as a native boolean array of ``expected_shape`` (ValueError/TypeError otherwise)."""
-
     if getattr(type(mask), "__ember_tensor__", False):
         mask = mask._native
     elif not ops.is_array(mask):
@@ -65,7 +62,6 @@ def as_bool_mask(layer_name: str, argument: str, mask: Any, expected_shape: tupl
 
 def combine_masks(*masks: Any) -> Any:
     """The logical AND of the masks that are not None (None when all are)."""
-
     out = None
     for mask in masks:
         if mask is not None:

@@ -63,7 +63,6 @@ class AdditiveAttention(BaseDenseAttention):
         return self.make_state(params=params)
 
     def _calculate_scores(self, params: dict, query: Any, key: Any) -> Any:
-
         # (batch, Tq, 1, dim) + (batch, 1, Tv, dim) -> tanh -> weighted sum over dim.
         features = ops.tanh(ops.add(ops.expand_dims(query, -2), ops.expand_dims(key, -3)))
         if self.use_scale:

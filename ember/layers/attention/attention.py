@@ -80,7 +80,6 @@ class Attention(BaseDenseAttention):
         return self.make_state(params=params)
 
     def _calculate_scores(self, params: dict, query: Any, key: Any) -> Any:
-
         scale = params.get("scale")
         if self.score_mode == "dot":
             scores = ops.matmul(query, ops.swapaxes(key, -1, -2))

@@ -133,7 +133,6 @@ class BaseDenseAttention(Layer):
             return_attention_scores: also return the attention weights ``(batch, Tq, Tv)``.
             use_causal_mask: query position ``i`` attends only to value positions ``j <= i``.
         """
-
         check_flag(self.name, "return_attention_scores", return_attention_scores)
         check_flag(self.name, "use_causal_mask", use_causal_mask)
         if not isinstance(inputs, (list, tuple)) or ops.is_array(inputs):

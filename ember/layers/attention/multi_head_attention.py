@@ -262,7 +262,6 @@ class MultiHeadAttention(Layer):
     # --- computation ---------------------------------------------------------------------
     def _project(self, params: dict, x: Any, batch: int, length: int, head_dim: int) -> Any:
         """``x`` ``(batch, *positions, dim)`` -> heads ``(batch, num_heads, length, head_dim)``."""
-
         kernel = params["kernel"]
         dim = ops.shape(kernel)[0]
         y = ops.matmul(ops.reshape(x, (batch, length, dim)), ops.reshape(kernel, (dim, self.num_heads * head_dim)))
@@ -271,7 +270,6 @@ class MultiHeadAttention(Layer):
         return ops.transpose(ops.reshape(y, (batch, length, self.num_heads, head_dim)), (0, 2, 1, 3))
 
     def _check_params(self, params: dict, query: tuple, value: tuple, key: tuple) -> None:
-
         for label, shape in (("query", query), ("value", value), ("key", key)):
             expected = ops.shape(params[label]["kernel"])[0]
             if shape[-1] != expected:
@@ -283,7 +281,6 @@ class MultiHeadAttention(Layer):
     def _attention_mask(self, query: tuple, value: tuple, key: tuple, attention_mask: Any, query_mask: Any,
                         value_mask: Any, key_mask: Any, use_causal_mask: bool) -> Any:
         """The combined boolean mask, broadcastable to ``(batch, T, S)`` (T, S flattened), or None."""
-
         batch, t_dims, s_dims = query[0], tuple(query[1:-1]), tuple(value[1:-1])
         length, memory = math.prod(t_dims), math.prod(s_dims)
         masks = []
@@ -336,7 +333,6 @@ class MultiHeadAttention(Layer):
         propagates them (Keras's implicit masks, e.g. from ``Embedding(mask_zero=True)``);
         the explicit ``query_mask=``/``value_mask=``/``key_mask=`` take precedence.
         """
-
         check_flag(self.name, "use_causal_mask", use_causal_mask)
         check_flag(self.name, "return_attention_scores", return_attention_scores)
         if not isinstance(inputs, (list, tuple)) or ops.is_array(inputs) or not 2 <= len(inputs) <= 3:

@@ -65,7 +65,6 @@ def standardize_data_format(name: str, value: Any) -> str:
 
 def spatial_shape(layer: Any, input_shape: Any, rank: int, data_format: str = "channels_last") -> tuple:
     """``(shape, spatial dims, channels)`` of an input of rank ``rank + 2``; errors name the layer."""
-
     shape = input_shape_of(layer, input_shape, rank=rank + 2)
     if data_format == "channels_first":
         return shape, shape[2:], shape[1]

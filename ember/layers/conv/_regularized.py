@@ -43,13 +43,11 @@ class RegularizedLayer(Layer):
 
     def regularization_losses(self, params: dict) -> list:
         """``regularizer(param)`` for each param that has a regularizer (none when frozen)."""
-
         return regularizers.weight_penalties(
             self, params, {param: getattr(self, field) for param, field in self._regularizer_fields.items()})
 
     def constraints(self) -> dict:
         """``{param_name: constraint}`` for the params that have one (none when frozen)."""
-
         return constraints.weight_constraints(
             self, {param: getattr(self, field) for param, field in self._constraint_fields.items()
                    if self._has_param(param)})

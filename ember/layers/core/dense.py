@@ -82,7 +82,6 @@ class Dense(Layer):
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         kernel = params["kernel"]
         if ops.shape(inputs)[-1] != ops.shape(kernel)[0]:
             raise ValueError(

@@ -16,7 +16,6 @@ _INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32
 def _index_bounds(indices: Any) -> tuple[int, int] | None:
     """``(min, max)`` of concrete indices, or None when they cannot be read back (inside
     ``mx.compile`` or another transformation that traces instead of computing)."""
-
     try:
         low, high = ops.to_numpy(ops.min(indices)), ops.to_numpy(ops.max(indices))
     except (ValueError, RuntimeError):
@@ -90,7 +89,6 @@ class Embedding(Layer):
         return self.make_state(params={"embeddings": table})
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         if ops.dtype(inputs) not in _INTEGER_DTYPES:
             if ops.dtype(inputs) == "bool" or "complex" in ops.dtype(inputs):
                 raise TypeError(f"layer {self.name!r} expects integer indices, received dtype {ops.dtype(inputs)}")

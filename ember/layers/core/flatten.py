@@ -44,7 +44,6 @@ class Flatten(Layer):
         self._normalize("data_format", data_format)
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         shape = tuple(ops.shape(inputs))
         input_shape_of(self, shape)
         if self.data_format == "channels_first" and len(shape) > 2:

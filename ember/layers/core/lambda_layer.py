@@ -125,7 +125,6 @@ class Lambda(Layer):
         return optree.tree_map(merge, probes[0], probes[1], is_leaf=is_shape, none_is_leaf=False)
 
     def get_config(self) -> dict:
-
         for field in ("function", "output_shape"):
             value = getattr(self, field)
             if callable(value) and registered_function_name(value) is None:

@@ -50,7 +50,6 @@ class Permute(Layer):
         return input_shape_of(self, input_shape, rank=len(self.dims) + 1)
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         self._check(ops.shape(inputs))
         return ops.transpose(inputs, (0,) + self.dims)
 

@@ -33,7 +33,6 @@ class RepeatVector(Layer):
             raise ValueError(f"{self.name}: n must be a positive int, received {self.n!r}")
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         input_shape_of(self, ops.shape(inputs), rank=2)
         return ops.repeat(ops.expand_dims(inputs, 1), self.n, axis=1)
 

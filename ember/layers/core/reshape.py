@@ -74,7 +74,6 @@ class Reshape(Layer):
         )
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         shape = tuple(ops.shape(inputs))
         input_shape_of(self, shape)
         return ops.reshape(inputs, (shape[0],) + self._resolve(shape[1:]))

@@ -29,5 +29,4 @@ class Average(Merge):
     _fold = "add"
 
     def _merge_function(self, inputs: list) -> Any:
-
         return ops.divide(super()._merge_function(inputs), float(len(inputs)))

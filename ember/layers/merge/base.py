@@ -98,7 +98,6 @@ class Merge(Layer):
     # --- computation -------------------------------------------------------------------
     def _merge_function(self, inputs: list) -> Any:
         """Fold the inputs pairwise with the ``ember.ops`` function named by ``_fold``."""
-
         combine = getattr(ops, self._fold)
         output = inputs[0]
         for x in inputs[1:]:
@@ -106,7 +105,6 @@ class Merge(Layer):
         return output
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         if not isinstance(inputs, (list, tuple)) or ops.is_array(inputs):
             raise ValueError(
                 f"layer {self.name!r} ({type(self).__name__}) must be called on a list of "

@@ -69,7 +69,6 @@ class Concatenate(Merge):
         return tuple(out)
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         if not isinstance(inputs, (list, tuple)) or ops.is_array(inputs):
             raise ValueError(f"layer {self.name!r} (Concatenate) must be called on a list of inputs, "
                              f"received {type(inputs).__name__}")

@@ -94,7 +94,6 @@ class Dot(Merge):
         raise NotImplementedError  # call() is overridden: Dot does not broadcast
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         if not isinstance(inputs, (list, tuple)) or ops.is_array(inputs):
             raise ValueError(f"layer {self.name!r} (Dot) must be called on a list of 2 inputs, "
                              f"received {type(inputs).__name__}")
@@ -114,6 +113,5 @@ class Dot(Merge):
 
 
 def _l2_normalize(x: Any, axis: int) -> Any:
-
     squared = ops.sum(ops.square(x), axis=axis, keepdims=True)
     return ops.multiply(x, ops.rsqrt(ops.maximum(squared, _EPSILON)))

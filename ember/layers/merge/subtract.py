@@ -29,5 +29,4 @@ class Subtract(Merge):
     max_inputs = 2
 
     def _merge_function(self, inputs: list) -> Any:
-
         return ops.subtract(inputs[0], inputs[1])

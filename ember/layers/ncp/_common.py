@@ -20,7 +20,6 @@ CFC_MODES = ("default", "pure", "no_gate")
 
 def default_name(layer: Layer, base: str) -> None:
     """Name an unnamed layer ``base``, ``base_1``, ... (``"cfc"`` rather than the generic ``"cf_c"``)."""
-
     if layer.name is None:
         object.__setattr__(layer, "name", unique_name(base))
 
@@ -28,7 +27,6 @@ def default_name(layer: Layer, base: str) -> None:
 def compact_repr(layer: Layer) -> str:
     """The layer's repr with wirings and sub-layers shown by their own short reprs (not their
     full configs, which hold the adjacency matrices)."""
-
     parts = []
     for key, value in layer.get_config().items():
         if key == "name":
@@ -44,7 +42,6 @@ def normalize_wiring(layer: Layer, field: str = "wiring", allow_units: bool = Tr
     The copy keeps the layer immutable from the outside: building or editing the caller's
     wiring afterwards does not change the layer.
     """
-
     value = getattr(layer, field)
     if isinstance(value, Wiring):
         layer._normalize(field, value.copy())
@@ -68,7 +65,6 @@ def built_wiring(layer: Layer, wiring: Any, features: int) -> Any:
 
 
 def check_features(layer: Layer, x: Any, features: int) -> None:
-
     got = ops.shape(x)[-1]
     if got != features:
         raise ValueError(f"layer {layer.name!r} expects {features} input features (the last axis), received {got}")
@@ -76,13 +72,11 @@ def check_features(layer: Layer, x: Any, features: int) -> None:
 
 def to_mask(matrix: np.ndarray, dtype: str) -> Any:
     """``|matrix|`` (synapse present: 1, absent: 0) as a backend array of ``dtype`` on the default device."""
-
     return ops.convert_to_tensor(np.abs(matrix).astype(dtypes.to_numpy_dtype(dtype)), dtype=dtype)
 
 
 def to_array(matrix: np.ndarray, dtype: str) -> Any:
     """``matrix`` (e.g. synapse polarities) as a backend array of ``dtype``."""
-
     return ops.convert_to_tensor(np.asarray(matrix).astype(dtypes.to_numpy_dtype(dtype)), dtype=dtype)
 
 
@@ -115,7 +109,6 @@ def cfc_heads(params: dict, mode: str, mask: Any = None) -> tuple[Any, Any]:
     ``mask`` (the wiring's synapses, ``(fan_in, units)``) multiplies the ``ff1``/``ff2``
     kernels; the time heads are never masked (the ncps package's convention).
     """
-
     kernels, biases = [], []
     for name in cfc_head_names(mode):
         kernel = params[name]["kernel"]
@@ -135,7 +128,6 @@ def cfc_update(heads: Any, params: dict, mode: str, timespan: Any) -> Any:
     * no_gate: ``tanh(ff1) + g * tanh(ff2)``;
     * pure: ``A - A * exp(-t * (|w_tau| + |ff1|)) * ff1``.
     """
-
     def times_t(x: Any) -> Any:
         return x if timespan is None else ops.multiply(x, timespan)
 
@@ -155,13 +147,11 @@ def cfc_update(heads: Any, params: dict, mode: str, timespan: Any) -> Any:
 
 def pure_params(layer: Layer, units: int) -> dict:
     """``w_tau`` (zeros) and ``A`` (ones), ``(units,)``: the pure-mode time constant and amplitude."""
-
     return {"w_tau": ops.zeros((units,), dtype=layer.variable_dtype),
             "A": ops.ones((units,), dtype=layer.variable_dtype)}
 
 
 def split_rows(kernel: Any, rows: int) -> tuple[Any, Any]:
     """``kernel[:rows]``, ``kernel[rows:]``."""
-
     top, bottom = ops.split(kernel, [rows], axis=0)
     return top, bottom

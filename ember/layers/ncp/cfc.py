@@ -81,7 +81,6 @@ class CfC(RNN):
         return compact_repr(self)
 
     def _make_cell(self) -> RNNCell:
-
         if not isinstance(self.mixed_memory, bool):
             raise TypeError(f"{self.name}: mixed_memory must be a bool, received {self.mixed_memory!r}")
         common = {"name": self.name, "dtype": self.dtype, "trainable": self.trainable}

@@ -158,7 +158,6 @@ class CfCCell(RNNCell):
                          rng: Any = None) -> tuple[Any, Any]:
         """``x @ W_in + b`` of the first layer for every step at once; the recurrent rows, the
         heads and the dropout masks as context."""
-
         kernel, bias = self._first_layer(params)
         features = ops.shape(kernel)[0] - self.units
         check_features(self, sequences, features)
@@ -175,7 +174,6 @@ class CfCCell(RNNCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-
         kernel_h, heads, masks = context
         z = ops.add(step_input, ops.matmul(states[0], kernel_h))
         if self.backbone_layers:

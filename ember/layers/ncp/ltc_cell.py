@@ -211,13 +211,11 @@ class LTCCell(RNNCell):
 
     # --- computation -----------------------------------------------------------------------
     def _positive(self, x: Any) -> Any:
-
         return ops.nn.softplus(x) if self.implicit_param_constraints else x
 
     def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
                          rng: Any = None) -> tuple[Any, Any]:
         """The input mapping for every step at once; masked, positive synapse weights as context."""
-
         features = ops.shape(params["sensory_w"])[0]
         check_features(self, sequences, features)
         wiring = built_wiring(self, self.wiring, features)
@@ -239,7 +237,6 @@ class LTCCell(RNNCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-
         def synapses(v: Any, sigma: Any, mu: Any, weight: Any, weight_erev: Any) -> tuple[Any, Any]:
             # v (batch, pre) -> activations (batch, pre, post), summed over the presynaptic axis.
             s = ops.nn.sigmoid(ops.multiply(sigma, ops.subtract(ops.expand_dims(v, -1), mu)))

@@ -106,7 +106,6 @@ class MixedMemoryCell(RNNCell):
     def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
                          rng: Any = None) -> tuple[Any, Any]:
         """Both cells' per-sequence work; their step inputs side by side."""
-
         memory_in, memory_context = self.memory_cell.prepare_sequence(params["memory"], sequences,
                                                                       training=training, rng=rng)
         cell_in, cell_context = self.cell.prepare_sequence(params["cell"], sequences, training=training, rng=rng)
@@ -115,7 +114,6 @@ class MixedMemoryCell(RNNCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-
         width, memory_context, cell_context = context
         memory_in, cell_in = ops.split(step_input, [width], axis=-1)
         h, c = states

@@ -91,7 +91,6 @@ class NCPCell(RNNCell):
     def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
                          rng: Any = None) -> tuple[Any, Any]:
         """``x @ (kernel * M_s) + bias`` for every step at once; the masked recurrent kernel as context."""
-
         features = ops.shape(params["kernel"])[0]
         check_features(self, sequences, features)
         wiring = built_wiring(self, self.wiring, features)
@@ -104,7 +103,6 @@ class NCPCell(RNNCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-
         h = activations.get(self.activation)(ops.add(step_input, ops.matmul(states[0], context)))
         output = h
         if self.wiring.output_dim != self.wiring.units:

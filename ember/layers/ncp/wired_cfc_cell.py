@@ -152,7 +152,6 @@ class WiredCfCCell(RNNCell):
     def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
                          rng: Any = None) -> tuple[Any, Any]:
         """Masked heads per layer (once per call) and the first layer's input projection for every step."""
-
         first = params["layer_0"]["ff1"]["kernel"]
         features = ops.shape(first)[0] - self.layer_sizes[0]
         check_features(self, sequences, features)
@@ -169,7 +168,6 @@ class WiredCfCCell(RNNCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-
         sizes = self.layer_sizes
         hs = ops.split(states[0], [int(i) for i in np.cumsum(sizes)[:-1]], axis=-1) if len(sizes) > 1 else [states[0]]
         new_states = []

@@ -94,7 +94,6 @@ def known_dims(layer: Layer, shape: tuple, axes: tuple[int, ...]) -> tuple[int, 
 
 def broadcast_param(param: Any, axes: tuple[int, ...], shape: tuple) -> Any:
     """Reshape a param of shape ``shape[axes]`` so it broadcasts against ``shape``."""
-
     rank = len(shape)
     if axes == tuple(range(rank - len(axes), rank)):
         return param  # trailing axes broadcast as they are
@@ -106,7 +105,6 @@ def broadcast_param(param: Any, axes: tuple[int, ...], shape: tuple) -> Any:
 
 def compute_input(layer: Layer, x: Any) -> tuple[Any, str]:
     """``(x in its compute dtype, original dtype)``: half precision is computed in float32."""
-
     dtype = ops.dtype(x)
     if dtype in LOW_PRECISION:
         return ops.cast(x, "float32"), dtype
@@ -117,7 +115,6 @@ def compute_input(layer: Layer, x: Any) -> tuple[Any, str]:
 
 def input_shape(layer: Layer, x: Any) -> tuple:
     """The shape of the native array ``x`` (TypeError naming the layer for non-arrays)."""
-
     if not ops.is_array(x):
         raise TypeError(f"layer {layer.name!r} expects one array input, received {type(x).__name__}")
     return tuple(ops.shape(x))

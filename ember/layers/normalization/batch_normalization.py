@@ -125,7 +125,6 @@ class BatchNormalization(Layer):
     # --- computation ---------------------------------------------------------------------------
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None,
               mask: Any = None) -> tuple[Any, dict]:
-
         shape = _common.input_shape(self, inputs)
         if len(shape) < 2:
             raise ValueError(f"layer {self.name!r} expects inputs of rank >= 2, received shape {shape}")
@@ -169,7 +168,6 @@ class BatchNormalization(Layer):
         return outputs, new_state
 
     def _moments(self, x: Any, reduction: tuple[int, ...], mask: Any, shape: tuple) -> tuple[Any, Any]:
-
         if mask is None:
             return ops.nn.moments(x, axes=reduction)
         if reduction != tuple(range(len(shape) - 1)):

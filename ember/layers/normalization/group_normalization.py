@@ -97,7 +97,6 @@ class GroupNormalization(Layer):
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         shape = _common.input_shape(self, inputs)
         if len(shape) < 2:
             raise ValueError(f"layer {self.name!r} expects inputs of rank >= 2, received shape {shape}")

@@ -89,7 +89,6 @@ class LayerNormalization(Layer):
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         shape = _common.input_shape(self, inputs)
         axes = _common.resolve_axes(self, self.axis, len(shape), shape)
         x, input_dtype = _common.compute_input(self, inputs)
@@ -131,7 +130,6 @@ class LayerNormalization(Layer):
 
 def _checked_param(layer: Layer, params: dict, name: str, shape: tuple, axes: tuple[int, ...]) -> Any:
     """``params[name]`` reshaped to broadcast against ``shape``; ValueError when it does not fit."""
-
     param = params[name]
     expected = tuple(shape[a] for a in axes)
     if tuple(ops.shape(param)) != expected:

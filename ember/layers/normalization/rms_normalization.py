@@ -42,14 +42,12 @@ class RMSNormalization(Layer):
         _common.check_real(self, "epsilon", 0.0)
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
-
         shape = input_shape_of(self, input_shape, min_rank=2)
         axes = _common.resolve_axes(self, self.axis, len(shape), shape)
         dims = _common.known_dims(self, shape, axes)
         return self.make_state(params={"scale": ops.ones(dims, dtype=self.variable_dtype)})
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         shape = _common.input_shape(self, inputs)
         axes = _common.resolve_axes(self, self.axis, len(shape), shape)
         scale = params["scale"]

@@ -37,7 +37,6 @@ class UnitNormalization(Layer):
         self._normalize("axis", _common.check_axis(self, self.axis, allow_list=True))
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         shape = _common.input_shape(self, inputs)
         axes = _common.resolve_axes(self, self.axis, len(shape), shape)
         x, input_dtype = _common.compute_input(self, inputs)

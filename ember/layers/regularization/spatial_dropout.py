@@ -43,7 +43,6 @@ class _SpatialDropout(Layer):
         return (input_shape[0],) + ones + (input_shape[-1],)
 
     def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
-
         shape = tuple(ops.shape(inputs))
         if len(shape) != self._rank:
             raise ValueError(f"layer {self.name!r} expects inputs of rank {self._rank}, received shape {shape}")

@@ -56,7 +56,6 @@ def standardize_pair(name: str, value: Any, argument: str) -> tuple[int, int]:
 
 def normalize_spatial_fields(layer: Any, field: str) -> None:
     """Normalize ``layer.<field>`` (pairs; one pair in 1-d) and ``layer.data_format`` when present."""
-
     value = getattr(layer, field)
     if layer.rank == 1:
         layer._normalize(field, standardize_pair(layer.name, value, field))

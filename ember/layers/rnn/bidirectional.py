@@ -193,7 +193,6 @@ class Bidirectional(Layer):
     # --- computation -----------------------------------------------------------------------------
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None,
               initial_state: Any = None, mask: Any = None, timespans: Any = None) -> tuple[Any, dict]:
-
         sequences, mask = inputs, first_mask(mask)
         if initial_state is not None and (ops.is_array(initial_state) or not isinstance(initial_state, (list, tuple))):
             raise TypeError(f"layer {self.name!r}: initial_state must be a list (forward states, then backward)")

@@ -124,7 +124,6 @@ def dropout_mask(layer: Layer, shape: tuple, rate: float, rng: Any, which: str, 
     backend's global stream; ``which`` names the mask (``"dropout"``,
     ``"recurrent_dropout"``) so the two differ.
     """
-
     base = check_seed(rng, f"layer {layer.name!r}: rng") if rng is not None else getattr(layer, "seed", None)
     seed = None if base is None else derive_seed(base, which)
     return ops.random.dropout(ops.ones(shape, dtype=dtype), rate, seed=seed)
@@ -159,7 +158,6 @@ class RNNCell(Layer):
 
     def get_initial_state(self, batch_size: int, dtype: Any = None) -> list:
         """One zeros array ``(batch_size, size)`` per state tensor."""
-
         dtype = dtype or self.variable_dtype
         return [ops.zeros((batch_size, size), dtype=dtype) for size in self.state_sizes]
 
@@ -236,7 +234,6 @@ class RNNCell(Layer):
         return self.make_state()
 
     def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
-
         if isinstance(inputs, (list, tuple)) and not ops.is_array(inputs):
             x, states = inputs[0], list(inputs[1:])
             self._check_state_shapes([tuple(ops.shape(s)) for s in states], ops.shape(x)[0])
@@ -261,7 +258,6 @@ DENSE_CELL_WEIGHTS = {"kernel": "kernel", "recurrent_kernel": "recurrent", "bias
 
 def normalize_dense_cell(cell: Layer) -> None:
     """Validate and standardize the config fields the dense-kernel cells share."""
-
     check_units(cell)
     for prefix in DENSE_CELL_WEIGHTS.values():
         field = f"{prefix}_regularizer"
@@ -310,14 +306,12 @@ class DenseCell(RNNCell):
     def regularization_losses(self, params: dict) -> list:
         """``[kernel_regularizer(kernel), recurrent_regularizer(recurrent_kernel),
         bias_regularizer(bias)]`` for those set (none when frozen)."""
-
         return regularizers.weight_penalties(
             self, params, {name: getattr(self, f"{prefix}_regularizer") for name, prefix in DENSE_CELL_WEIGHTS.items()})
 
     def constraints(self) -> dict:
         """``{"kernel": kernel_constraint, "recurrent_kernel": recurrent_constraint, "bias":
         bias_constraint}`` for those set (none when frozen; no bias entry without a bias)."""
-
         return constraints.weight_constraints(
             self, {name: getattr(self, f"{prefix}_constraint") for name, prefix in DENSE_CELL_WEIGHTS.items()
                    if name != "bias" or self.use_bias})
@@ -325,7 +319,6 @@ class DenseCell(RNNCell):
 
 def check_features(cell: Layer, params: dict, x: Any) -> tuple:
     """``x``'s shape; ValueError naming the layer when its last axis is not the kernel's input size."""
-
     shape = tuple(ops.shape(x))
     features = ops.shape(params["kernel"])[0]
     if shape[-1] != features:
@@ -346,7 +339,6 @@ def fused_inputs(cell: Layer, params: dict, sequences: Any, states: list, traini
     With ``training`` the input dropout mask is applied here: the loop path's mask
     (``(batch, features)``, same seed), broadcast over time.
     """
-
     if (cell.activation != "tanh" or cell.recurrent_activation != "sigmoid"
             or (training and cell.recurrent_dropout > 0.0)):
         return None
@@ -372,7 +364,6 @@ def project_inputs(cell: Layer, params: dict, x: Any, training: bool, rng: Any, 
     same mask at every step) and a ``(batch, units)`` recurrent mask is drawn for the
     caller to apply to ``h`` before the recurrent matmul; otherwise the mask is None.
     """
-
     shape = check_features(cell, params, x)
     dtype = ops.dtype(x)
     if training and cell.dropout > 0.0:

@@ -121,7 +121,6 @@ class GRUCell(DenseCell):
                          rng: Any = None) -> tuple[Any, Any]:
         """``x @ kernel + input bias`` for every step; context: recurrent dropout mask,
         recurrent bias (reset_after) or the split recurrent kernel (reset_after=False)."""
-
         input_bias = recurrent_bias = None
         if self.use_bias:
             bias = params["bias"]
@@ -139,7 +138,6 @@ class GRUCell(DenseCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-
         recurrent_mask, recurrent_bias, kernel, kernel_h = context
         h = states[0]
         h_in = h if recurrent_mask is None else ops.multiply(h, recurrent_mask)
@@ -167,7 +165,6 @@ class GRUCell(DenseCell):
                        rng: Any = None, go_backwards: bool = False, time_major: bool = False) -> tuple | None:
         """The sequence as one ``ops.nn.gru`` call, or None where that op does not apply
         (see the module docstring): ``(sequence_outputs, h, [h])``."""
-
         if not self.reset_after:
             return None
         x = fused_inputs(self, params, sequences, states, training, rng, time_major)

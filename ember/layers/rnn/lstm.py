@@ -98,7 +98,6 @@ class LSTMCell(DenseCell):
         return self.units
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
-
         features = self.step_input_shape(input_shape)[-1]
         units = self.units
         params = {
@@ -124,7 +123,6 @@ class LSTMCell(DenseCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-
         h, c = states
         h_in = h if context is None else ops.multiply(h, context)
         z = ops.add(step_input, ops.matmul(h_in, params["recurrent_kernel"]))
@@ -139,7 +137,6 @@ class LSTMCell(DenseCell):
                        rng: Any = None, go_backwards: bool = False, time_major: bool = False) -> tuple | None:
         """The sequence as one ``ops.nn.lstm`` call, or None where that op does not apply
         (see the module docstring): ``(sequence_outputs, h, [h, c])``."""
-
         x = fused_inputs(self, params, sequences, states, training, rng, time_major)
         if x is None:
             return None

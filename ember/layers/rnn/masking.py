@@ -49,13 +49,11 @@ class Masking(Layer):
         self._normalize("mask_value", float(value))
 
     def call(self, params: dict, inputs: Any) -> Any:
-
         keep = ops.any(ops.not_equal(inputs, self.mask_value), axis=-1, keepdims=True)
         return ops.multiply(inputs, ops.cast(keep, ops.dtype(inputs)))
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """``any(inputs != mask_value, axis=-1)``: True for the steps to keep."""
-
         return ops.any(ops.not_equal(inputs, self.mask_value), axis=-1)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:

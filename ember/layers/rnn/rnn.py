@@ -57,7 +57,6 @@ def _flag(default: bool = False) -> Any:
 
 def first_mask(mask: Any) -> Any:
     """The sequence's mask out of a structured mask (Keras flattens and takes the first)."""
-
     while isinstance(mask, (list, tuple)) and not ops.is_array(mask):
         mask = mask[0] if mask else None
     return mask
@@ -78,7 +77,6 @@ def sequence_shape(layer: Layer, input_shape: Any) -> tuple:
 
 def state_shapes(layer: Layer, initial_state: Any) -> list | None:
     """Shapes of an ``initial_state`` argument given as shapes (graph building) or arrays."""
-
     if initial_state is None:
         return None
     if is_shape(initial_state) or ops.is_array(initial_state):
@@ -264,7 +262,6 @@ class RNN(Layer):
 
     def _run(self, params: dict, sequences: Any, mask: Any, initial_state: Any, timespans: Any,
              training: bool, rng: Any) -> tuple[Any, list]:
-
         if getattr(type(sequences), "__ember_tensor__", False):
             sequences = sequences._native
         elif not ops.is_array(sequences):
@@ -323,7 +320,6 @@ class RNN(Layer):
         return previous, states
 
     def _initial_states(self, initial_state: Any, batch: int, dtype: str) -> list:
-
         if initial_state is None:
             return list(self.cell.get_initial_state(batch, dtype=dtype))
         if ops.is_array(initial_state) or getattr(type(initial_state), "__ember_tensor__", False):
@@ -338,7 +334,6 @@ class RNN(Layer):
 
     def _time_major_mask(self, mask: Any, batch: int, time: int) -> Any:
         """The mask as ``(time, batch, 1)`` booleans, or None."""
-
         if mask is None:
             return None
         if getattr(type(mask), "__ember_tensor__", False):
@@ -359,7 +354,6 @@ class RNN(Layer):
     def _time_major_timespans(self, timespans: Any, batch: int, time: int, dtype: str) -> Any:
         """``(constant, sequence)``: a ``(batch, 1)`` timespan for every step, or a
         ``(time, batch, 1)`` one per step; both None when the cell takes no timespan."""
-
         if not getattr(self.cell, "accepts_timespan", False):
             if timespans is not None:
                 raise ValueError(f"layer {self.name!r}: timespans given, but its cell "
@@ -389,7 +383,6 @@ class RNN(Layer):
 
 def _unstack(x: Any, time: int) -> list:
     """The ``time`` slices ``x[t]`` of a time-major array."""
-
     if time == 1:
         return [ops.squeeze(x, 0)]
     return [ops.squeeze(part, 0) for part in ops.split(x, time, axis=0)]

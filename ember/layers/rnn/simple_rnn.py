@@ -91,7 +91,6 @@ class SimpleRNNCell(DenseCell):
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-
         h = states[0] if context is None else ops.multiply(states[0], context)
         h = activations.get(self.activation)(ops.add(step_input, ops.matmul(h, params["recurrent_kernel"])))
         return h, [h]

@@ -74,7 +74,6 @@ class TimeDistributed(Layer):
 
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None,
               mask: Any = None) -> tuple[Any, dict]:
-
         shape = tuple(ops.shape(inputs))
         self.compute_output_shape(shape)
         batch, time = shape[:2]

@@ -43,7 +43,6 @@ def read_monitor(owner: str, logs: Any, monitor: str) -> float | None:
 
 def copy_state(state: Any) -> Any:
     """A snapshot of a model state whose arrays later in-place updates cannot change."""
-
     def copy(leaf: Any) -> Any:
         if hasattr(leaf, "clone") and hasattr(leaf, "detach"):  # torch (trained in place)
             return leaf.detach().clone()

@@ -87,7 +87,6 @@ class BackupAndRestore(Callback):
         return os.path.join(self.backup_dir, "previous.h5")
 
     def _read(self) -> Any:
-
         candidates = [self.latest_path] + ([self.previous_path] if self.double_checkpoint else [])
         errors = []
         for path in candidates:

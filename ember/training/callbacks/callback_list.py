@@ -27,7 +27,6 @@ _BATCH_HOOKS = ("on_train_batch_begin", "on_train_batch_end", "on_test_batch_beg
 
 
 def _to_float(value: Any) -> Any:
-
     if isinstance(value, (int, float)):
         return float(value)
     if getattr(type(value), "__ember_tensor__", False):
@@ -89,7 +88,6 @@ class CallbackList:
 
     def __init__(self, callbacks: Any = None, add_history: bool = False, add_progbar: bool = False,
                  model: Any = None, **params: Any) -> None:
-
         if callbacks is None:
             callbacks = []
         elif isinstance(callbacks, Callback):

@@ -103,7 +103,6 @@ class ArrayAdapter(DataAdapter):
         self.num_batches = math.ceil(self.num_samples / self.batch_size)
 
     def batches(self, epoch: int = 0) -> Iterator[tuple]:
-
         n, size = self.num_samples, self.batch_size
         leaves, treedef = self._flat
         unflatten = treedef.unflatten
@@ -166,7 +165,6 @@ def get_adapter(x: Any, y: Any = None, sample_weight: Any = None, batch_size: in
             with a generator or Dataset (which carry their own), a bad ``class_weight``.
         TypeError: data of a kind Ember cannot read.
     """
-
     class_weight = check_class_weight(class_weight)
     if x is None:
         raise ValueError(f"{caller}: x is required, received None")

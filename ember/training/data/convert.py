@@ -85,7 +85,6 @@ def flatten(value: Any) -> list:
 
 def to_numpy_host(value: Any) -> np.ndarray:
     """One array as a NumPy array on the host (used for data that is not yet native)."""
-
     if getattr(type(value), "__ember_tensor__", False):
         value = value._native
     if ops.is_array(value):
@@ -107,7 +106,6 @@ def to_native(value: Any) -> Any:
 
 
 def _leaf_to_native(value: Any) -> Any:
-
     if getattr(type(value), "__ember_tensor__", False):
         value = value._native
     if ops.is_array(value):
@@ -125,7 +123,6 @@ def _leaf_to_native(value: Any) -> Any:
 
 def num_samples(value: Any) -> int:
     """The leading (batch) dimension of one array."""
-
     if getattr(type(value), "__ember_tensor__", False):
         value = value._native
     if ops.is_array(value) or hasattr(value, "shape"):

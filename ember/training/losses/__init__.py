@@ -142,7 +142,6 @@ def serialize(loss: Any) -> Any:
         >>> losses.serialize(losses.Huber(delta=2.0))["config"]["delta"]
         2.0
     """
-
     return _serialize(loss)
 
 
@@ -154,7 +153,6 @@ def deserialize(config: Any) -> Any:
         >>> losses.deserialize(losses.serialize(losses.Huber(delta=2.0))).get_config()["delta"]
         2.0
     """
-
     obj = _deserialize(config)
     if not (isinstance(obj, Loss) or callable(obj)):
         raise TypeError(f"loss: config {config!r} does not describe a loss")

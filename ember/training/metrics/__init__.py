@@ -116,7 +116,6 @@ ALL_OBJECTS.update({
 
 def _accuracy_for(loss: Any, output_shape: Any) -> type:
     """The accuracy class ``"accuracy"`` means for this loss / output shape (Keras's rule)."""
-
     if loss is not None:
         resolved = losses.get(loss)
         fn = resolved.fn if isinstance(resolved, losses.LossFunctionWrapper) else resolved
@@ -190,7 +189,6 @@ def serialize(metric: Any) -> Any:
         >>> metrics.serialize(metrics.AUC(curve="PR"))["class_name"]
         'ember.metrics>AUC'
     """
-
     return _serialize(metric)
 
 
@@ -202,7 +200,6 @@ def deserialize(config: Any) -> Metric:
         >>> metrics.deserialize(metrics.serialize(metrics.AUC(curve="PR"))).curve
         'PR'
     """
-
     obj = _deserialize(config)
     if isinstance(obj, Metric):
         return obj

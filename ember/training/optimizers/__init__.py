@@ -71,7 +71,6 @@ def serialize(optimizer: Optimizer) -> dict:
         >>> optimizers.serialize(optimizers.SGD())["class_name"]
         'ember>SGD'
     """
-
     if not isinstance(optimizer, Optimizer):
         raise TypeError(f"optimizers.serialize: expected an Optimizer, received {optimizer!r}")
     return _serialize(optimizer)
@@ -85,7 +84,6 @@ def deserialize(config: dict) -> Optimizer:
         >>> optimizers.deserialize({"class_name": "rmsprop", "config": {"rho": 0.8}}).rho
         0.8
     """
-
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"optimizers.deserialize: expected {{'class_name': ..., 'config': ...}}, received {config!r}")
     name = config["class_name"]

@@ -52,7 +52,6 @@ def one_minus_power(base: float, exponent: Any) -> Any:
         >>> round(float(ops.to_numpy(one_minus_power(0.5, ops.convert_to_tensor(2.0)))), 6)
         0.75
     """
-
     if base == 0.0:
         return ops.ones_like(exponent)
     if base == 1.0:
@@ -73,7 +72,6 @@ def power(base: float, exponent: Any) -> Any:
         >>> round(float(ops.to_numpy(power(0.5, ops.convert_to_tensor(3.0)))), 6)
         0.125
     """
-
     if base <= 0.0:
         return ops.power(base, exponent)
     return ops.exp(ops.multiply(exponent, math.log(base)))

@@ -76,13 +76,11 @@ class Adam(Optimizer):
         return slots
 
     def step_scalars(self, lr, step, shared):
-
         alpha = ops.divide(ops.multiply(lr, ops.sqrt(one_minus_power(self.beta_2, step))),
                            one_minus_power(self.beta_1, step))
         return {"alpha": alpha}
 
     def update_variable(self, grad, param, slots, lr, step, alpha=None):
-
         if alpha is None:
             alpha = self.step_scalars(lr, step, {})["alpha"]
         m = _ema(ops, slots["momentum"], grad, self.beta_1)
@@ -176,11 +174,9 @@ class Adamax(Optimizer):
         return {"momentum": 0.0, "norm": 0.0}
 
     def step_scalars(self, lr, step, shared):
-
         return {"step_size": ops.divide(lr, one_minus_power(self.beta_1, step))}
 
     def update_variable(self, grad, param, slots, lr, step, step_size=None):
-
         if step_size is None:
             step_size = self.step_scalars(lr, step, {})["step_size"]
         m = _ema(ops, slots["momentum"], grad, self.beta_1)
@@ -241,16 +237,13 @@ class Nadam(Optimizer):
 
     def _u(self, step: Any) -> Any:
         """``beta_1 * (1 - 0.5 * 0.96**step)``."""
-
         return ops.multiply(ops.subtract(1.0, ops.multiply(power(0.96, step), 0.5)), self.beta_1)
 
     def update_shared(self, shared, step):
-
         u_product = shared["u_product"]
         return {"u_product": ops.multiply(u_product, ops.cast(self._u(step), ops.dtype(u_product)))}
 
     def step_scalars(self, lr, step, shared):
-
         u_product = shared["u_product"]
         u_t, u_next = self._u(step), self._u(ops.add(step, 1.0))
         return {
@@ -262,7 +255,6 @@ class Nadam(Optimizer):
 
     def update_variable(self, grad, param, slots, lr, step, momentum_factor=None, grad_factor=None,
                         v_correction=None):
-
         if momentum_factor is None:
             raise ValueError("Nadam.update_variable needs the step_scalars() of this step (it keeps optimizer-wide "
                              "state): call apply_gradients")
@@ -319,7 +311,6 @@ class Lamb(Optimizer):
         return {"m_correction": one_minus_power(self.beta_1, step), "v_correction": one_minus_power(self.beta_2, step)}
 
     def update_variable(self, grad, param, slots, lr, step, m_correction=None, v_correction=None):
-
         if m_correction is None:
             m_correction, v_correction = self.step_scalars(lr, step, {}).values()
         m = _ema(ops, slots["momentum"], grad, self.beta_1)

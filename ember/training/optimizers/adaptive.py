@@ -70,7 +70,6 @@ class RMSprop(Optimizer):
         return slots
 
     def update_variable(self, grad, param, slots, lr, step):
-
         rho = self.rho
         velocity = ops.add(ops.multiply(slots["velocity"], rho), ops.multiply(ops.square(grad), 1.0 - rho))
         new_slots = {"velocity": velocity}
@@ -132,7 +131,6 @@ class Adagrad(Optimizer):
         return {"accumulator": self.initial_accumulator_value}
 
     def update_variable(self, grad, param, slots, lr, step):
-
         accumulator = ops.add(slots["accumulator"], ops.square(grad))
         update = ops.divide(ops.multiply(grad, lr), ops.sqrt(ops.add(accumulator, self.epsilon)))
         return ops.subtract(param, update), {"accumulator": accumulator}
@@ -184,7 +182,6 @@ class Adadelta(Optimizer):
         return {"accumulated_grad": 0.0, "accumulated_delta_var": 0.0}
 
     def update_variable(self, grad, param, slots, lr, step):
-
         rho, eps = self.rho, self.epsilon
         g2 = ops.add(ops.multiply(slots["accumulated_grad"], rho), ops.multiply(ops.square(grad), 1.0 - rho))
         d2 = slots["accumulated_delta_var"]

@@ -207,7 +207,6 @@ class Optimizer:
             >>> round(float(ops.to_numpy(state["learning_rate"])), 6)
             0.01
         """
-
         self.learning_rate = value
         new_state = dict(opt_state)
         new_state["learning_rate"] = ops.convert_to_tensor(float(value), dtype=dtypes.floatx())
@@ -317,7 +316,6 @@ class Optimizer:
         Raises:
             TypeError: a leaf is not an array of the active backend or not floating.
         """
-
         leaves, treedef = optree.tree_flatten(params)
         for path, leaf in zip(optree.tree_paths(params), leaves):
             self._check_param(path, leaf)
@@ -333,7 +331,6 @@ class Optimizer:
         return state
 
     def _check_param(self, path: tuple, leaf: Any) -> None:
-
         where = "/".join(str(k) for k in path) or "<root>"
         if not ops.is_array(leaf):
             raise TypeError(f"{type(self).__name__}: parameter {where!r} must be a native "
@@ -369,7 +366,6 @@ class Optimizer:
 
     def _prepare(self, grads: Any, opt_state: Any, params: Any) -> tuple:
         """Validated flat views: (leaves, treedef, grad_leaves, slots, active indices)."""
-
         leaves, treedef = optree.tree_flatten(params)
         grad_leaves = self._flatten_grads(treedef, grads)
         slots = self._flatten_state(treedef, opt_state)
@@ -385,7 +381,6 @@ class Optimizer:
 
     def clip_gradients(self, grads: list) -> list:
         """Apply ``loss_scale_factor``, then ``clipnorm`` / ``global_clipnorm`` / ``clipvalue`` to a list of arrays."""
-
         if self.loss_scale_factor is not None:
             grads = [ops.divide(g, self.loss_scale_factor) for g in grads]
         if self.clipnorm:
@@ -408,7 +403,6 @@ class Optimizer:
             ValueError: grads or opt_state do not mirror params, a gradient's shape differs
                 from its parameter's, or every gradient is None.
         """
-
         leaves, treedef, grad_leaves, slots, active = self._prepare(grads, opt_state, params)
         if not leaves:
             return params, opt_state
@@ -484,7 +478,6 @@ class Optimizer:
     # --- config -------------------------------------------------------------------------------
     def get_config(self) -> dict:
         """The constructor arguments (a schedule learning rate as its serialized config), Keras's keys."""
-
         learning_rate = self._learning_rate if not self.has_schedule else serialize(self._learning_rate)
         return {
             "name": self.name,
@@ -503,7 +496,6 @@ class Optimizer:
     @classmethod
     def from_config(cls, config: dict) -> "Optimizer":
         """Rebuild an optimizer from :meth:`get_config` output (no state)."""
-
         config = dict(config)
         if isinstance(config.get("learning_rate"), dict):
             config["learning_rate"] = deserialize(config["learning_rate"])

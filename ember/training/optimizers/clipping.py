@@ -33,7 +33,6 @@ def clip_by_norm(grad: Any, clipnorm: float) -> Any:
         >>> [round(v, 4) for v in ops.to_numpy(clip_by_norm(ops.convert_to_tensor([3.0, 4.0]), 1.0)).tolist()]
         [0.6, 0.8]
     """
-
     norm = ops.sqrt(ops.sum(ops.square(_norm_dtype(grad))))
     factor = ops.divide(clipnorm, ops.maximum(norm, clipnorm))
     return ops.multiply(grad, ops.cast(factor, ops.dtype(grad)))
@@ -41,7 +40,6 @@ def clip_by_norm(grad: Any, clipnorm: float) -> Any:
 
 def global_norm(grads: list) -> Any:
     """The L2 norm of all arrays in ``grads`` together (``None`` entries skipped)."""
-
     total = None
     for g in grads:
         if g is None:
@@ -66,12 +64,10 @@ def clip_by_global_norm(grads: list, clipnorm: float) -> list:
         >>> round(float(ops.to_numpy(a)[0]), 4), round(float(ops.to_numpy(b)[0]), 4)
         (0.6, 0.8)
     """
-
     norm = global_norm(grads)
     scale = ops.add(ops.divide(clipnorm, ops.maximum(norm, clipnorm)), ops.subtract(norm, norm))
     return [None if g is None else ops.multiply(g, ops.cast(scale, ops.dtype(g))) for g in grads]
 
 
 def _norm_dtype(x: Any) -> Any:
-
     return ops.cast(x, "float32") if ops.dtype(x) in _LOW_PRECISION else x

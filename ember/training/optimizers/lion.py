@@ -50,7 +50,6 @@ class Lion(Optimizer):
         return {"momentum": 0.0}
 
     def update_variable(self, grad, param, slots, lr, step):
-
         m = slots["momentum"]
         direction = ops.sign(ops.add(ops.multiply(m, self.beta_1), ops.multiply(grad, 1.0 - self.beta_1)))
         param = ops.subtract(param, ops.multiply(direction, lr))

@@ -29,7 +29,6 @@ from ember.serialization import deserialize as _deserialize
 
 
 def _as_float(step: Any) -> Any:
-
     return ops.cast(step, dtypes.floatx())
 
 
@@ -106,7 +105,6 @@ class ExponentialDecay(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step: Any) -> Any:
-
         p = ops.divide(_as_float(step), float(self.decay_steps))
         if self.staircase:
             p = ops.floor(p)
@@ -156,7 +154,6 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step: Any) -> Any:
-
         step = ops.convert_to_tensor(step)
         result = ops.full((), float(self.values[-1]), dtype=dtypes.floatx())
         for boundary, value in zip(reversed(self.boundaries), reversed(self.values[:-1])):
@@ -202,7 +199,6 @@ class PolynomialDecay(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step: Any) -> Any:
-
         step = _as_float(step)
         decay_steps = float(self.decay_steps)
         if self.cycle:
@@ -251,7 +247,6 @@ class InverseTimeDecay(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step: Any) -> Any:
-
         p = ops.divide(_as_float(step), float(self.decay_steps))
         if self.staircase:
             p = ops.floor(p)
@@ -264,7 +259,6 @@ class InverseTimeDecay(LearningRateSchedule):
 
 def _cosine(fraction: Any, alpha: float, scale: Any = 1.0) -> Any:
     """``(1 - alpha) * scale * 0.5 * (1 + cos(pi * fraction)) + alpha``."""
-
     cosine = ops.multiply(ops.add(ops.cos(ops.multiply(fraction, math.pi)), 1.0), 0.5)
     return ops.add(ops.multiply(ops.multiply(cosine, scale), 1.0 - alpha), alpha)
 
@@ -308,7 +302,6 @@ class CosineDecay(LearningRateSchedule):
         self.warmup_steps = warmup_steps
 
     def __call__(self, step: Any) -> Any:
-
         step = _as_float(step)
         decay_steps = float(self.decay_steps)
         if self.warmup_target is None:
@@ -369,11 +362,9 @@ class CosineDecayRestarts(LearningRateSchedule):
 
     def _sum_periods(self, index: Any) -> Any:
         """Total length (in first periods) of the first ``index`` periods: ``(1 - t**i) / (1 - t)``."""
-
         return ops.divide(ops.subtract(1.0, ops.power(self.t_mul, index)), 1.0 - self.t_mul)
 
     def __call__(self, step: Any) -> Any:
-
         fraction = ops.divide(_as_float(step), float(self.first_decay_steps))
         if self.t_mul == 1.0:
             restart = ops.floor(fraction)
@@ -402,7 +393,6 @@ def serialize(schedule: LearningRateSchedule) -> dict:
         >>> schedules.serialize(schedules.InverseTimeDecay(0.1, 10, 0.5))["class_name"]
         'ember>InverseTimeDecay'
     """
-
     return _serialize(schedule)
 
 
@@ -415,7 +405,6 @@ def deserialize(config: dict) -> LearningRateSchedule:
         ...                        "config": {"initial_learning_rate": 0.1, "decay_steps": 5, "decay_rate": 0.9}})
         ExponentialDecay(initial_learning_rate=0.1, decay_steps=5, decay_rate=0.9, staircase=False, name='ExponentialDecay')
     """
-
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"schedules.deserialize: expected {{'class_name': ..., 'config': ...}}, received {config!r}")
     return _deserialize({"class_name": config["class_name"], "config": config.get("config", {})})

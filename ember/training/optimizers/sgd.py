@@ -57,7 +57,6 @@ class SGD(Optimizer):
         return {"momentum": 0.0} if self.momentum != 0.0 else {}
 
     def update_variable(self, grad, param, slots, lr, step):
-
         if self.momentum == 0.0:
             return ops.subtract(param, ops.multiply(grad, lr)), {}
         scaled = ops.multiply(grad, lr)
