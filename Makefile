@@ -10,7 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 # Two pytest workers on 2 cores: one BLAS/OpenMP thread each avoids oversubscription.
 PYTEST_ARGS ?= -q -n 2
 
-.PHONY: demo test install info bench clean
+.PHONY: demo test lint-imports install info bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,11 @@ install: $(VENV)/.installed
 demo: install
 	OMP_NUM_THREADS=1 $(PY) -m ember demo
 
-test: install
+# The import-layer contracts of pyproject.toml (ARCHITECTURE.md, "Import layers").
+lint-imports: install
+	$(VENV)/bin/lint-imports --no-logo
+
+test: install lint-imports
 	OMP_NUM_THREADS=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 info: install

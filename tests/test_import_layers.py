@@ -1,0 +1,117 @@
+"""The import rules of ARCHITECTURE.md that import-linter cannot see.
+
+``lint-imports`` (``make lint-imports``, run by ``make test``) checks the module-level
+graph against the contracts in ``pyproject.toml``. These tests add what a module graph
+does not show: imports hidden inside functions, imports of the root package, and that
+every top-level module of ``ember`` has its place in the layers contract.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the dev extra installs tomli
+    import tomli as tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "ember"
+
+# Third-party packages a function may import on first use, and why (ARCHITECTURE.md,
+# "Lazy imports"). Times are `python -X importtime` cumulative figures on the 2-core CI box.
+LAZY_THIRD_PARTY = {
+    "h5py": "required, but ~150 ms to import: paid only when a checkpoint is read or written",
+    "ml_dtypes": "required, but ~25 ms to import: paid only when bfloat16 meets NumPy",
+    "matplotlib": "optional extra [plot]: plot_history and Wiring.draw only",
+    "sklearn": "dev extra: the demo's data set",
+}
+
+# Applications of the public API, which import ``ember`` as a user would.
+APPLICATIONS = ("ember/demo/", "ember/__main__.py")
+
+
+def _modules() -> list[pathlib.Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _function_local_imports(tree: ast.AST):
+    """Yield every import statement nested in a function or lambda."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    yield inner
+
+
+def _imported_names(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    return ["." * node.level + (node.module or "")]
+
+
+def _is_ember(name: str) -> bool:
+    return name.startswith(".") or name == "ember" or name.startswith("ember.")
+
+
+def _relative(path: pathlib.Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def test_no_function_local_imports_of_ember_modules():
+    found = [f"{_relative(path)}:{node.lineno}: {ast.unparse(node)}"
+             for path in _modules() for node in set(_function_local_imports(ast.parse(path.read_text())))
+             if any(_is_ember(name) for name in _imported_names(node))]
+    assert not found, "import ember modules at module level (ARCHITECTURE.md, Import layers):\n" + "\n".join(found)
+
+
+def test_function_local_third_party_imports_are_the_documented_lazy_ones():
+    found = [f"{_relative(path)}:{node.lineno}: {ast.unparse(node)}"
+             for path in _modules() for node in set(_function_local_imports(ast.parse(path.read_text())))
+             for name in _imported_names(node)
+             if not _is_ember(name) and name.split(".")[0] not in LAZY_THIRD_PARTY]
+    assert not found, ("import at module level, or document and measure the lazy import in "
+                       "LAZY_THIRD_PARTY and ARCHITECTURE.md:\n" + "\n".join(found))
+
+
+def _is_submodule(name: str) -> bool:
+    return (PACKAGE / name).is_dir() or (PACKAGE / f"{name}.py").is_file()
+
+
+def test_only_applications_import_the_root_package():
+    found = []
+    for path in _modules():
+        relative = _relative(path)
+        if relative == "ember/__init__.py" or relative.startswith(APPLICATIONS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            root_import = (isinstance(node, ast.Import) and any(a.name == "ember" for a in node.names)) or (
+                isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "ember"
+                and not all(_is_submodule(alias.name) for alias in node.names))
+            if root_import:
+                found.append(f"{relative}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "import the module that defines the name, not the root package:\n" + "\n".join(found)
+
+
+def _layers_contract() -> dict:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contracts = config["tool"]["importlinter"]["contracts"]
+    return next(contract for contract in contracts if contract["id"] == "layers")
+
+
+def test_every_top_level_module_has_a_place_in_the_layers_contract():
+    layered = {name.strip() for layer in _layers_contract()["layers"]
+               for group in layer.split("|") for name in group.split(":")}
+    top_level = {f"ember.{path.stem}" for path in PACKAGE.glob("*.py") if path.stem != "__init__"}
+    top_level |= {f"ember.{path.parent.name}" for path in PACKAGE.glob("*/__init__.py")}
+    assert top_level - layered == set(), "add these modules to a layer of the contract"
+    assert layered - top_level == set(), "the contract names modules that do not exist"
+
+
+def test_every_exception_to_the_layers_carries_its_follow_up():
+    text = (ROOT / "pyproject.toml").read_text()
+    ignored = _layers_contract().get("ignore_imports", [])
+    assert all(entry.startswith("ember.backends.") for entry in ignored), (
+        "the only documented exceptions are the backends' (issue 16 follow-up)")
+    assert not ignored or "TODO(issue 16" in text
