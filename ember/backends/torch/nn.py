@@ -46,7 +46,7 @@ from ember.backends.torch._base import (
     native,
     to_float,
 )
-from ember.ops._composite import check_rnn_dtypes, check_rnn_shapes
+from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
 
 # ------------------------------------------------------------------------ activations
 
