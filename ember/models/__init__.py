@@ -1,18 +1,31 @@
 """``ember.models``: the functional ``Model``, ``Sequential`` and (re-exported) ``Input``.
 
-Symbolic tensors live in :mod:`ember.symbolic` (below the layers), so the layers never
-import this package and its names load eagerly.
+Names are loaded on first use. Nothing in ember below the models imports this package any
+more (symbolic tensors live in :mod:`ember.symbolic`), but code written against the old
+layout may still import the compatibility path ``ember.models.symbolic`` from a layer
+module, and that import runs this ``__init__``: an eager one would import the layers
+while they are being imported.
 
 Example:
-    >>> from ember.models import Input, Model, Sequential
+    >>> from ember.models import Model, Sequential
     >>> Sequential.__name__
     'Sequential'
 """
 
 from __future__ import annotations
 
-from ember.layers.core.input_layer import Input
-from ember.models.model import Model
-from ember.models.sequential import Sequential
+import importlib
+from typing import Any
 
-__all__ = ["Input", "Model", "Sequential"]
+_EXPORTS = {
+    "Input": "ember.layers.core.input_layer",
+    "Model": "ember.models.model",
+    "Sequential": "ember.models.sequential",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'ember.models' has no attribute {name!r}")

@@ -12,6 +12,11 @@ Writes are atomic (temporary file + rename) and every read is checked (format, c
 per-block XXH3-64 checksums), so a failed save never damages the previous file and a damaged file is
 never partially loaded. ``python -m ember inspect FILE.h5`` prints a checkpoint's contents.
 
+The checkpoint functions load on first use: code written against the old layout imports the
+compatibility path ``ember.saving.serialization`` from below the layers (initializers,
+layers), and that import runs this ``__init__``; importing the model and weight code eagerly
+here would import the layers while they are being imported.
+
 Example:
     >>> import os, tempfile
     >>> import ember
@@ -25,21 +30,32 @@ Example:
     3
 """
 
-from ember.saving.format import CheckpointError
-from ember.saving.model_io import load_model, save_model
-from ember.saving.objects import load_object, save_object
-from ember.serialization import custom_object_scope, register_serializable
-from ember.saving.weights import LoadReport, load_weights, save_weights
+from __future__ import annotations
 
-__all__ = [
-    "CheckpointError",
-    "LoadReport",
-    "custom_object_scope",
-    "load_model",
-    "load_object",
-    "load_weights",
-    "register_serializable",
-    "save_model",
-    "save_object",
-    "save_weights",
-]
+import importlib
+from typing import Any
+
+from ember.saving.format import CheckpointError
+from ember.serialization import custom_object_scope, register_serializable
+
+_EXPORTS = {
+    "LoadReport": "ember.saving.weights",
+    "load_model": "ember.saving.model_io",
+    "load_object": "ember.saving.objects",
+    "load_weights": "ember.saving.weights",
+    "save_model": "ember.saving.model_io",
+    "save_object": "ember.saving.objects",
+    "save_weights": "ember.saving.weights",
+}
+
+__all__ = sorted(["CheckpointError", "custom_object_scope", "register_serializable", *_EXPORTS])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'ember.saving' has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_EXPORTS))
