@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ember.training.callbacks.callback_list import BatchLogs, CallbackList, _to_float
+from ember.training.distributed import gather_predictions, window_of
 from ember.training.losses.base import unchecked_values
 from ember import ops
 
@@ -31,7 +32,8 @@ class FitLoop:
     restore_point: Any = None
 
     def __init__(self, model: Any, trainer: Any, state: dict, iterator: Any, callbacks: CallbackList,
-                 epochs: int, initial_epoch: int, validation: Any, validation_freq: Any, seed: Any = None) -> None:
+                 epochs: int, initial_epoch: int, validation: Any, validation_freq: Any, seed: Any = None,
+                 strategy: Any = None) -> None:
         self.model = model
         self.seed = seed  # the fit's base seed and the next epoch: saved by ember.saving for exact resume
         self.epoch = initial_epoch
@@ -48,6 +50,9 @@ class FitLoop:
         pure = getattr(self.steps, "fit_step_is_pure", False)
         self.completed_steps = 0
         self.step_fn = self.steps.train_step if (self.keep_previous and not pure) else self.steps.fit_step
+        self.strategy = strategy  # ember.distribute: a barrier after the callbacks of each epoch
+        if strategy is not None:
+            self.step_fn = guarded(strategy, self.step_fn, "train step")
         self.published: Any = None
         optimizer = trainer.optimizer
         self.known_lr = None if optimizer.has_schedule else optimizer.learning_rate
@@ -120,9 +125,12 @@ class FitLoop:
                 self.epoch = epoch + 1
                 logs = to_floats(results(self.state["metrics"]))
                 if self.validation is not None and self._validate_now(epoch):
-                    val_logs = evaluate_state(trainer, self.state["model"], self.validation, callbacks)
+                    val_logs = evaluate_state(trainer, self.state["model"], self.validation, callbacks,
+                                              self.strategy)
                     logs.update({f"val_{k}": v for k, v in val_logs.items()})
                 callbacks.on_epoch_end(epoch, logs)
+                if self.strategy is not None:  # no rank reads a file the main rank is still writing
+                    self.strategy.barrier()
                 self.iterator.adapter.on_epoch_end()
                 self.adopt_changes()
                 if model.stop_training or self.iterator.ran_out:
@@ -136,6 +144,8 @@ class FitLoop:
             model._training.pop("live_state", None)
             self.publish()
         callbacks.on_train_end(logs)
+        if self.strategy is not None:
+            self.strategy.barrier()
         return callbacks.history
 
     def _run_epoch(self, epoch: int, wants_begin: bool, wants_end: bool, results: Any) -> bool:
@@ -173,9 +183,20 @@ class FitLoop:
         return (epoch + 1) in freq
 
 
-def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: CallbackList | None) -> dict:
+def guarded(strategy: Any, step: Any, what: str) -> Any:
+    """``step`` bounded by the strategy's collective timeout (ember.distribute)."""
+    def run(state: dict, batch: Any) -> Any:
+        with strategy.guard(what):
+            return step(state, batch)
+
+    return run
+
+
+def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: CallbackList | None,
+                   strategy: Any = None) -> dict:
     """Loss and metrics over ``iterator``'s data with ``model_state`` (inference mode), as floats."""
     steps = trainer.steps
+    test_step = steps.test_step if strategy is None else guarded(strategy, steps.test_step, "test step")
     state = {"model": model_state, "metrics": trainer.reset_metrics({})["metrics"]}
     results = trainer.core.results
     wants_end = callbacks is not None and callbacks.wants("on_test_batch_end")
@@ -188,7 +209,7 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
             raise ValueError("evaluate: the data gives no targets y, but the model has a loss to compute")
         if wants_begin:
             callbacks.on_test_batch_begin(step)
-        state = steps.test_step(state, batch)
+        state = test_step(state, batch)
         seen = True
         if wants_end:
             callbacks.on_test_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"])))
@@ -201,20 +222,29 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
     return logs
 
 
-def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: CallbackList) -> Any:
-    """The model's outputs over ``iterator``'s inputs, concatenated along the batch (NumPy arrays)."""
+def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: CallbackList,
+                  strategy: Any = None) -> Any:
+    """The model's outputs over ``iterator``'s inputs, concatenated along the batch (NumPy arrays).
+
+    Under ``ember.distribute`` each rank predicts its rows and every rank receives all outputs in order.
+    """
     steps = trainer.steps
     state = {"model": model_state}
     outputs: list = []
+    totals: list = []
     callbacks.on_predict_begin()
     for step, batch in iterator.epoch(0):
         callbacks.on_predict_batch_begin(step)
         y_pred = steps.predict_step(state, batch[0])
         outputs.append(_map(lambda a: ops.to_numpy(a), y_pred))
+        window = window_of(batch)
+        totals.append(None if window is None else window[2])
         callbacks.on_predict_batch_end(step, {"outputs": outputs[-1]})
     callbacks.on_predict_end()
     if not outputs:
         raise ValueError("predict: the data yields no batches")
+    if strategy is not None and totals[0] is not None:
+        return gather_predictions(strategy, outputs, totals)
     return _concatenate(outputs)
 
 

@@ -39,10 +39,12 @@ import numbers
 import sys
 from typing import Any
 
+from ember import distribute
 from ember.training import backend_check
 from ember.training.callbacks.callback_list import CallbackList
 from ember.training.data.adapter import get_adapter, is_array_data, split_validation, unpack_batch
 from ember.training.data.epoch_iterator import EpochIterator, check_steps
+from ember.training.distributed import ShardedAdapter, check_same_weights
 from ember.training.loops import FitLoop, evaluate_state, predict_state, to_floats
 from ember.training.trainer import Trainer
 from ember import ops
@@ -59,6 +61,16 @@ def _verbosity(verbose: Any, caller: str) -> int:
     if verbose in (0, 1, 2) and not isinstance(verbose, bool):
         return int(verbose)
     raise ValueError(f"{caller}: verbose must be 'auto', 0, 1 or 2, received {verbose!r}")
+
+
+def _prints(verbose: int) -> bool:
+    """Whether to show a progress bar: verbose, and the main process (ember.distribute)."""
+    return verbose != 0 and distribute.is_main_process()
+
+
+def sharded(adapter: Any, strategy: Any, caller: str) -> Any:
+    """``adapter`` as this rank sees it under ``strategy`` (itself without one)."""
+    return adapter if strategy is None else ShardedAdapter(adapter, strategy, caller)
 
 
 def _non_negative_int(caller: str, name: str, value: Any) -> int:
@@ -261,10 +273,12 @@ class TrainingAPI:
             (x, y, sample_weight), validation_data = split_validation(x, y, sample_weight, validation_split)
         elif validation_split:
             split_validation(x, y, sample_weight, validation_split)  # validates the value
-        adapter = get_adapter(x, y, sample_weight, batch_size, shuffle, class_weight, seed, caller="fit")
+        strategy = distribute.get_strategy()
+        adapter = sharded(get_adapter(x, y, sample_weight, batch_size, shuffle, class_weight, seed, caller="fit"),
+                          strategy, "fit")
         iterator = EpochIterator(adapter, steps_per_epoch)
         validation = self._validation_iterator(validation_data, validation_batch_size or batch_size,
-                                               validation_steps)
+                                               validation_steps, strategy)
         restore_point = self._snapshot()
         loop = None
         try:
@@ -276,11 +290,13 @@ class TrainingAPI:
             if resume is not None:
                 state["rng"] = step_rng(steps, resume["rng"])
             trainer.check_batch(state, first)
+            if strategy is not None:
+                check_same_weights(strategy, state["model"]["params"], "fit")
             state = steps.own(state)
-            callback_list = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0, model=self,
+            callback_list = CallbackList(callbacks, add_history=True, add_progbar=_prints(verbose), model=self,
                                          verbose=verbose, epochs=epochs, steps=iterator.num_steps)
             loop = FitLoop(self, trainer, state, iterator, callback_list, epochs, initial_epoch, validation,
-                           validation_freq, seed=seed)
+                           validation_freq, seed=seed, strategy=strategy)
             # The loop drops the restore point after its first step, and nothing here keeps the
             # initial state alive: an extra copy of the weights would raise the peak memory.
             loop.restore_point, restore_point = restore_point, None
@@ -296,7 +312,7 @@ class TrainingAPI:
             self.history = history
         return history
 
-    def _validation_iterator(self, data: Any, batch_size: int | None, steps: int | None) -> Any:
+    def _validation_iterator(self, data: Any, batch_size: int | None, steps: int | None, strategy: Any) -> Any:
         if data is None:
             return None
         if isinstance(data, (tuple, list)) and len(data) in (2, 3) and is_array_data(data[0]):
@@ -307,7 +323,7 @@ class TrainingAPI:
                              "sample_weight_val), or a Dataset/DataLoader/generator; received arrays without targets")
         else:
             adapter = get_adapter(data, caller="fit(validation_data)")
-        return EpochIterator(adapter, steps)
+        return EpochIterator(sharded(adapter, strategy, "fit(validation_data)"), steps)
 
     # --- evaluate / predict ------------------------------------------------------------------------
     def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None, verbose: Any = "auto",
@@ -323,16 +339,18 @@ class TrainingAPI:
         self._check_backend("evaluate")
         verbose = _verbosity(verbose, "evaluate")
         steps = check_steps(steps, "evaluate: steps")
-        adapter = get_adapter(x, y, sample_weight, batch_size, False, None, 0, caller="evaluate")
+        strategy = distribute.get_strategy()
+        adapter = sharded(get_adapter(x, y, sample_weight, batch_size, False, None, 0, caller="evaluate"), strategy,
+                          "evaluate")
         iterator = EpochIterator(adapter, steps)
         saved = self._snapshot()
         try:
             first = adapter.peek()
             self._ensure_built(first[0], 0)
             trainer.check_batch({"model": self.state}, first)  # label values, also where the step is compiled
-            callback_list = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
+            callback_list = CallbackList(callbacks, add_progbar=_prints(verbose), model=self, verbose=verbose,
                                          epochs=1, steps=iterator.num_steps)
-            logs = evaluate_state(trainer, self.state, iterator, callback_list)
+            logs = evaluate_state(trainer, self.state, iterator, callback_list, strategy)
         except BaseException:
             self._restore(saved)
             raise
@@ -350,14 +368,16 @@ class TrainingAPI:
             if trainer is None:
                 trainer = Trainer(self, optimizer="sgd")
                 self._training["predict_trainer"] = trainer
-        adapter = get_adapter(x, None, None, batch_size, False, None, 0, caller="predict")
+        strategy = distribute.get_strategy()
+        adapter = sharded(get_adapter(x, None, None, batch_size, False, None, 0, caller="predict"), strategy,
+                          "predict")
         iterator = EpochIterator(adapter, steps)
         saved = self._snapshot()
         try:
             self._ensure_built(adapter.peek()[0], 0)
-            callback_list = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
+            callback_list = CallbackList(callbacks, add_progbar=_prints(verbose), model=self, verbose=verbose,
                                          epochs=1, steps=iterator.num_steps)
-            return predict_state(trainer, self.state, iterator, callback_list)
+            return predict_state(trainer, self.state, iterator, callback_list, strategy)
         except BaseException:
             self._restore(saved)
             raise

@@ -264,6 +264,9 @@ class GenericSteps:
     """
 
     fit_step_is_pure = True  # fit_step never modifies its input (torch's does: it updates in place)
+    # Set by the Trainer under ember.distribute: a ShardedBatch's step then sums gradients and
+    # metric states over the ranks (ember.training.distributed.StepSync) before the update.
+    sync: Any = None
 
     def __init__(self, core: StepCore, value_and_grad: Callable, detach: Callable = lambda x: x) -> None:
         self.core = core
@@ -285,6 +288,16 @@ class GenericSteps:
         model_state = state["model"]
         trainable, frozen = core.split(model_state["params"])
         rng = state["rng"]
+        if self.sync is not None and getattr(batch, "window", None) is not None:
+            def gradients() -> tuple:
+                (_, aux), grads = self._grad_objective(trainable, frozen, model_state["buffers"], x, y, sw, rng)
+                return self._detach(aux), grads
+
+            grads, new_buffers, metrics = self.sync.train(core, gradients, state, batch, trainable)
+            new_trainable, opt_state = core.optimizer.apply_gradients(grads, state["optimizer"], trainable)
+            params = core.apply_constraints(core.merge(new_trainable, frozen))
+            return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
+                    "rng": advance_rng(rng)}
         if not optree.tree_leaves(trainable):  # everything frozen: the loss is computed, nothing is updated
             _, aux = core.objective(trainable, frozen, model_state["buffers"], x, y, sw, rng)
             total, per_output, y_pred_flat, new_buffers = self._detach(aux)
@@ -302,6 +315,10 @@ class GenericSteps:
 
     def test_step(self, state: dict, batch: tuple) -> dict:
         core = self.core
+        if self.sync is not None and getattr(batch, "window", None) is not None:
+            new = dict(state)
+            new["metrics"] = self.sync.test(core, state, batch)
+            return new
         x, y, sw = batch
         total, per_output, y_pred_flat = core.eval_loss(state["model"]["params"], state["model"]["buffers"], x, y, sw)
         metrics = state["metrics"]

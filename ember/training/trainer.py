@@ -59,10 +59,11 @@ from typing import Any
 
 import numpy as np
 
-from ember import backends
+from ember import backends, distribute
 from ember.training.compile_utils import CompileLoss, CompileMetrics, output_names
 from ember.training.data.adapter import native_batch, unpack_batch
 from ember.training.data.convert import to_native
+from ember.training.distributed import StepSync
 from ember.training.steps import StepCore, batch_size_of
 from ember import ops
 from ember.training import optimizers
@@ -137,10 +138,15 @@ class Trainer:
     def steps(self) -> Any:
         """The active backend's step functions (built on first use, one set per backend)."""
         name = backends.get_backend()
-        steps = self._steps.get(name)
+        strategy = distribute.get_strategy()
+        key = name if strategy is None else (name, strategy)
+        steps = self._steps.get(key)
         if steps is None:
             module = importlib.import_module(f"ember.backends.{name}.training")
-            steps = self._steps[name] = module.make_steps(self.core, jit=self.jit_compile)
+            steps = module.make_steps(self.core, jit=self.jit_compile)
+            if strategy is not None:  # sharded batches sum gradients and metric states over the ranks
+                steps.sync = StepSync(strategy.all_sum, strategy.world_size)
+            self._steps[key] = steps
         return steps
 
     def drop_steps(self, keep: str | None = None) -> None:
@@ -149,7 +155,8 @@ class Trainer:
         ``Model.to_backend`` calls it: another backend's steps may hold that backend's arrays
         (torch keeps the last published weights) and compiled functions.
         """
-        self._steps = {name: steps for name, steps in self._steps.items() if name == keep}
+        self._steps = {key: steps for key, steps in self._steps.items()
+                       if (key if isinstance(key, str) else key[0]) == keep}
 
     @property
     def metrics_names(self) -> list[str]:

@@ -43,19 +43,44 @@ class MLXSteps(GenericSteps):
         self._train = mx.compile(train) if jit else train
         self._test = mx.compile(test) if jit else test
         self._predict = mx.compile(predict) if jit else predict
+        self._by_window: dict = {}
+
+    # --- ember.distribute: one compiled step per batch window --------------------------------
+    def _windowed(self, kind: str, window: tuple, batch_type: type) -> Any:
+        """The step of ``kind`` for a ShardedBatch's ``window``: its offset and sizes are constants of
+        the traced graph (the rank's random draws and gradient weight), so each window compiles once;
+        ``mx.distributed.all_sum`` runs inside the compiled function."""
+        key = (kind, window)
+        step = self._by_window.get(key)
+        if step is None:
+            generic = GenericSteps.train_step if kind == "train" else GenericSteps.test_step
+
+            def step_fn(state: dict, batch: tuple) -> dict:
+                return generic(self, state, batch_type(batch, window))
+
+            step = self._by_window[key] = mx.compile(step_fn) if self.jit else step_fn
+        return step
 
     def rng(self, seed: int) -> Any:
         return mx.array(initial_rng(seed), dtype=mx.int64)
 
     def train_step(self, state: dict, batch: tuple) -> dict:
+        window = getattr(batch, "window", None)
+        if window is not None and self.sync is not None:
+            return self._windowed("train", window, type(batch))(state, tuple(batch))
         return self._train(state, batch)
 
     def fit_step(self, state: dict, batch: tuple) -> dict:
-        new = self._train(state, batch)
+        new = self.train_step(state, batch)
         mx.eval(new)
         return new
 
     def test_step(self, state: dict, batch: tuple) -> dict:
+        window = getattr(batch, "window", None)
+        if window is not None and self.sync is not None:
+            new = self._windowed("test", window, type(batch))(state, tuple(batch))
+            mx.eval(new["metrics"])
+            return new
         new = self._test(state, batch)
         mx.eval(new["metrics"])
         return new

@@ -209,8 +209,14 @@ class NumpySteps(GenericSteps):
         params = model_state["params"]
         trainable, frozen = core.split(params)
         rng = state["rng"]
-        (total, per_output, y_pred_flat, new_buffers), grads = self.gradients(
-            trainable, frozen, model_state["buffers"], x, y, sw, rng)
+        metrics = None
+        if self.sync is not None and getattr(batch, "window", None) is not None:  # ember.distribute
+            grads, new_buffers, metrics = self.sync.train(
+                core, lambda: self.gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng), state, batch,
+                trainable)
+        else:
+            (total, per_output, y_pred_flat, new_buffers), grads = self.gradients(
+                trainable, frozen, model_state["buffers"], x, y, sw, rng)
         optimizer, opt_state = core.optimizer, state["optimizer"]
         leaves, spec = optree.tree_flatten(trainable)
         if _inplace_supported(optimizer, leaves):
@@ -230,7 +236,8 @@ class NumpySteps(GenericSteps):
         else:
             new_trainable, opt_state = optimizer.apply_gradients(grads, opt_state, trainable)
             params = core.apply_constraints(core.merge(new_trainable, frozen))
-        metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+        if metrics is None:
+            metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
                 "rng": advance_rng(rng)}
 

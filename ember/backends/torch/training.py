@@ -130,13 +130,22 @@ class TorchSteps(GenericSteps):
                 metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
             return {"model": {"params": params, "buffers": new_buffers}, "optimizer": state["optimizer"],
                     "metrics": metrics, "rng": advance_rng(rng)}
-        with torch.enable_grad():
-            scaled, aux = core.objective(trainable, frozen, model_state["buffers"], x, y, sw, rng)
-            wanted = [leaf for leaf in leaves if leaf.requires_grad]
-            if len(wanted) != len(leaves):
-                raise RuntimeError("TorchSteps.fit_step needs a state made by own(state); use train_step for "
-                                   "a state you hold")
-            grads = torch.autograd.grad(scaled, leaves, allow_unused=True)
+        if len([leaf for leaf in leaves if leaf.requires_grad]) != len(leaves):
+            raise RuntimeError("TorchSteps.fit_step needs a state made by own(state); use train_step for "
+                               "a state you hold")
+        metrics = None
+        if self.sync is not None and getattr(batch, "window", None) is not None:  # ember.distribute
+            def gradients() -> tuple:
+                local_aux, local_grads = self._gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng,
+                                                         leaves)
+                local_grads = [torch.zeros_like(leaf) if g is None else g for leaf, g in zip(leaves, local_grads)]
+                return optree.tree_map(_detach, local_aux), spec.unflatten(local_grads)
+
+            with torch.no_grad():
+                synced, new_buffers, metrics = self.sync.train(core, gradients, state, batch, trainable)
+            grads = spec.flatten_up_to(synced)
+        else:
+            aux, grads = self._gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng, leaves)
         with torch.no_grad():
             new_trainable, opt_state = core.optimizer.apply_gradients_inplace(
                 spec.unflatten(list(grads)), state["optimizer"], trainable)
@@ -149,10 +158,19 @@ class TorchSteps(GenericSteps):
                 for leaf, new in zip(optree.tree_leaves(params), optree.tree_leaves(constrained)):
                     if new is not leaf:
                         leaf.copy_(new)
-            total, per_output, y_pred_flat, new_buffers = optree.tree_map(_detach, aux)
-            metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+            if metrics is None:
+                total, per_output, y_pred_flat, new_buffers = optree.tree_map(_detach, aux)
+                metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
                 "rng": advance_rng(rng)}
+
+    def _gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any,
+                   leaves: list) -> tuple:
+        """``(aux, grads)`` by autograd (None for a leaf the loss does not use)."""
+        with torch.enable_grad():
+            scaled, aux = self.core.objective(trainable, frozen, buffers, x, y, sw, rng)
+            grads = torch.autograd.grad(scaled, leaves, allow_unused=True)
+        return aux, grads
 
     def train_step(self, state: dict, batch: tuple) -> dict:
         new = self.fit_step(self.own(state), batch)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+from ember.distribute import batch_window
 from ember import dtypes
 from ember import ops
 from ember.initializers import is_seed_array
@@ -94,7 +95,7 @@ def dropout_weights(layer: Any, weights: Any, training: bool, rng: Any) -> Any:
         return weights
 
     seed = check_seed(rng, f"layer {layer.name!r}: rng") if rng is not None else layer.seed
-    return ops.random.dropout(weights, layer.dropout, seed=seed)
+    return batch_window.apply_rows(lambda w: ops.random.dropout(w, layer.dropout, seed=seed), weights)
 
 
 def check_flag(layer_name: str, argument: str, value: Any) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+from ember.distribute import batch_window
 from ember.initializers import is_seed_array
 from ember.layers.layer import Layer
 from ember import ops
@@ -91,7 +92,8 @@ class Dropout(Layer):
 
         self._check_noise_shape(tuple(ops.shape(inputs)))
         seed = _check_seed(rng, f"layer {self.name!r}: rng") if rng is not None else self.seed
-        return ops.random.dropout(inputs, self.rate, self.noise_shape, seed=seed)
+        # Under ember.distribute the mask is drawn for the global batch (independent of the world size).
+        return batch_window.apply_rows(lambda x: ops.random.dropout(x, self.rate, self.noise_shape, seed=seed), inputs)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         input_shape = tuple(input_shape)

@@ -6,6 +6,7 @@ import math
 import numbers
 from typing import Any
 
+from ember.distribute import batch_window
 from ember.layers.core.dropout import _check_seed
 from ember.layers.layer import Layer
 from ember import ops
@@ -57,8 +58,9 @@ class GaussianDropout(Layer):
             raise TypeError(f"layer {self.name!r} adds Gaussian noise to floating-point inputs, received dtype {dtype}")
         seed = _check_seed(rng, f"layer {self.name!r}: rng") if rng is not None else self.seed
         stddev = math.sqrt(self.rate / (1.0 - self.rate))
-        noise = ops.random.normal(tuple(ops.shape(inputs)), mean=1.0, stddev=stddev,
-                                  dtype=dtype, seed=seed)
+        noise = batch_window.draw_rows(  # drawn for the global batch under ember.distribute
+            lambda shape: ops.random.normal(shape, mean=1.0, stddev=stddev, dtype=dtype, seed=seed),
+            tuple(ops.shape(inputs)))
         return ops.multiply(inputs, noise)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+from ember.distribute import batch_window
 from ember.layers.core.dropout import _check_seed
 from ember.layers.layer import Layer
 from ember import ops
@@ -55,8 +56,9 @@ class GaussianNoise(Layer):
         if not dtype.startswith(("float", "bfloat")):
             raise TypeError(f"layer {self.name!r} adds Gaussian noise to floating-point inputs, received dtype {dtype}")
         seed = _check_seed(rng, f"layer {self.name!r}: rng") if rng is not None else self.seed
-        noise = ops.random.normal(tuple(ops.shape(inputs)), mean=0.0, stddev=self.stddev,
-                                  dtype=dtype, seed=seed)
+        noise = batch_window.draw_rows(  # drawn for the global batch under ember.distribute
+            lambda shape: ops.random.normal(shape, mean=0.0, stddev=self.stddev, dtype=dtype, seed=seed),
+            tuple(ops.shape(inputs)))
         return ops.add(inputs, noise)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:

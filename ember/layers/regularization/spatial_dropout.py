@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, ClassVar
 
+from ember.distribute import batch_window
 from ember.layers.core._checks import input_shape_of
 from ember.layers.core.dropout import _check_seed
 from ember.layers.layer import Layer
@@ -49,7 +50,8 @@ class _SpatialDropout(Layer):
         if not training or self.rate == 0.0:
             return inputs
         seed = _check_seed(rng, f"layer {self.name!r}: rng") if rng is not None else self.seed
-        return ops.random.dropout(inputs, self.rate, self.noise_shape(shape), seed=seed)
+        return batch_window.apply_rows(  # global-batch masks under ember.distribute
+            lambda x: ops.random.dropout(x, self.rate, self.noise_shape(tuple(ops.shape(x))), seed=seed), inputs)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         return input_shape_of(self, input_shape, rank=self._rank)

@@ -83,6 +83,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, ClassVar
 
+from ember.distribute import batch_window
 from ember.initializers import derive_seed
 from ember.layers.layer import Layer
 from ember.symbolic import is_shape
@@ -126,7 +127,8 @@ def dropout_mask(layer: Layer, shape: tuple, rate: float, rng: Any, which: str, 
     """
     base = check_seed(rng, f"layer {layer.name!r}: rng") if rng is not None else getattr(layer, "seed", None)
     seed = None if base is None else derive_seed(base, which)
-    return ops.random.dropout(ops.ones(shape, dtype=dtype), rate, seed=seed)
+    return batch_window.draw_rows(lambda full: ops.random.dropout(ops.ones(full, dtype=dtype), rate, seed=seed),
+                                  tuple(shape))
 
 
 class RNNCell(Layer):

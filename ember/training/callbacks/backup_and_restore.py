@@ -37,6 +37,7 @@ import contextlib
 import os
 from typing import Any
 
+from ember import distribute
 from ember.training.callbacks.callback import Callback
 from ember.saving import CheckpointError
 from ember.saving.model_io import read_training_checkpoint
@@ -119,13 +120,15 @@ class BackupAndRestore(Callback):
         self.restored_epoch = int(progress["epoch"])
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        if not distribute.is_main_process():  # ember.distribute: the main rank writes, fit's barrier follows
+            return
         os.makedirs(self.backup_dir, exist_ok=True)
         if self.double_checkpoint and os.path.exists(self.latest_path):
             os.replace(self.latest_path, self.previous_path)
         self.model.save(self.latest_path)
 
     def on_train_end(self, logs: Any = None) -> None:
-        if not self.delete_checkpoint:
+        if not self.delete_checkpoint or not distribute.is_main_process():
             return
         for path in (self.latest_path, self.previous_path):
             with contextlib.suppress(FileNotFoundError):

@@ -20,6 +20,7 @@ import csv
 import os
 from typing import Any
 
+from ember import distribute
 from ember.training.callbacks.callback import Callback
 
 
@@ -36,6 +37,8 @@ class CSVLogger(Callback):
         self._writer: Any = None
 
     def on_train_begin(self, logs: Any = None) -> None:
+        if not distribute.is_main_process():  # ember.distribute: only the main rank writes the file
+            return
         exists = self.append and os.path.exists(self.filename) and os.path.getsize(self.filename) > 0
         self._file = open(self.filename, "a" if self.append else "w", newline="")
         self._has_header = exists
@@ -43,6 +46,8 @@ class CSVLogger(Callback):
         self._writer = None
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        if self._file is None:  # not the main process (ember.distribute)
+            return
         logs = dict(logs or {})
         if self.keys is None:
             self.keys = sorted(logs)

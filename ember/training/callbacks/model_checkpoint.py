@@ -21,6 +21,7 @@ import numbers
 import os
 from typing import Any
 
+from ember import distribute
 from ember.training.callbacks._monitor import improvement, read_monitor, resolve_mode
 from ember.training.callbacks.callback import Callback
 
@@ -103,6 +104,8 @@ class ModelCheckpoint(Callback):
             self.best = current
         elif self.verbose > 0:
             print(f"Epoch {epoch + 1}: saving model to {path}")
+        if not distribute.is_main_process():  # ember.distribute: the same decision on every rank, one writer
+            return
         directory = os.path.dirname(path)
         if directory:
             os.makedirs(directory, exist_ok=True)

@@ -1,0 +1,106 @@
+"""The NumPy data-parallel engine: ``torch.distributed`` gloo on zero-copy buffers, else mpi4py.
+
+With torch installed, NumPy arrays are summed over the ranks by gloo through
+``torch.from_numpy`` views (no copy): launch with ``torchrun``. Without torch, ``mpi4py``
+(``pip install "ember[mpi]"``) sums them with ``MPI.Allreduce``: launch with ``mpirun``.
+With neither, :func:`make_engine` raises an error naming both extras.
+
+Example:
+    >>> from ember.backends.numpy import distributed
+    >>> distributed.available_transports({"torch": True, "mpi4py": False})
+    ['torch.distributed']
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any, Mapping
+
+import numpy as np
+
+MISSING_ENGINE = ("data-parallel training on the numpy backend needs an engine: install torch "
+                  "(pip install \"ember[torch]\", then launch with torchrun) or mpi4py (pip install "
+                  "\"ember[mpi]\", then launch with mpirun)")
+
+
+def available_transports(installed: Mapping[str, bool] | None = None) -> list[str]:
+    """The engines this process can use, best first (``installed`` overrides the import check)."""
+    if installed is None:
+        installed = {name: importlib.util.find_spec(name) is not None for name in ("torch", "mpi4py")}
+    names = []
+    if installed.get("torch"):
+        names.append("torch.distributed")
+    if installed.get("mpi4py"):
+        names.append("mpi4py")
+    return names
+
+
+class NumpyTorchEngine:
+    """gloo collectives on ``torch.from_numpy`` views of NumPy arrays."""
+
+    name = "torch.distributed (gloo, NumPy buffers)"
+
+    def __init__(self, environ: Mapping[str, str], timeout: float) -> None:
+        torch_engine = importlib.import_module("ember.backends.torch.distributed")
+        if "MLX_RANK" in environ and not torch_engine.launched_by_torchrun(environ):
+            raise RuntimeError("the numpy backend trains data-parallel on torch.distributed (gloo), but this "
+                               "process was started by mlx.launch; launch with `torchrun --nproc-per-node N ...`")
+        self._torch = importlib.import_module("torch")
+        self._engine = torch_engine.TorchEngine(timeout, backend="gloo")
+        self.rank = self._engine.rank
+        self.world_size = self._engine.world_size
+
+    def all_sum(self, array: Any) -> np.ndarray:
+        """The element-wise sum of ``array`` over the ranks (a new array)."""
+        buffer = np.array(array, copy=True, order="C")
+        if buffer.dtype == np.bool_:
+            raise TypeError("all_sum: boolean arrays cannot be summed; cast to an integer dtype first")
+        self._engine.all_sum_inplace(self._torch.from_numpy(buffer.reshape(-1)) if buffer.ndim != 1
+                                     else self._torch.from_numpy(buffer))
+        return buffer
+
+    def barrier(self) -> None:
+        self._engine.barrier()
+
+    def shutdown(self) -> None:
+        self._engine.shutdown()
+
+
+class NumpyMPIEngine:
+    """``mpi4py`` collectives on NumPy arrays (``MPI.COMM_WORLD``)."""
+
+    name = "mpi4py"
+
+    def __init__(self, timeout: float) -> None:
+        self._mpi = importlib.import_module("mpi4py.MPI")
+        self._comm = self._mpi.COMM_WORLD
+        self.rank = self._comm.Get_rank()
+        self.world_size = self._comm.Get_size()
+        self.timeout = timeout  # MPI has no per-call timeout: the strategy's watchdog enforces it
+
+    def all_sum(self, array: Any) -> np.ndarray:
+        source = np.ascontiguousarray(array)
+        result = np.empty_like(source)
+        self._comm.Allreduce(source, result, op=self._mpi.SUM)
+        return result
+
+    def barrier(self) -> None:
+        self._comm.Barrier()
+
+    def shutdown(self) -> None:
+        """Nothing to destroy: mpi4py finalizes MPI at exit."""
+
+
+def make_engine(environ: Mapping[str, str], timeout: float, installed: Mapping[str, bool] | None = None) -> Any:
+    """The NumPy engine: gloo when torch is installed, else mpi4py.
+
+    Raises:
+        ImportError: neither torch nor mpi4py is installed (the message names both extras).
+    """
+    transports = available_transports(installed)
+    if not transports:
+        raise ImportError(MISSING_ENGINE)
+    if transports[0] == "torch.distributed":
+        return NumpyTorchEngine(environ, timeout)
+    return NumpyMPIEngine(timeout)

@@ -1,0 +1,225 @@
+"""``DataParallel``: the strategy that makes ``fit``/``evaluate``/``predict`` run on N processes.
+
+The strategy joins the process group of the launcher that started this process, through the
+active backend's engine (``ember/backends/<name>/distributed.py``):
+
+============  ======================================================  =====================
+backend       engine                                                  launcher
+============  ======================================================  =====================
+torch         ``torch.distributed`` (gloo on CPU, NCCL on CUDA)        ``torchrun``
+numpy         ``torch.distributed`` gloo on ``torch.from_numpy``       ``torchrun``
+              buffers; else ``mpi4py``                                 (``mpirun``)
+mlx           ``mx.distributed`` (ring over TCP, or MPI)               ``mlx.launch``
+============  ======================================================  =====================
+
+While a strategy is active (:func:`set_strategy` or ``with strategy.scope():``), ``fit``,
+``evaluate`` and ``predict`` shard every global batch over the ranks and sum gradients and
+metric states inside the training step.
+
+Faults: every collective waits at most ``timeout`` seconds. torch's engine enforces it
+itself (the collective raises); for engines without a timeout (MLX, MPI) a watchdog thread
+ends the process with a message naming the collective when one waits longer (a C call
+blocked on a socket cannot be interrupted by an exception).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+import threading
+import time
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+import optree
+
+from ember import backends, ops
+from ember.distribute.sharding import shard_rows
+
+_REDUCE_OPS = ("sum", "mean")
+
+
+class CollectiveTimeoutError(RuntimeError):
+    """A collective waited longer than the strategy's timeout (a rank died or hangs)."""
+
+
+class _Watchdog:
+    """Ends the process when one guarded section outlives the timeout (engines without a timeout)."""
+
+    def __init__(self, timeout: float, rank: int) -> None:
+        self.timeout = timeout
+        self.rank = rank
+        self._deadline: float | None = None
+        self._what = ""
+        self._thread = threading.Thread(target=self._watch, name="ember-distribute-watchdog", daemon=True)
+        self._stop = threading.Event()
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(min(0.5, self.timeout / 4)):
+            deadline = self._deadline
+            if deadline is not None and time.monotonic() > deadline:
+                sys.stderr.write(f"ember.distribute: rank {self.rank}: {self._what} waited more than "
+                                 f"{self.timeout:g} s for the other ranks (a rank died or hangs); exiting\n")
+                sys.stderr.flush()
+                os._exit(70)
+
+    @contextlib.contextmanager
+    def guard(self, what: str) -> Iterator[None]:
+        self._what = what
+        self._deadline = time.monotonic() + self.timeout
+        try:
+            yield
+        finally:
+            self._deadline = None
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class DataParallel:
+    """Data parallelism over the processes a launcher started (see the module docstring).
+
+    Args:
+        timeout: seconds any collective may wait for the other ranks (default 300).
+        environ: the launcher's variables (default ``os.environ``): ``RANK``/``WORLD_SIZE``/
+            ``MASTER_ADDR``/``MASTER_PORT`` from torchrun, ``MLX_RANK``/``MLX_HOSTFILE`` from mlx.launch.
+
+    Raises:
+        ValueError: ``timeout`` not a positive number.
+        ImportError: no engine is installed for the active backend (the message names the extra).
+        RuntimeError: the launcher does not match the backend's engine (the message names the right one).
+
+    Example:
+        >>> import ember
+        >>> from ember import distribute
+        >>> distribute.get_strategy() is None   # one process: nothing is distributed
+        True
+        >>> distribute.rank(), distribute.world_size(), distribute.is_main_process()
+        (0, 1, True)
+    """
+
+    def __init__(self, timeout: float = 300.0, environ: Mapping[str, str] | None = None) -> None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"DataParallel: timeout must be a positive number of seconds, received {timeout!r}")
+        self.timeout = float(timeout)
+        self.backend = backends.get_backend()
+        module = importlib.import_module(f"ember.backends.{self.backend}.distributed")
+        self.engine = module.make_engine(os.environ if environ is None else environ, self.timeout)
+        self.rank = int(self.engine.rank)
+        self.world_size = int(self.engine.world_size)
+        native_timeout = self.engine.name.startswith("torch")
+        self._watchdog = None if native_timeout else _Watchdog(self.timeout, self.rank)
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return (f"DataParallel(backend={self.backend!r}, engine={self.engine.name!r}, rank={self.rank}, "
+                f"world_size={self.world_size})")
+
+    # --- facts --------------------------------------------------------------------------------
+    @property
+    def is_main_process(self) -> bool:
+        """Whether this is rank 0 (the process that writes files and prints)."""
+        return self.rank == 0
+
+    def shard(self, total: int) -> tuple[int, int]:
+        """``(offset, count)`` of this rank's rows in a global batch of ``total`` rows."""
+        return shard_rows(total, self.rank, self.world_size)
+
+    # --- collectives -----------------------------------------------------------------------------
+    def guard(self, what: str) -> Any:
+        """A context bounding a section of collectives by the timeout (a no-op where the engine has one)."""
+        self._check_open()
+        if self._watchdog is None:
+            return contextlib.nullcontext()
+        return self._watchdog.guard(what)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("DataParallel: the strategy was shut down; create a new one")
+
+    def all_sum(self, array: Any) -> Any:
+        """The sum over the ranks of one native array of the active backend (traceable on MLX)."""
+        return self.engine.all_sum(array)
+
+    def barrier(self) -> None:
+        """Wait until every rank arrives here (within the timeout)."""
+        with self.guard("barrier"):
+            self.engine.barrier()
+
+    def all_reduce(self, tree: Any, op: str = "sum") -> Any:
+        """Sum (``op="sum"``) or average (``"mean"``) every array of ``tree`` over the ranks.
+
+        Leaves may be native arrays, NumPy arrays or Python numbers; results are native arrays of
+        the active backend. Every rank must call it with the same structure and shapes.
+
+        Raises:
+            ValueError: an unknown ``op``.
+        """
+        if op not in _REDUCE_OPS:
+            raise ValueError(f"all_reduce: op must be one of {_REDUCE_OPS}, received {op!r}")
+        leaves, spec = optree.tree_flatten(tree)
+        with self.guard("all_reduce"):
+            out = []
+            for leaf in leaves:
+                value = self.engine.all_sum(ops.convert_to_tensor(leaf))
+                if op == "mean":
+                    value = ops.divide(value, float(self.world_size))
+                out.append(ops.convert_to_tensor(ops.to_numpy(value)) if self.backend == "mlx" else value)
+        return spec.unflatten(out)
+
+    def gather_slots(self, row: np.ndarray) -> np.ndarray:
+        """Every rank's ``row`` (a 1-d float64 vector of one common length), stacked by rank."""
+        row = np.asarray(row, dtype=np.float64).reshape(-1)
+        table = np.zeros((self.world_size, row.shape[0]), dtype=np.float64)
+        table[self.rank] = row
+        dtype = "float32" if self.backend == "mlx" else "float64"  # MLX has no float64 collectives
+        with self.guard("gather"):
+            summed = self.engine.all_sum(ops.convert_to_tensor(table, dtype=dtype))
+            return np.asarray(ops.to_numpy(summed), dtype=np.float64)
+
+    # --- lifetime -------------------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Leave the process group (a last barrier, then the engine's cleanup); idempotent."""
+        if self.closed:
+            return
+        try:
+            self.barrier()
+        finally:
+            self.closed = True
+            global _active
+            if _active is self:
+                _active = None
+            if self._watchdog is not None:
+                self._watchdog.stop()
+            self.engine.shutdown()
+
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[DataParallel]:
+        """Make this strategy the active one inside the ``with`` block."""
+        global _active
+        previous = _active
+        _active = self
+        try:
+            yield self
+        finally:
+            _active = previous
+
+
+_active: DataParallel | None = None
+
+
+def set_strategy(strategy: DataParallel | None) -> None:
+    """Make ``strategy`` active for ``fit``/``evaluate``/``predict`` (None: back to one process)."""
+    global _active
+    if strategy is not None and not isinstance(strategy, DataParallel):
+        raise TypeError(f"set_strategy: expected an ember.distribute.DataParallel or None, received "
+                        f"{type(strategy).__name__}")
+    _active = strategy
+
+
+def get_strategy() -> DataParallel | None:
+    """The active strategy, or None when training runs in one process."""
+    return _active

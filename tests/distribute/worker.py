@@ -1,0 +1,118 @@
+"""One rank of the distributed tests (started by tests/distribute/test_data_parallel.py).
+
+``python worker.py SCENARIO BACKEND OUT_DIR`` runs SCENARIO on BACKEND and writes its
+results to ``OUT_DIR/rank<R>.npz``. The launcher's variables (torchrun's ``RANK`` ...,
+or ``MLX_RANK``/``MLX_HOSTFILE``) select data parallelism; without them it runs in one
+process, the reference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import optree
+
+import ember
+from ember import callbacks, distribute, layers, optimizers
+
+DISTRIBUTED = "RANK" in os.environ or "MLX_RANK" in os.environ
+
+
+def data(n: int = 37) -> tuple:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 5)).astype("float32")
+    y = (x[:, :3].sum(axis=1) > 0).astype("int64") + (x[:, 3] > 0.5).astype("int64")
+    return x, y
+
+
+def model(dropout: float) -> ember.Model:
+    net = ember.Sequential([ember.Input((5,)), layers.Dense(8, activation="tanh"), layers.Dropout(dropout),
+                            layers.Dense(3)])
+    net.build(seed=1)
+    return net
+
+
+def fit_scenario(out: dict, optimizer: str) -> ember.Model:
+    x, y = data()
+    net = model(0.3)
+    opt = optimizers.Adam(0.01) if optimizer == "adam" else optimizers.SGD(0.1, momentum=0.9)
+    net.compile(optimizer=opt, loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"], seed=3)
+    # 37 samples, validation_split 0.2 -> 29 training samples: batches 8,8,8,5 (the last uneven).
+    history = net.fit(x, y, batch_size=8, epochs=3, shuffle=True, validation_split=0.2, verbose=0)
+    for key, values in history.history.items():
+        out[f"history_{key}"] = np.asarray(values)
+    for i, w in enumerate(optree.tree_leaves(net.state["params"])):
+        out[f"weight_{i}"] = np.asarray(ember.ops.to_numpy(w))
+    out["evaluate"] = np.asarray(net.evaluate(x, y, batch_size=7, verbose=0))
+    out["predict"] = net.predict(x, batch_size=5, verbose=0)
+    return net
+
+
+def checkpoint_scenario(out: dict, directory: str) -> None:
+    x, y = data()
+    net = model(0.0)
+    net.compile(optimizer="adam", loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=2)
+    path = os.path.join(directory, "ckpt.h5")
+    csv = os.path.join(directory, "log.csv")
+    net.fit(x, y, batch_size=6, epochs=2, verbose=0,
+            callbacks=[callbacks.ModelCheckpoint(path), callbacks.CSVLogger(csv)])
+    out["predict"] = net.predict(x, verbose=0)
+    out["files"] = np.asarray(sorted(os.listdir(directory)))
+
+
+def die_scenario(out: dict) -> None:
+    x, y = data()
+    net = model(0.0)
+    net.compile(optimizer="sgd", loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=2)
+    if distribute.rank() == 1:
+        os._exit(3)  # a rank that dies before the first collective of fit
+    started = time.monotonic()
+    try:
+        net.fit(x, y, batch_size=4, epochs=50, verbose=0)
+        out["error"] = np.asarray("no error")
+    except Exception as error:  # noqa: BLE001 - the test reads the message
+        out["error"] = np.asarray(f"{type(error).__name__}: {error}")
+    out["seconds"] = np.asarray(time.monotonic() - started)
+
+
+def mismatch_scenario(out: dict) -> None:
+    x, y = data()
+    net = ember.Sequential([ember.Input((5,)), layers.Dense(8), layers.Dense(3)])
+    net.build(seed=distribute.rank())  # different initial weights on each rank
+    net.compile(optimizer="sgd", loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=2)
+    try:
+        net.fit(x, y, batch_size=4, epochs=1, verbose=0)
+        out["error"] = np.asarray("no error")
+    except ValueError as error:
+        out["error"] = np.asarray(str(error))
+
+
+def main() -> None:
+    scenario, backend, directory = sys.argv[1:4]
+    ember.set_backend(backend)
+    if DISTRIBUTED:
+        distribute.initialize(timeout=float(os.environ.get("EMBER_TEST_TIMEOUT", "60")))
+    out: dict = {"world_size": np.asarray(distribute.world_size())}
+    if scenario in ("sgd", "adam"):
+        fit_scenario(out, scenario)
+    elif scenario == "checkpoint":
+        checkpoint_scenario(out, directory)
+    elif scenario == "die":
+        die_scenario(out)
+    elif scenario == "mismatch":
+        mismatch_scenario(out)
+    else:
+        raise SystemExit(f"unknown scenario {scenario!r}")
+    np.savez(os.path.join(directory, f"rank{distribute.rank()}.npz"), **out)
+    if scenario != "die":
+        distribute.shutdown()
+    print(json.dumps({"rank": distribute.rank(), "done": scenario}))
+
+
+if __name__ == "__main__":
+    main()
