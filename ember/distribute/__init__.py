@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.distribute.sharding import shard_rows, shard_sizes
-from ember.distribute.strategy import CollectiveTimeoutError, DataParallel, get_strategy, set_strategy
+from ember.distribute.strategy import DataParallel, RankFailureError, get_strategy, set_strategy
 
 
 def initialize(timeout: float = 300.0) -> DataParallel:
@@ -95,8 +95,8 @@ def shutdown() -> None:
 
 
 __all__ = [
-    "CollectiveTimeoutError",
     "DataParallel",
+    "RankFailureError",
     "all_reduce",
     "barrier",
     "get_strategy",

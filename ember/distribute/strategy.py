@@ -41,8 +41,17 @@ from ember.distribute.sharding import shard_rows
 _REDUCE_OPS = ("sum", "mean")
 
 
-class CollectiveTimeoutError(RuntimeError):
-    """A collective waited longer than the strategy's timeout (a rank died or hangs)."""
+class RankFailureError(RuntimeError):
+    """A collective failed: another rank died, hangs past the timeout, or left the group."""
+
+
+# Messages by which the engines report a lost or silent peer (gloo, NCCL, MLX ring).
+_PEER_FAILURE_MARKERS = ("connection", "timed out", "timeout", "gloo", "nccl", "[ring]", "peer", "closed")
+
+
+def _is_peer_failure(error: BaseException) -> bool:
+    text = str(error).lower()
+    return isinstance(error, RuntimeError) and any(marker in text for marker in _PEER_FAILURE_MARKERS)
 
 
 class _Watchdog:
@@ -129,12 +138,23 @@ class DataParallel:
         return shard_rows(total, self.rank, self.world_size)
 
     # --- collectives -----------------------------------------------------------------------------
-    def guard(self, what: str) -> Any:
-        """A context bounding a section of collectives by the timeout (a no-op where the engine has one)."""
+    @contextlib.contextmanager
+    def guard(self, what: str) -> Iterator[None]:
+        """A section of collectives: bounded by the timeout (the engine's own, else the watchdog's), and a
+        lost peer reported as a :class:`RankFailureError` naming this rank, the section and the timeout."""
         self._check_open()
-        if self._watchdog is None:
-            return contextlib.nullcontext()
-        return self._watchdog.guard(what)
+        try:
+            if self._watchdog is None:
+                yield
+            else:
+                with self._watchdog.guard(what):
+                    yield
+        except RuntimeError as error:
+            if isinstance(error, RankFailureError) or not _is_peer_failure(error):
+                raise
+            raise RankFailureError(
+                f"ember.distribute: rank {self.rank} of {self.world_size}: {what} failed: another rank died, hangs "
+                f"(timeout {self.timeout:g} s) or left the process group ({self.engine.name}: {error})") from error
 
     def _check_open(self) -> None:
         if self.closed:

@@ -30,8 +30,10 @@ def data(n: int = 37) -> tuple:
 
 
 def model(dropout: float) -> ember.Model:
-    net = ember.Sequential([ember.Input((5,)), layers.Dense(8, activation="tanh"), layers.Dropout(dropout),
-                            layers.Dense(3)])
+    # Explicit names: a layer's dropout seed derives from its name, which must not depend on how many
+    # models the process created before.
+    net = ember.Sequential([ember.Input((5,)), layers.Dense(8, activation="tanh", name="hidden"),
+                            layers.Dropout(dropout, name="drop"), layers.Dense(3, name="out")], name="net")
     net.build(seed=1)
     return net
 
@@ -45,35 +47,67 @@ def fit_scenario(out: dict, optimizer: str) -> ember.Model:
     # 37 samples, validation_split 0.2 -> 29 training samples: batches 8,8,8,5 (the last uneven).
     history = net.fit(x, y, batch_size=8, epochs=3, shuffle=True, validation_split=0.2, verbose=0)
     for key, values in history.history.items():
-        out[f"history_{key}"] = np.asarray(values)
+        out[f"{optimizer}_history_{key}"] = np.asarray(values)
     for i, w in enumerate(optree.tree_leaves(net.state["params"])):
-        out[f"weight_{i}"] = np.asarray(ember.ops.to_numpy(w))
-    out["evaluate"] = np.asarray(net.evaluate(x, y, batch_size=7, verbose=0))
-    out["predict"] = net.predict(x, batch_size=5, verbose=0)
+        out[f"{optimizer}_weight_{i}"] = np.asarray(ember.ops.to_numpy(w))
+    out[f"{optimizer}_evaluate"] = np.asarray(net.evaluate(x, y, batch_size=7, verbose=0))
+    out[f"{optimizer}_predict"] = net.predict(x, batch_size=5, verbose=0)
+    return net
+
+
+def compiled_model() -> ember.Model:
+    net = model(0.3)
+    net.compile(optimizer="adam", loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=2)
     return net
 
 
 def checkpoint_scenario(out: dict, directory: str) -> None:
+    """2 epochs, a full checkpoint and a CSV log per epoch (written by the main rank only)."""
     x, y = data()
-    net = model(0.0)
-    net.compile(optimizer="adam", loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=2)
-    path = os.path.join(directory, "ckpt.h5")
+    net = compiled_model()
+    path = os.path.join(directory, "ckpt-{epoch}.h5")
     csv = os.path.join(directory, "log.csv")
     net.fit(x, y, batch_size=6, epochs=2, verbose=0,
             callbacks=[callbacks.ModelCheckpoint(path), callbacks.CSVLogger(csv)])
     out["predict"] = net.predict(x, verbose=0)
-    out["files"] = np.asarray(sorted(os.listdir(directory)))
+
+
+def resume_scenario(out: dict, directory: str) -> None:
+    """Continue the fit saved in ``directory/ckpt-2.h5`` for a third epoch."""
+    x, y = data()
+    net = ember.load_model(os.path.join(directory, "ckpt-2.h5"))
+    net.fit(x, y, batch_size=6, epochs=3, initial_epoch=2, verbose=0)
+    for i, w in enumerate(optree.tree_leaves(net.state["params"])):
+        out[f"weight_{i}"] = np.asarray(ember.ops.to_numpy(w))
+
+
+def hang_scenario(out: dict) -> None:
+    """Rank 1 stays alive but never joins the collectives of fit."""
+    x, y = data()
+    net = compiled_model()
+    if distribute.rank() == 1:
+        time.sleep(float(os.environ["EMBER_TEST_TIMEOUT"]) * 4)
+        os._exit(0)
+    started = time.monotonic()
+    try:
+        net.fit(x, y, batch_size=4, epochs=1, verbose=0)
+        out["error"] = np.asarray("no error")
+    except Exception as error:  # noqa: BLE001 - the test reads the message
+        out["error"] = np.asarray(f"{type(error).__name__}: {error}")
+    out["seconds"] = np.asarray(time.monotonic() - started)
 
 
 def die_scenario(out: dict) -> None:
     x, y = data()
     net = model(0.0)
     net.compile(optimizer="sgd", loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=2)
-    if distribute.rank() == 1:
-        os._exit(3)  # a rank that dies before the first collective of fit
+    def die(batch: int, logs: dict) -> None:
+        if distribute.rank() == 1 and batch == 2:
+            os._exit(3)  # a rank that dies in the middle of an epoch
+
     started = time.monotonic()
     try:
-        net.fit(x, y, batch_size=4, epochs=50, verbose=0)
+        net.fit(x, y, batch_size=4, epochs=50, verbose=0, callbacks=[callbacks.LambdaCallback(on_train_batch_end=die)])
         out["error"] = np.asarray("no error")
     except Exception as error:  # noqa: BLE001 - the test reads the message
         out["error"] = np.asarray(f"{type(error).__name__}: {error}")
@@ -98,10 +132,15 @@ def main() -> None:
     if DISTRIBUTED:
         distribute.initialize(timeout=float(os.environ.get("EMBER_TEST_TIMEOUT", "60")))
     out: dict = {"world_size": np.asarray(distribute.world_size())}
-    if scenario in ("sgd", "adam"):
-        fit_scenario(out, scenario)
+    if scenario == "fit":
+        fit_scenario(out, "sgd")
+        fit_scenario(out, "adam")
     elif scenario == "checkpoint":
         checkpoint_scenario(out, directory)
+    elif scenario == "resume":
+        resume_scenario(out, directory)
+    elif scenario == "hang":
+        hang_scenario(out)
     elif scenario == "die":
         die_scenario(out)
     elif scenario == "mismatch":
@@ -109,7 +148,7 @@ def main() -> None:
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     np.savez(os.path.join(directory, f"rank{distribute.rank()}.npz"), **out)
-    if scenario != "die":
+    if scenario not in ("die", "hang"):
         distribute.shutdown()
     print(json.dumps({"rank": distribute.rank(), "done": scenario}))
 
