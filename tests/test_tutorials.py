@@ -120,6 +120,14 @@ def check_features(r, backend):
     assert r["raw_accuracy"] < r["standardized_accuracy"] - 0.2
 
 
+def check_data_parallel(r, backend):
+    # In one process here; tests/distribute/test_data_parallel.py runs it under torchrun with 2 ranks.
+    assert r["processes"] == 1 and r["backend"] == backend
+    assert r["test_accuracy"] >= 0.85, r                                  # 0.93 on every backend
+    assert abs(r["predict_accuracy"] - r["test_accuracy"]) < 1e-6         # predict and evaluate agree
+    assert r["reloaded_same_predictions"] is True
+
+
 CHECKS = {
     "01_quickstart.py": check_quickstart,
     "02_functional_api.py": check_functional,
@@ -128,6 +136,7 @@ CHECKS = {
     "05_ncp_sunspots.py": check_sunspots,
     "06_checkpoints.py": check_checkpoints,
     "07_features_pca.py": check_features,
+    "08_data_parallel.py": check_data_parallel,
 }
 
 

@@ -141,3 +141,38 @@ def test_different_initial_weights_are_refused_naming_the_rank(tmp_path):
     for result in ranks:
         error = str(result["error"])
         assert "the model on rank(s) [1] differs from rank 0's" in error, error
+
+
+def test_tutorial_under_torchrun_prints_the_one_process_numbers(tmp_path):
+    """tutorials/08 run by torchrun on 2 ranks gives the accuracy of one process."""
+    _requires("torch")
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    script = root / "tutorials" / "08_data_parallel.py"
+    torchrun = pathlib.Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun is not installed next to this Python")
+    command = [str(torchrun), "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+               "--master-port", str(launch.free_ports(1)[0]), str(script), "--backend", "torch", "--fast"]
+    single = subprocess.run([sys.executable, str(script), "--backend", "torch", "--fast"], env=launch.base_env(60),
+                            capture_output=True, text=True, timeout=200, cwd=tmp_path)
+    pair = subprocess.run(command, env=launch.base_env(60), capture_output=True, text=True, timeout=200,
+                          cwd=tmp_path)
+    assert single.returncode == 0 and pair.returncode == 0, (single.stdout + single.stderr + pair.stdout
+                                                             + pair.stderr)[-4000:]
+
+    def numbers(output):
+        lines = dict(line.split(None, 1) for line in output.splitlines() if line.startswith(
+            ("processes", "final_loss", "test_accuracy", "reloaded_same_predictions")))
+        return {k: v.strip() for k, v in lines.items()}
+
+    one, two = numbers(single.stdout), numbers(pair.stdout)
+    assert one["processes"] == "1" and two["processes"] == "2", pair.stdout
+    assert one["test_accuracy"] == two["test_accuracy"] and one["final_loss"] == two["final_loss"]
+    assert two["reloaded_same_predictions"] == "True"
+    assert pair.stdout.count("== 08 data parallel") == 1  # only the main process prints
+    assert os.path.exists(script)
