@@ -1,0 +1,152 @@
+"""Data-parallel speed: samples/s of ``fit`` on 1 vs 2 processes, and the all-reduce's share.
+
+Run: ``python benchmarks/distributed.py`` (every installed backend) or
+``python benchmarks/distributed.py --backend torch``. For each backend the script starts the
+ranks itself on 127.0.0.1 with a launcher's environment (torchrun's variables for torch and
+NumPy, mlx.launch's ring hostfile for MLX), first 1 process, then 2, and prints a table.
+Never part of the test suite.
+
+Workload W1: MLP 784-256-256-10, Adam, sparse softmax cross-entropy on logits, global batch
+256 (each of 2 ranks runs 128 rows per step), synthetic data. Each rank times ``fit`` over
+``STEPS`` steps after a warm-up epoch (compilation on MLX), ``REPEAT`` times, and reports the
+median. The all-reduce share is measured apart: the median time of one all-reduce of a
+gradient-sized float32 buffer (269,322 values, what the step sums), divided by the median
+step time (on MLX the all-reduce runs inside the compiled step, so it cannot be timed there).
+
+On a 2-core machine 2 processes share the cores that 1 process already uses (with
+``OMP_NUM_THREADS=1`` each rank has one core), so the speed-up is bounded by 2x at best and
+by the all-reduce's cost; with CUDA the torch ranks use NCCL (one GPU per rank).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+GLOBAL_BATCH = 256
+STEPS = {"numpy": 20, "torch": 40, "mlx": 10}
+REPEAT = 5
+PARAMS = 784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _environments(backend: str, world: int, directory: pathlib.Path) -> list[dict]:
+    base = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MLX_RANK", "MLX_HOSTFILE")}
+    base["PYTHONPATH"] = str(ROOT) + os.pathsep + base.get("PYTHONPATH", "")
+    base.setdefault("OMP_NUM_THREADS", "1")
+    envs = []
+    if world == 1:
+        return [base]
+    if backend == "mlx":
+        hostfile = directory / "hosts.json"
+        hostfile.write_text(json.dumps([[f"127.0.0.1:{p}"] for p in _free_ports(world)]))
+        return [dict(base, MLX_RANK=str(r), MLX_HOSTFILE=str(hostfile)) for r in range(world)]
+    port = str(_free_ports(1)[0])
+    for r in range(world):
+        envs.append(dict(base, RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
+                         MASTER_PORT=port))
+    return envs
+
+
+def run(backend: str, world: int) -> dict:
+    """Start ``world`` ranks of this script in worker mode; rank 0's measurements."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = pathlib.Path(tmp)
+        processes = [subprocess.Popen([sys.executable, __file__, "--worker", backend, str(directory)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                     for env in _environments(backend, world, directory)]
+        outputs = [p.communicate(timeout=900)[0] for p in processes]
+        if any(p.returncode for p in processes):
+            raise RuntimeError(f"{backend} x{world} failed:\n" + "\n".join(o[-3000:] for o in outputs))
+        return json.loads((directory / "rank0.json").read_text())
+
+
+def worker(backend: str, directory: str) -> None:
+    import ember
+    from ember import distribute, layers, ops
+
+    ember.set_backend(backend)
+    launched = "RANK" in os.environ or "MLX_RANK" in os.environ
+    if launched:
+        distribute.initialize(timeout=300)
+    steps = STEPS[backend]
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(GLOBAL_BATCH * steps, 784)).astype("float32")
+    y = rng.integers(0, 10, size=(GLOBAL_BATCH * steps,))
+    x, y = ops.convert_to_tensor(x), ops.convert_to_tensor(y)
+    model = ember.Sequential([ember.Input((784,)), layers.Dense(256, activation="relu"),
+                              layers.Dense(256, activation="relu"), layers.Dense(10)], name="w1")
+    model.build(seed=0)
+    model.compile(optimizer=ember.optimizers.Adam(1e-3, epsilon=1e-7),
+                  loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=0)
+    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, verbose=0)  # warm-up (compiles on MLX)
+    times = []
+    for _ in range(REPEAT):
+        distribute.barrier()
+        start = time.perf_counter()
+        model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, verbose=0)
+        times.append(time.perf_counter() - start)
+    step = statistics.median(times) / steps
+    reduce_time = 0.0
+    strategy = distribute.get_strategy()
+    if strategy is not None:
+        buffer = ops.ones((PARAMS,), dtype="float32")
+        samples = []
+        for _ in range(20):
+            distribute.barrier()
+            start = time.perf_counter()
+            ops.to_numpy(strategy.all_sum(buffer)[:1])  # forces the (lazy, on MLX) collective
+            samples.append(time.perf_counter() - start)
+        reduce_time = statistics.median(samples)
+    result = {"world": distribute.world_size(), "step_ms": step * 1e3, "samples_per_s": GLOBAL_BATCH / step,
+              "allreduce_ms": reduce_time * 1e3, "allreduce_share": reduce_time / step,
+              "device": str(ops.get_device(x))}
+    if distribute.is_main_process():
+        pathlib.Path(directory, "rank0.json").write_text(json.dumps(result))
+    distribute.shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=("numpy", "torch", "mlx"), action="append")
+    parser.add_argument("--worker", nargs=2, metavar=("BACKEND", "DIR"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(*args.worker)
+        return
+    import ember
+
+    names = args.backend or [b for b in ("numpy", "torch", "mlx") if ember.backends.is_installed(b)]
+    print(f"W1 MLP 784-256-256-10, Adam, global batch {GLOBAL_BATCH}, OMP_NUM_THREADS="
+          f"{os.environ.get('OMP_NUM_THREADS', 'unset')}, {os.cpu_count()} CPUs")
+    print(f"{'backend':8} {'device':8} {'1 proc samples/s':>17} {'2 procs samples/s':>18} {'speed-up':>9} "
+          f"{'all-reduce ms':>14} {'share of step':>14}")
+    for name in names:
+        one, two = run(name, 1), run(name, 2)
+        print(f"{name:8} {one['device']:8} {one['samples_per_s']:17.0f} {two['samples_per_s']:18.0f} "
+              f"{two['samples_per_s'] / one['samples_per_s']:8.2f}x {two['allreduce_ms']:14.2f} "
+              f"{two['allreduce_share']:13.0%}")
+
+
+if __name__ == "__main__":
+    main()
