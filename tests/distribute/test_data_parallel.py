@@ -35,7 +35,7 @@ def test_two_processes_match_one(backend_name, tmp_path):
     _requires(backend_name)
     single, ranks, _ = launch.run_pair("fit", backend_name, tmp_path)
     assert [int(r["world_size"]) for r in ranks] == [2, 2] and int(single["world_size"]) == 1
-    keys = sorted(k for k in single if k != "world_size")
+    keys = sorted(k for k in single if k != "world_size" and not k.startswith("rankonly_"))
     for optimizer in ("sgd", "adam"):
         assert {f"{optimizer}_{k}" for k in ("history_loss", "history_accuracy", "history_val_loss",
                                               "history_val_accuracy", "evaluate", "predict", "weight_0")} <= set(keys)
@@ -43,6 +43,12 @@ def test_two_processes_match_one(backend_name, tmp_path):
         for key in keys:
             np.testing.assert_allclose(result[key], single[key], **TOLERANCE, err_msg=f"rank {rank}: {key}")
     assert not np.allclose(single["adam_weight_1"], single["sgd_weight_1"])  # two different trainings
+    # BatchNormalization: batch statistics per rank (not one process's), the same weights and moving
+    # statistics on both ranks (averaged after every step).
+    bn_keys = sorted(k for k in single if k.startswith("rankonly_bn_"))
+    assert len(bn_keys) == 8  # gamma, beta, moving mean and variance, two Dense layers
+    for key in bn_keys:
+        np.testing.assert_array_equal(ranks[1][key], ranks[0][key], err_msg=key)
 
 
 @pytest.mark.parametrize("backend_name", ["torch", "mlx"])

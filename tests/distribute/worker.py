@@ -55,6 +55,18 @@ def fit_scenario(out: dict, optimizer: str) -> ember.Model:
     return net
 
 
+def batchnorm_scenario(out: dict) -> None:
+    """BatchNormalization: per-rank batch statistics, moving statistics averaged over the ranks."""
+    x, y = data()
+    net = ember.Sequential([ember.Input((5,)), layers.Dense(8, name="hidden"), layers.BatchNormalization(name="bn"),
+                            layers.Dense(3, name="out")], name="bn_net")
+    net.build(seed=1)
+    net.compile(optimizer="adam", loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=2)
+    net.fit(x, y, batch_size=8, epochs=2, verbose=0)
+    for i, w in enumerate(optree.tree_leaves(net.state)):
+        out[f"rankonly_bn_{i}"] = np.asarray(ember.ops.to_numpy(w))
+
+
 def compiled_model() -> ember.Model:
     net = model(0.3)
     net.compile(optimizer="adam", loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=2)
@@ -135,6 +147,7 @@ def main() -> None:
     if scenario == "fit":
         fit_scenario(out, "sgd")
         fit_scenario(out, "adam")
+        batchnorm_scenario(out)
     elif scenario == "checkpoint":
         checkpoint_scenario(out, directory)
     elif scenario == "resume":
