@@ -14,11 +14,12 @@ summed, so weights, losses, metrics and ``History`` equal those of one process w
 same global batch, to float32 rounding, on every rank. Random layers draw for the global
 batch (:mod:`ember.distribute.batch_window`), so dropout masks do not depend on the
 number of processes. ``evaluate`` is sharded the same way; ``predict`` is sharded and its
-outputs are gathered in order on every rank. BatchNormalization uses per-rank batch
-statistics (like torch DDP) and its moving statistics are averaged over the ranks after
-every step, so every rank holds the same buffers. Callbacks that write files
-(``ModelCheckpoint``, ``BackupAndRestore``, ``CSVLogger``) write on the main process only,
-followed by a barrier.
+outputs are gathered in order on every rank. ``train_on_batch``, ``test_on_batch``,
+``predict_on_batch`` and a hand-driven ``Trainer`` are not sharded: each rank runs the whole
+batch it is given, without collectives. BatchNormalization uses per-rank batch statistics
+(like torch DDP) and its moving statistics are averaged over the ranks after every step, so
+every rank holds the same buffers. Callbacks that write files (``ModelCheckpoint``,
+``BackupAndRestore``, ``CSVLogger``) write on the main process only, followed by a barrier.
 
 Outside a strategy everything runs in one process and the helpers below answer for one
 process.
@@ -38,7 +39,12 @@ from __future__ import annotations
 from typing import Any
 
 from ember.distribute.sharding import shard_rows, shard_sizes
-from ember.distribute.strategy import DataParallel, RankFailureError, get_strategy, set_strategy
+from ember.distribute.strategy import (
+    DataParallel,
+    RankFailureError,
+    get_strategy,
+    set_strategy,
+)
 
 
 def initialize(timeout: float = 300.0) -> DataParallel:

@@ -30,7 +30,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import optree
@@ -119,8 +120,7 @@ class DataParallel:
         self.engine = module.make_engine(os.environ if environ is None else environ, self.timeout)
         self.rank = int(self.engine.rank)
         self.world_size = int(self.engine.world_size)
-        native_timeout = self.engine.name.startswith("torch")
-        self._watchdog = None if native_timeout else _Watchdog(self.timeout, self.rank)
+        self._watchdog = None if self.engine.has_timeout else _Watchdog(self.timeout, self.rank)
         self.closed = False
 
     def __repr__(self) -> str:
@@ -187,7 +187,9 @@ class DataParallel:
                 value = self.engine.all_sum(ops.convert_to_tensor(leaf))
                 if op == "mean":
                     value = ops.divide(value, float(self.world_size))
-                out.append(ops.convert_to_tensor(ops.to_numpy(value)) if self.backend == "mlx" else value)
+                if self.backend == "mlx":  # lazy: evaluate inside the guarded section
+                    value = ops.convert_to_tensor(ops.to_numpy(value))
+                out.append(value)
         return spec.unflatten(out)
 
     def gather_slots(self, row: np.ndarray) -> np.ndarray:

@@ -19,7 +19,8 @@ at epoch ends (a barrier) and at the start/end of fit/evaluate/predict, never on
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import optree

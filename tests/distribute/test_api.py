@@ -93,9 +93,8 @@ def test_bad_timeout(timeout):
 def test_a_launcher_that_does_not_fit_the_backend_is_named(backend_name, environ, message):
     if not ember.backends.is_installed(backend_name) or not ember.backends.is_installed("torch"):
         pytest.skip("needs the backend and torch")
-    with ember.using_backend(backend_name):
-        with pytest.raises(RuntimeError, match=message):
-            distribute.DataParallel(environ=environ)
+    with ember.using_backend(backend_name), pytest.raises(RuntimeError, match=message):
+        distribute.DataParallel(environ=environ)
     assert distribute.get_strategy() is None
 
 
@@ -114,7 +113,7 @@ def test_numpy_without_torch_and_mpi4py_names_the_extras(monkeypatch):
 class _FakeStrategy(distribute.DataParallel):
     """A rank of a 2-process group without a process group: for the parts that need no collective."""
 
-    def __init__(self, rank: int) -> None:  # noqa: D107 - no engine
+    def __init__(self, rank: int) -> None:
         self.rank, self.world_size, self.closed, self.timeout = rank, 2, False, 1.0
 
 

@@ -15,7 +15,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import mlx.core as mx
 
@@ -29,6 +30,7 @@ class MLXEngine:
     """Collectives of the global ``mx.distributed`` group on MLX arrays."""
 
     name = "mlx.distributed"
+    has_timeout = False  # no timeout of its own: the strategy's watchdog enforces it
 
     def __init__(self, backend: str = "any") -> None:
         self.group = mx.distributed.init(strict=True, backend=backend)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +41,7 @@ class NumpyTorchEngine:
     """gloo collectives on ``torch.from_numpy`` views of NumPy arrays."""
 
     name = "torch.distributed (gloo, NumPy buffers)"
+    has_timeout = True
 
     def __init__(self, environ: Mapping[str, str], timeout: float) -> None:
         torch_engine = importlib.import_module("ember.backends.torch.distributed")
@@ -56,8 +58,7 @@ class NumpyTorchEngine:
         buffer = np.array(array, copy=True, order="C")
         if buffer.dtype == np.bool_:
             raise TypeError("all_sum: boolean arrays cannot be summed; cast to an integer dtype first")
-        self._engine.all_sum_inplace(self._torch.from_numpy(buffer.reshape(-1)) if buffer.ndim != 1
-                                     else self._torch.from_numpy(buffer))
+        self._engine.all_sum_inplace(self._torch.from_numpy(buffer))  # a view: gloo sums into the array
         return buffer
 
     def barrier(self) -> None:
@@ -71,13 +72,13 @@ class NumpyMPIEngine:
     """``mpi4py`` collectives on NumPy arrays (``MPI.COMM_WORLD``)."""
 
     name = "mpi4py"
+    has_timeout = False  # MPI has no per-call timeout: the strategy's watchdog enforces it
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self) -> None:
         self._mpi = importlib.import_module("mpi4py.MPI")
         self._comm = self._mpi.COMM_WORLD
         self.rank = self._comm.Get_rank()
         self.world_size = self._comm.Get_size()
-        self.timeout = timeout  # MPI has no per-call timeout: the strategy's watchdog enforces it
 
     def all_sum(self, array: Any) -> np.ndarray:
         source = np.ascontiguousarray(array)
@@ -103,4 +104,4 @@ def make_engine(environ: Mapping[str, str], timeout: float, installed: Mapping[s
         raise ImportError(MISSING_ENGINE)
     if transports[0] == "torch.distributed":
         return NumpyTorchEngine(environ, timeout)
-    return NumpyMPIEngine(timeout)
+    return NumpyMPIEngine()

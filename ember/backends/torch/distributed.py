@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import datetime
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -45,6 +46,7 @@ class TorchEngine:
     """
 
     name = "torch.distributed"
+    has_timeout = True  # collectives raise after the process group's timeout
 
     def __init__(self, timeout: float, backend: str | None = None) -> None:
         if not dist.is_available():
