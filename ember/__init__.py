@@ -30,6 +30,7 @@ from ember._tensor import EmberTensor, Tensor, convert_to_tensor, is_tensor, ten
 from ember import features  # noqa: E402
 from ember import losses, metrics  # noqa: E402
 from ember import callbacks, data  # noqa: E402
+from ember import distribute  # noqa: E402
 from ember import optimizers  # noqa: E402
 from ember import utils, wirings  # noqa: E402
 from ember.training.trainer import Trainer  # noqa: E402
@@ -51,6 +52,7 @@ __all__ = [
     "constraints",
     "convert_to_tensor",
     "data",
+    "distribute",
     "dtypes",
     "features",
     "get_backend",

@@ -37,11 +37,13 @@ def _requires(backend: str) -> None:
 @pytest.mark.parametrize("backend_name", ["numpy", "torch", "mlx"])
 def test_two_processes_match_one(backend_name, tmp_path):
     """SGD (momentum) and Adam; uneven last batch, shuffle, Dropout, validation_split, evaluate and
-    predict: every rank's weights, History and results equal one process's."""
+    predict; an ember.data.Dataset whose last batch leaves rank 1 without rows, with EarlyStopping:
+    every rank's weights, History and results equal one process's."""
     _requires(backend_name)
     single, ranks, _ = launch.run_pair("fit", backend_name, tmp_path)
     assert [int(r["world_size"]) for r in ranks] == [2, 2] and int(single["world_size"]) == 1
     keys = sorted(k for k in single if k != "world_size" and not k.startswith("rankonly_"))
+    assert 1 < len(single["dataset_history_loss"]) < 30  # EarlyStopping stopped every rank at the same epoch
     for optimizer in ("sgd", "adam"):
         assert {f"{optimizer}_{k}" for k in ("history_loss", "history_accuracy", "history_val_loss",
                                               "history_val_accuracy", "evaluate", "predict", "weight_0")} <= set(keys)

@@ -55,6 +55,33 @@ def fit_scenario(out: dict, optimizer: str) -> ember.Model:
     return net
 
 
+class Batches(ember.data.Dataset):
+    """The first 29 samples in batches of 7: the last batch has 1 row (rank 1 of 2 gets none)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.x, self.y = (a[:29] for a in data())
+
+    def __len__(self) -> int:
+        return 5
+
+    def __getitem__(self, index: int) -> tuple:
+        return self.x[7 * index:7 * index + 7], self.y[7 * index:7 * index + 7]
+
+
+def dataset_scenario(out: dict) -> None:
+    """An ember.data.Dataset with a one-row last batch, shuffled batches, and EarlyStopping."""
+    net = model(0.3)
+    net.compile(optimizer=optimizers.Adam(0.02), loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"], seed=4)
+    stop = callbacks.EarlyStopping(monitor="loss", min_delta=0.03, patience=0)
+    history = net.fit(Batches(), epochs=30, shuffle=True, verbose=0, callbacks=[stop])
+    out["dataset_history_loss"] = np.asarray(history.history["loss"])
+    out["dataset_history_accuracy"] = np.asarray(history.history["accuracy"])
+    for i, w in enumerate(optree.tree_leaves(net.state["params"])):
+        out[f"dataset_weight_{i}"] = np.asarray(ember.ops.to_numpy(w))
+
+
 def batchnorm_scenario(out: dict) -> None:
     """BatchNormalization: per-rank batch statistics, moving statistics averaged over the ranks."""
     x, y = data()
@@ -147,6 +174,7 @@ def main() -> None:
     if scenario == "fit":
         fit_scenario(out, "sgd")
         fit_scenario(out, "adam")
+        dataset_scenario(out)
         batchnorm_scenario(out)
     elif scenario == "checkpoint":
         checkpoint_scenario(out, directory)
