@@ -24,6 +24,7 @@ blocked on a socket cannot be interrupted by an exception).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import os
@@ -122,6 +123,7 @@ class DataParallel:
         self.world_size = int(self.engine.world_size)
         self._watchdog = None if self.engine.has_timeout else _Watchdog(self.timeout, self.rank)
         self.closed = False
+        atexit.register(self._release_at_exit)  # torch's gloo aborts at exit with a live process group
 
     def __repr__(self) -> str:
         return (f"DataParallel(backend={self.backend!r}, engine={self.engine.name!r}, rank={self.rank}, "
@@ -204,7 +206,9 @@ class DataParallel:
 
     # --- lifetime -------------------------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Leave the process group (a last barrier, then the engine's cleanup); idempotent."""
+        """Leave the process group (a last barrier, then the engine's cleanup); idempotent.
+
+        Without it the group is released at interpreter exit (without the barrier)."""
         if self.closed:
             return
         try:
@@ -216,6 +220,13 @@ class DataParallel:
                 _active = None
             if self._watchdog is not None:
                 self._watchdog.stop()
+            self.engine.shutdown()
+
+    def _release_at_exit(self) -> None:
+        """At interpreter exit, without ``shutdown``: release the engine without a barrier (the other
+        ranks may be gone already)."""
+        if not self.closed:
+            self.closed = True
             self.engine.shutdown()
 
     @contextlib.contextmanager

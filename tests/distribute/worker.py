@@ -82,6 +82,36 @@ def dataset_scenario(out: dict) -> None:
         out[f"dataset_weight_{i}"] = np.asarray(ember.ops.to_numpy(w))
 
 
+class Interrupt(callbacks.Callback):
+    """Raises at the end of epoch 1 the first time (after BackupAndRestore saved it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fired = False
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if epoch == 1 and not self.fired:
+            self.fired = True
+            raise RuntimeError("interrupted on purpose")
+
+
+def backup_scenario(out: dict, directory: str) -> None:
+    """BackupAndRestore: a fit interrupted after epoch 1 resumes from the main rank's backup."""
+    x, y = data()
+    net = compiled_model()
+    backup = callbacks.BackupAndRestore(os.path.join(directory, "backup"))
+    interrupt = Interrupt()
+    try:
+        net.fit(x, y, batch_size=6, epochs=4, verbose=0, callbacks=[backup, interrupt])
+    except RuntimeError as error:
+        assert "interrupted on purpose" in str(error), error
+    history = net.fit(x, y, batch_size=6, epochs=4, verbose=0, callbacks=[backup, interrupt])
+    out["backup_epochs"] = np.asarray(history.epoch)
+    out["backup_history_loss"] = np.asarray(history.history["loss"])
+    for i, w in enumerate(optree.tree_leaves(net.state["params"])):
+        out[f"backup_weight_{i}"] = np.asarray(ember.ops.to_numpy(w))
+
+
 def batchnorm_scenario(out: dict) -> None:
     """BatchNormalization: per-rank batch statistics, moving statistics averaged over the ranks."""
     x, y = data()
@@ -175,6 +205,7 @@ def main() -> None:
         fit_scenario(out, "sgd")
         fit_scenario(out, "adam")
         dataset_scenario(out)
+        backup_scenario(out, directory)
         batchnorm_scenario(out)
     elif scenario == "checkpoint":
         checkpoint_scenario(out, directory)
