@@ -13,8 +13,10 @@ Example:
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import importlib.util
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,34 +40,48 @@ def available_transports(installed: Mapping[str, bool] | None = None) -> list[st
 
 
 class NumpyTorchEngine:
-    """gloo collectives on ``torch.from_numpy`` views of NumPy arrays."""
+    """gloo collectives on ``torch.from_numpy`` views of NumPy arrays.
+
+    torch is imported here, lazily (only when a NumPy strategy is created with torch installed),
+    and this engine drives ``torch.distributed`` itself: the backends stay independent packages.
+    """
 
     name = "torch.distributed (gloo, NumPy buffers)"
     has_timeout = True
 
     def __init__(self, environ: Mapping[str, str], timeout: float) -> None:
-        torch_engine = importlib.import_module("ember.backends.torch.distributed")
-        if "MLX_RANK" in environ and not torch_engine.launched_by_torchrun(environ):
+        launched_by_torchrun = "RANK" in environ and "WORLD_SIZE" in environ
+        if "MLX_RANK" in environ and not launched_by_torchrun:
             raise RuntimeError("the numpy backend trains data-parallel on torch.distributed (gloo), but this "
                                "process was started by mlx.launch; launch with `torchrun --nproc-per-node N ...`")
         self._torch = importlib.import_module("torch")
-        self._engine = torch_engine.TorchEngine(timeout, backend="gloo")
-        self.rank = self._engine.rank
-        self.world_size = self._engine.world_size
+        self._dist = importlib.import_module("torch.distributed")
+        dist = self._dist
+        self.owns_group = not dist.is_initialized()
+        if self.owns_group:
+            missing = [v for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if v not in os.environ]
+            if missing:
+                raise RuntimeError(f"torch.distributed: the environment lacks {missing}; launch with "
+                                   "`torchrun --nproc-per-node N script.py` (or call "
+                                   "torch.distributed.init_process_group first)")
+            dist.init_process_group(backend="gloo", timeout=datetime.timedelta(seconds=float(timeout)))
+        self.rank = dist.get_rank()
+        self.world_size = dist.get_world_size()
 
     def all_sum(self, array: Any) -> np.ndarray:
         """The element-wise sum of ``array`` over the ranks (a new array)."""
         buffer = np.array(array, copy=True, order="C")
         if buffer.dtype == np.bool_:
             raise TypeError("all_sum: boolean arrays cannot be summed; cast to an integer dtype first")
-        self._engine.all_sum_inplace(self._torch.from_numpy(buffer))  # a view: gloo sums into the array
+        self._dist.all_reduce(self._torch.from_numpy(buffer), op=self._dist.ReduceOp.SUM)  # gloo sums in place
         return buffer
 
     def barrier(self) -> None:
-        self._engine.barrier()
+        self._dist.barrier()
 
     def shutdown(self) -> None:
-        self._engine.shutdown()
+        if self.owns_group and self._dist.is_initialized():
+            self._dist.destroy_process_group()
 
 
 class NumpyMPIEngine:

@@ -6,8 +6,8 @@ initialized. Collectives wait at most ``timeout`` seconds: a rank that died or h
 the others raise instead of waiting forever. ``shutdown`` destroys the group (torch 2.13's
 gloo aborts at interpreter exit without it).
 
-The NumPy backend reuses this engine on zero-copy ``torch.from_numpy`` views
-(:mod:`ember.backends.numpy.distributed`).
+The NumPy backend drives ``torch.distributed`` the same way on zero-copy ``torch.from_numpy``
+views (:mod:`ember.backends.numpy.distributed`).
 
 Example:
     >>> from ember.backends.torch import distributed
@@ -73,10 +73,6 @@ class TorchEngine:
             buffer = tensor.detach().to(self.device, copy=True).contiguous()
             dist.all_reduce(buffer, op=dist.ReduceOp.SUM)
             return buffer.to(tensor.device)
-
-    def all_sum_inplace(self, tensor: Any) -> None:
-        """Sum a contiguous CPU/device tensor over the ranks in place (the NumPy engine's path)."""
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
 
     def barrier(self) -> None:
         """Wait until every rank arrives (within the timeout)."""
