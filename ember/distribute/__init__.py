@@ -21,6 +21,13 @@ batch it is given, without collectives. BatchNormalization uses per-rank batch s
 every rank holds the same buffers. Callbacks that write files (``ModelCheckpoint``,
 ``BackupAndRestore``, ``CSVLogger``) write on the main process only, followed by a barrier.
 
+Limits: metric states are summed over the ranks, which is right for every built-in metric (their
+states are totals and counts); a custom metric whose state is not a sum (a running maximum) is
+not. Arrays and Datasets are read whole on every rank (each keeps its rows of every batch), so
+memory and I/O are not divided. On torch a parameter the loss does not use gets a zero
+gradient under a strategy (one process skips it). A rank of the MLX ring that dies before the
+first collective may go unnoticed by that collective (the ring fills in zeros); later ones raise.
+
 Outside a strategy everything runs in one process and the helpers below answer for one
 process.
 
