@@ -25,7 +25,7 @@ from ember import activations, constraints, initializers, layers, regularizers, 
 from ember.layers import Input, clear_session  # noqa: E402
 from ember.models import Model, Sequential  # noqa: E402
 from ember.saving import load_model  # noqa: E402
-from ember.autodiff import GradientTape, grad, jacobian, stop_gradient, value_and_grad, vjp  # noqa: E402
+from ember.autodiff import GradientTape, custom_gradient, custom_vjp, grad, jacobian, stop_gradient, value_and_grad, vjp  # noqa: E402
 from ember._tensor import EmberTensor, Tensor, convert_to_tensor, is_tensor, tensor  # noqa: E402
 from ember import features  # noqa: E402
 from ember import losses, metrics  # noqa: E402
@@ -51,6 +51,8 @@ __all__ = [
     "clear_session",
     "constraints",
     "convert_to_tensor",
+    "custom_gradient",
+    "custom_vjp",
     "data",
     "distribute",
     "dtypes",

@@ -128,6 +128,13 @@ def check_data_parallel(r, backend):
     assert r["reloaded_same_predictions"] is True
 
 
+def check_spiking(r, backend):
+    assert_loss_fell(r["first_loss"], r["final_loss"], 0.5)  # 1.07-1.10 -> 0.18
+    assert r["test_accuracy"] >= 0.85, r                     # 0.956-0.958
+    assert 0.05 < r["mean_firing_rate"] < 0.95, r            # 0.40-0.42: the neurons spike, not saturate
+    assert r["surrogate_at_zero"] == 1.0                     # 1 / (1 + 5 |0|)^2
+
+
 CHECKS = {
     "01_quickstart.py": check_quickstart,
     "02_functional_api.py": check_functional,
@@ -137,6 +144,7 @@ CHECKS = {
     "06_checkpoints.py": check_checkpoints,
     "07_features_pca.py": check_features,
     "08_data_parallel.py": check_data_parallel,
+    "09_spiking_surrogate.py": check_spiking,
 }
 
 
@@ -158,6 +166,7 @@ PLOTS = {
     "04_cnn_digits.py": ["04_history.png"],
     "05_ncp_sunspots.py": ["wiring.png", "05_forecast.png"],
     "07_features_pca.py": ["07_pca.png"],
+    "09_spiking_surrogate.py": ["09_history.png"],
 }
 
 

@@ -3,7 +3,8 @@
 The NumPy engine's VJP rules live in :mod:`ember.autodiff.rules`.
 """
 
+from ember.autodiff.custom_gradient import custom_gradient, custom_vjp
 from ember.autodiff.functional import grad, jacobian, value_and_grad, vjp
 from ember.autodiff.tape import GradientTape, stop_gradient
 
-__all__ = ["GradientTape", "grad", "jacobian", "stop_gradient", "value_and_grad", "vjp"]
+__all__ = ["GradientTape", "custom_gradient", "custom_vjp", "grad", "jacobian", "stop_gradient", "value_and_grad", "vjp"]

@@ -266,7 +266,7 @@ class TapeEngine:
                         cots.pop(s, None)
                 out = node.out
                 g = type(out)(g)  # None where an output got no cotangent (vjp.fill_zeros)
-            rule = rules.get(node.op)
+            rule = getattr(node.function, "__ember_vjp__", None) or rules.get(node.op)
             if rule is None:
                 raise NotImplementedError(
                     f"GradientTape: no gradient rule for ember.ops.{node.op} on the NumPy backend"
@@ -499,4 +499,32 @@ def _untracked_target_message(position: int, target: Any) -> str:
     )
 
 
-__all__ = ["TapeEngine", "prepare_args", "wrap_output"]
+# ------------------------------------------------------------------ custom gradients
+def call_custom_gradient(forward: Any, backward: Any, args: tuple, kwargs: dict) -> Any:
+    """Run a custom-gradient function as one recorded node whose VJP rule is its ``grad_fn``.
+
+    ``forward(*args, **kwargs) -> (outputs, grad_fn)``; ``backward(grad_fn, upstream, n_args)``
+    returns one gradient (or None) per positional argument. When an outer tape records
+    during the backward pass (higher order), the forward is recomputed from the (traced)
+    inputs so the values ``grad_fn`` uses are connected to them on that tape.
+    """
+    box: list = []
+
+    def custom_gradient(*call_args: Any, **call_kwargs: Any) -> Any:
+        outputs, grad_fn = forward(*call_args, **call_kwargs)
+        box[:] = [grad_fn]
+        return outputs
+
+    def rule(upstream: Any, out: Any, *rule_args: Any, **rule_kwargs: Any) -> tuple:
+        grad_fn = box[0]
+        if recording.is_recording():
+            grad_fn = forward(*rule_args, **rule_kwargs)[1]
+        if type(upstream) in (tuple, list):
+            upstream = tuple(np.zeros_like(_plain(o)) if g is None else g for g, o in zip(upstream, out))
+        return backward(grad_fn, upstream, len(rule_args))
+
+    custom_gradient.__ember_vjp__ = rule  # type: ignore[attr-defined]
+    return recording.run_recorded("custom_gradient", custom_gradient, args, kwargs)
+
+
+__all__ = ["TapeEngine", "call_custom_gradient", "prepare_args", "wrap_output"]

@@ -218,3 +218,17 @@ def _composite_dropout(function: Callable) -> Callable:
     dropout.__doc__ = function.__doc__
     dropout.__wrapped__ = function
     return dropout
+
+
+def run_recorded(name: str, function: Callable, args: tuple, kwargs: dict) -> Any:
+    """Call ``function`` as one op named ``name``, offered to every recording tape.
+
+    Used for ops made at run time (custom gradients): the ops ``function`` calls are not
+    recorded, the call itself is, with the backend's ``prepare_args``/``wrap_output`` hooks.
+    """
+    if _depth or not _recording:
+        return function(*args, **kwargs)
+    autodiff = _autodiff_module(backends.current())
+    prepare = getattr(autodiff, "prepare_args", None)
+    wrap = getattr(autodiff, "wrap_output", None)
+    return _recorder(name, function, prepare, wrap)(*args, **kwargs)

@@ -474,3 +474,54 @@ def value_and_grad_leaves(fn: Any, leaves: list) -> tuple:
     value, grads = mx.value_and_grad(of_leaves, argnums=list(range(len(leaves))))(*leaves)
     # MLX returns a bare array (not a 1-tuple) when one argument is differentiated.
     return value, [grads] if len(leaves) == 1 else list(grads)
+
+
+# ============================================================ custom gradients
+
+
+def call_custom_gradient(forward: Callable, backward: Callable, args: tuple, kwargs: dict) -> Any:
+    """Run a custom-gradient function as one ``mx.custom_function`` (one recorded op for a tape).
+
+    ``forward(*args, **kwargs) -> (outputs, grad_fn)``; ``backward(grad_fn, upstream, n_args)``
+    returns one gradient (or None) per positional argument. The VJP recomputes the forward
+    from the primals it is given, so it is correct under ``mx.compile`` and nested transforms
+    (MLX differentiates the VJP itself for higher order).
+    """
+    return recording.run_recorded("custom_gradient", _custom_call(forward, backward), args, kwargs)
+
+
+def _custom_call(forward: Callable, backward: Callable) -> Callable:
+    def custom_gradient(*args: Any, **kwargs: Any) -> Any:
+        positions = [i for i, a in enumerate(args) if type(a) is _ARRAY]
+
+        def rebuild(arrays: Any) -> list:
+            call = list(args)
+            for p, x in zip(positions, arrays):
+                call[p] = x
+            return call
+
+        @mx.custom_function
+        def function(*arrays: Any) -> Any:
+            return forward(*rebuild(arrays), **kwargs)[0]
+
+        @function.vjp
+        def function_vjp(primals: Any, cotangents: Any, _outputs: Any) -> tuple:
+            primals = primals if isinstance(primals, (tuple, list)) else (primals,)
+            _, grad_fn = forward(*rebuild(primals), **kwargs)
+            upstream = tuple(cotangents) if isinstance(cotangents, (tuple, list)) else cotangents
+            grads = backward(grad_fn, upstream, len(args))
+            out = []
+            for p, primal in zip(positions, primals):
+                g = grads[p]
+                if g is None:
+                    g = mx.zeros_like(primal)
+                elif type(g) is not _ARRAY:
+                    g = mx.array(g)
+                if g.dtype != primal.dtype:
+                    g = g.astype(primal.dtype)
+                out.append(g)
+            return tuple(out)
+
+        return function(*[args[p] for p in positions])
+
+    return custom_gradient

@@ -216,3 +216,51 @@ class TapeEngine:
             self._restore_flags()
         except Exception:  # interpreter shutdown
             pass
+
+
+# ============================================================ custom gradients
+
+
+class _CustomGradient(torch.autograd.Function):
+    """``forward(*args) -> (outputs, grad_fn)`` as one autograd node whose backward is ``grad_fn``."""
+
+    @staticmethod
+    def forward(ctx: Any, forward: Any, backward: Any, kwargs: dict, *args: Any) -> Any:  # type: ignore[override]
+        outputs, grad_fn = forward(*args, **kwargs)
+        ctx.custom = (forward, backward, kwargs, grad_fn, args)
+        positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        ctx.positions = positions
+        ctx.save_for_backward(*[args[i] for i in positions])
+        return outputs
+
+    @staticmethod
+    def backward(ctx: Any, *upstream: Any) -> tuple:  # type: ignore[override]
+        forward, backward, kwargs, grad_fn, args = ctx.custom
+        if torch.is_grad_enabled():
+            # The gradient is differentiated again (create_graph): recompute the forward from
+            # the saved inputs, which carry their history, so grad_fn's values depend on them.
+            call = list(args)
+            for position, tensor in zip(ctx.positions, ctx.saved_tensors):
+                call[position] = tensor
+            _, grad_fn = forward(*call, **kwargs)
+        grads = backward(grad_fn, upstream[0] if len(upstream) == 1 else tuple(upstream), len(args))
+        out = []
+        for arg, g in zip(args, grads):
+            if g is None or not isinstance(arg, torch.Tensor) or not _differentiable(arg):
+                out.append(None)
+            else:
+                if not isinstance(g, torch.Tensor):
+                    g = torch.as_tensor(g, dtype=arg.dtype, device=arg.device)
+                out.append(g.to(arg.dtype) if g.dtype != arg.dtype else g)
+        return (None, None, None, *out)
+
+
+def call_custom_gradient(forward: Any, backward: Any, args: tuple, kwargs: dict) -> Any:
+    """Run a custom-gradient function as one ``torch.autograd.Function`` node.
+
+    ``forward(*args, **kwargs) -> (outputs, grad_fn)``; ``backward(grad_fn, upstream, n_args)``
+    returns one gradient (or None) per positional argument.
+    """
+    if not torch.is_grad_enabled() or not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        return forward(*args, **kwargs)[0]  # nothing to differentiate: skip the autograd node
+    return _CustomGradient.apply(forward, backward, kwargs, *args)
