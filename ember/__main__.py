@@ -1,7 +1,12 @@
-"""Ember's command line: ``python -m ember info | demo | inspect FILE.h5``.
+"""Ember's command line: ``python -m ember info | config | doctor | demo | inspect FILE.h5``.
 
-``info`` reports every backend Ember knows: whether it is installed, its library
-version, its devices and default device, and which backend is selected.
+``info`` reports every backend Ember knows: whether it is installed (and the command that
+installs a missing one), its library version, its devices and default device, which backend
+is selected and which rule chose it (an explicit call, ``EMBER_BACKEND``/``EMBER_ML_BACKEND``,
+the config file, or auto-detection with its order).
+``config backend NAME`` remembers NAME in ``$EMBER_HOME/config.json`` for later processes
+(``config backend`` alone prints the remembered one).
+``doctor`` lists problems a user can fix (:mod:`ember.doctor`); exit status 1 if any.
 ``demo`` runs the main demo (:mod:`ember.demo`): one model trained on every installed backend,
 a checkpoint saved on one and loaded on the others; exit status 1 if anything disagrees.
 ``inspect`` prints a checkpoint's metadata and variable tree (path, shape, dtype)
@@ -14,7 +19,7 @@ import argparse
 import platform
 import sys
 
-from ember import backends, dtypes
+from ember import backends, doctor, dtypes
 from ember._version import __version__
 from ember import demo
 from ember.saving.inspection import describe
@@ -24,7 +29,8 @@ def backend_report() -> list[dict]:
     """One row per backend: name, installed, version, devices, default device."""
     rows = []
     for name in backends.BACKENDS:
-        row = {"backend": name, "installed": backends.is_installed(name), "version": "-", "devices": "-", "default": "-"}
+        row = {"backend": name, "installed": backends.is_installed(name), "version": "-", "devices": "-", "default": "-",
+               "install": "-" if backends.is_installed(name) else f'pip install "ember[{name}]"'}
         if row["installed"]:
             try:
                 module = backends.load(name)
@@ -37,20 +43,51 @@ def backend_report() -> list[dict]:
 
 def print_info(out=sys.stdout) -> None:
     print(f"Ember {__version__} on Python {platform.python_version()} ({platform.system()} {platform.machine()})", file=out)
-    print(f"active backend: {backends.get_backend()}   default float: {dtypes.floatx()}", file=out)
+    choice = backends.active_choice()
+    print(f"active backend: {choice.backend} on {choice.device}   default float: {dtypes.floatx()}", file=out)
+    print(f"chosen by: {_SOURCES[choice.source]}: {choice.reason}", file=out)
+    print("selection order: ember.set_backend(), EMBER_BACKEND (or EMBER_ML_BACKEND), config file, "
+          f"auto-detection ({backends.AUTO_ORDER})", file=out)
     print(f"config file: {backends.config_path()}", file=out)
     rows = backend_report()
-    headers = ("backend", "installed", "version", "devices", "default")
+    headers = ("backend", "installed", "version", "devices", "default", "install")
     widths = [max(len(h), *(len(str(r[h])) for r in rows)) for h in headers]
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths)), file=out)
     for row in rows:
         print("  ".join(str(row[h]).ljust(w) for h, w in zip(headers, widths)), file=out)
 
 
+_SOURCES = {"call": "explicit call", "env": "environment variable", "config": "config file",
+            "auto": "auto-detection"}
+
+
+def config_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``python -m ember config backend [NAME]``: write (or print) the remembered backend."""
+    if args.name is None:
+        try:
+            configured = backends._configured_backend()
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        print(configured if configured is not None else f"(none: {backends.config_path()} sets no backend)")
+        return 0
+    try:
+        backends.set_backend(args.name, persist=True)
+    except (ValueError, backends.BackendNotAvailableError) as error:
+        parser.error(str(error))
+    print(f"backend {backends.get_backend()!r} written to {backends.config_path()}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ember", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="backends, versions and devices")
+    sub.add_parser("info", help="backends, versions and devices, and which rule chose the active backend")
+    config = sub.add_parser("config", help="remember a backend choice in $EMBER_HOME/config.json")
+    config_sub = config.add_subparsers(dest="key", required=True)
+    config_backend = config_sub.add_parser("backend", help="write (or, without NAME, print) the remembered backend")
+    config_backend.add_argument("name", nargs="?", metavar="NAME", help=f"one of {', '.join(backends.BACKENDS)}")
+    sub.add_parser("doctor", help="problems with this installation and how to fix them")
     demo = sub.add_parser(
         "demo", help="train one model on every installed backend and move a checkpoint between them",
         description="Train one MLP on scikit-learn's digits with fit on each backend, save a checkpoint on the "
@@ -70,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "info":
         print_info()
+    elif args.command == "config":
+        return config_command(args, config_backend)
+    elif args.command == "doctor":
+        rows = doctor.diagnose()
+        print(doctor.format_report(rows))
+        return 1 if any(row.level == "problem" for row in rows) else 0
     elif args.command == "demo":
         return run_demo_command(args, demo)
     elif args.command == "inspect":

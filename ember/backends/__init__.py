@@ -5,11 +5,15 @@ that implements the op protocol of :mod:`ember.backends._spec` on its native arr
 Selection, in priority order:
 
 1. ``ember.set_backend(name)`` (or the ``using_backend`` context manager);
-2. the ``EMBER_BACKEND`` environment variable;
+2. the ``EMBER_BACKEND`` environment variable (``EMBER_ML_BACKEND``, its former
+   name, is honoured too; ``EMBER_BACKEND`` wins when both are set);
 3. ``{"backend": ...}`` in ``$EMBER_HOME/config.json`` (``EMBER_HOME`` defaults
-   to ``~/.ember``);
-4. auto-detection: torch with CUDA, MLX on Apple silicon, torch with MPS,
-   torch on CPU, MLX on CPU, NumPy.
+   to ``~/.ember``), written by ``set_backend(name, persist=True)`` or
+   ``python -m ember config backend NAME``;
+4. auto-detection (:func:`auto_select`): torch with CUDA, MLX on Apple silicon,
+   torch with MPS, torch on CPU, MLX on CPU, NumPy.
+
+:func:`active_choice` says which of these chose the active backend.
 
 Switching re-points every ``ember.ops`` namespace at the new backend's functions,
 so code that did ``from ember import ops`` sees the switch; anything else that
@@ -32,9 +36,11 @@ import os
 import platform
 import sys
 from types import ModuleType
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 BACKENDS = ("numpy", "torch", "mlx")
+ENV_VARS = ("EMBER_BACKEND", "EMBER_ML_BACKEND")  # the current name first, then the former one
+AUTO_ORDER = "torch with CUDA, MLX on Apple silicon, torch with MPS, torch on CPU, MLX on CPU, NumPy"
 _EXTRA = {"torch": "torch", "mlx": "mlx", "numpy": None}
 _IMPORT_NAME = {"numpy": "numpy", "torch": "torch", "mlx": "mlx.core"}
 
@@ -46,6 +52,22 @@ class BackendNotAvailableError(ImportError):
 _active: ModuleType | None = None
 _loaded: dict[str, ModuleType] = {}
 _listeners: list[Callable[[ModuleType], None]] = []
+
+
+class Choice(NamedTuple):
+    """Which backend (and device) a selection rule picked, by which rule, and why.
+
+    ``source`` is ``"call"`` (``set_backend``), ``"env"`` (an environment variable),
+    ``"config"`` (the config file) or ``"auto"`` (auto-detection).
+    """
+
+    backend: str
+    device: str
+    source: str
+    reason: str
+
+
+_choice: Choice | None = None  # how the active backend was chosen
 
 
 def _check_name(name: object, argument: str = "name") -> str:
@@ -93,15 +115,36 @@ def load(name: str) -> ModuleType:
     return module
 
 
-def set_backend(name: str) -> None:
+def set_backend(name: str, persist: bool = False) -> None:
     """Make ``name`` the active backend for every ``ember.ops`` call from now on.
 
     Args:
         name: ``"numpy"``, ``"torch"`` or ``"mlx"``.
+        persist: also remember the choice for later processes: write it to
+            ``$EMBER_HOME/config.json`` (other keys in the file are kept). An
+            ``EMBER_BACKEND`` environment variable still wins over the file.
 
     Raises:
-        ValueError: unknown name. BackendNotAvailableError: not installed.
+        ValueError: unknown name, or an existing config file that is not a JSON object.
+        BackendNotAvailableError: not installed.
     """
+    global _choice
+    if not isinstance(persist, bool):
+        raise TypeError(f"set_backend: persist must be True or False, received {persist!r}")
+    if persist:
+        _read_config()  # a damaged config file fails before anything changes
+    previous = _choice
+    _activate(name)
+    _choice = Choice(_active.name, _active.default_device(), "call", f"ember.set_backend({_active.name!r})")
+    if persist:
+        try:
+            write_config(backend=_active.name)
+        except BaseException:
+            _choice = previous
+            raise
+
+
+def _activate(name: str) -> None:
     global _active
     module = load(name)
     if module is _active:
@@ -127,8 +170,31 @@ def get_backend() -> str:
 def current() -> ModuleType:
     """The active backend package (selecting one by the priority rules if needed)."""
     if _active is None:
-        set_backend(_select_default())
+        _select_and_activate()
     return _active  # type: ignore[return-value]
+
+
+def _select_and_activate() -> None:
+    global _choice
+    name, source, reason = _select_default_with_reason()
+    _activate(name)
+    _choice = Choice(name, _active.default_device(), source, reason)  # type: ignore[union-attr]
+
+
+def active_choice() -> Choice:
+    """The active backend, its default device, and which rule chose it (selecting one if needed).
+
+    Example:
+        >>> import ember
+        >>> with ember.using_backend("numpy"):
+        ...     ember.backends.active_choice().source
+        'call'
+    """
+    module = current()
+    choice = _choice
+    if choice is None or choice.backend != module.name:
+        return Choice(module.name, module.default_device(), "call", f"ember.set_backend({module.name!r})")
+    return choice._replace(device=module.default_device())
 
 
 @contextlib.contextmanager
@@ -141,12 +207,14 @@ def using_backend(name: str) -> Iterator[ModuleType]:
         ...     backend.name
         'numpy'
     """
-    previous = current().name
+    global _choice
+    previous, previous_choice = current().name, _choice
     set_backend(name)
     try:
         yield current()
     finally:
         set_backend(previous)
+        _choice = previous_choice
 
 
 def on_backend_change(listener: Callable[[ModuleType], None]) -> Callable[[ModuleType], None]:
@@ -185,40 +253,113 @@ def config_path() -> str:
     return os.path.join(home, "config.json")
 
 
-def _configured_backend() -> str | None:
+def _read_config() -> dict:
+    """The config file's content (``{}`` when there is none); ValueError naming the file if damaged."""
     path = config_path()
     if not os.path.exists(path):
-        return None
+        return {}
     try:
         with open(path, encoding="utf-8") as handle:
             config = json.load(handle)
     except (OSError, ValueError) as error:
         raise ValueError(f"Ember config file {path} is not valid JSON: {error}") from None
-    name = config.get("backend") if isinstance(config, dict) else None
-    return None if name is None else _check_name(name, f"'backend' in {path}")
+    if not isinstance(config, dict):
+        raise ValueError(f"Ember config file {path} must hold a JSON object, found {type(config).__name__}")
+    return config
+
+
+def write_config(**values: object) -> str:
+    """Merge ``values`` into ``$EMBER_HOME/config.json`` (created if needed, replaced atomically).
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: the existing file is not a JSON object (it is left untouched).
+    """
+    path = config_path()
+    config = _read_config()
+    config.update(values)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(config, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+    return path
+
+
+def _configured_backend() -> str | None:
+    config = _read_config()
+    name = config.get("backend")
+    return None if name is None else _check_name(name, f"'backend' in {config_path()}")
+
+
+def _env_backend() -> tuple[str, str] | None:
+    """``(name, variable)`` from the first non-empty of EMBER_BACKEND, EMBER_ML_BACKEND."""
+    for variable in ENV_VARS:
+        requested = os.environ.get(variable)
+        if requested:
+            return _check_name(requested, variable), variable
+    return None
 
 
 def _select_default() -> str:
-    requested = os.environ.get("EMBER_BACKEND")
-    if requested:
-        return _check_name(requested, "EMBER_BACKEND")
+    return _select_default_with_reason()[0]
+
+
+def _select_default_with_reason() -> tuple[str, str, str]:
+    """``(name, source, reason)`` by the priority rules (explicit calls aside)."""
+    from_env = _env_backend()
+    if from_env is not None:
+        name, variable = from_env
+        shadowed = [v for v in ENV_VARS if v != variable and os.environ.get(v)]
+        return name, "env", f"{variable}={os.environ[variable]}" + (
+            f" (ignoring {shadowed[0]}={os.environ[shadowed[0]]})" if shadowed else "")
     configured = _configured_backend()
     if configured:
-        return configured
-    return _auto_detect()
+        return configured, "config", f"'backend' in {config_path()}"
+    choice = auto_select()
+    return choice.backend, "auto", choice.reason
 
 
 def _auto_detect() -> str:
+    return auto_select().backend
+
+
+def auto_select() -> Choice:
+    """The backend and device auto-detection picks on this machine, and why (activates nothing).
+
+    The order is: torch with CUDA, MLX on Apple silicon, torch with MPS, torch on CPU,
+    MLX on CPU, NumPy (the first whose library is installed and whose device is present).
+
+    Example:
+        >>> import ember
+        >>> choice = ember.backends.auto_select()
+        >>> choice.source, choice.backend in ember.backends.available()
+        ('auto', True)
+    """
     has_torch, has_mlx = is_installed("torch"), is_installed("mlx")
     apple_silicon = sys.platform == "darwin" and platform.machine() == "arm64"
+    missing = [name for name, present in (("torch", has_torch), ("mlx", has_mlx)) if not present]
+    note = f"; not installed: {', '.join(missing)}" if missing else ""
+    order = f" (order: {AUTO_ORDER})"
     if has_torch:
         torch = importlib.import_module("torch")
         if torch.cuda.is_available():
-            return "torch"
+            return Choice("torch", "cuda:0", "auto", f"torch sees a CUDA GPU{note}{order}")
     if has_mlx and apple_silicon:
-        return "mlx"
+        return Choice("mlx", "gpu", "auto", f"MLX on Apple silicon{note}{order}")
     if has_torch:
-        return "torch"
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return Choice("torch", "mps", "auto", f"torch sees an MPS device{note}{order}")
+        return Choice("torch", "cpu", "auto", f"torch installed, no CUDA/MPS device and not Apple silicon"
+                                              f"{note}{order}")
     if has_mlx:
-        return "mlx"
-    return "numpy"
+        return Choice("mlx", "cpu", "auto", f"MLX installed (CPU), torch not installed{order}")
+    return Choice("numpy", "cpu", "auto", f"neither torch nor MLX is installed{order}")

@@ -22,6 +22,11 @@ def devices() -> list[str]:
     return found
 
 
+def build_info() -> dict:
+    """What the installed torch was built for: ``{"cuda_build": "12.4" or None, "cuda_available": bool}``."""
+    return {"cuda_build": torch.version.cuda, "cuda_available": bool(torch.cuda.is_available())}
+
+
 def default_device() -> str:
     return core.DEVICE.name
 
