@@ -115,6 +115,10 @@ def _recorder_tables(backend: Any) -> dict:
                 if name == "stop_gradient":
                     wrapped[name] = _fresh_stop_gradient(function)
                     continue
+                core_recorder = tables.get("core", {}).get(name) if namespace != "core" else None
+                if core_recorder is not None and getattr(core_recorder, "__wrapped__", None) is function:
+                    wrapped[name] = core_recorder  # an alias of a core op (ops.stats.sum): recorded as that op
+                    continue
                 if name in NOT_DIFFERENTIABLE or getattr(function, "__ember_composite__", False):
                     continue  # composites (ember.ops._composite) stay plain: their inner ops are recorded
                 wrapped[name] = _recorder(qualified, function, prepare, wrap)

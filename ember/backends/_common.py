@@ -8,6 +8,10 @@ from typing import Any, Callable
 from ember.backends import _spec
 
 
+# ``ember.ops.stats`` also offers these core ops under the same names (the same functions).
+STATS_ALIASES = ("max", "min", "sum", "cumsum", "argmax", "argmin", "sort", "argsort")
+
+
 def build_op_tables(backend_name: str, modules: dict[str, ModuleType]) -> dict[str, dict[str, Callable]]:
     """Collect a backend's functions per namespace, in the protocol's order.
 
@@ -30,6 +34,8 @@ def build_op_tables(backend_name: str, modules: dict[str, ModuleType]) -> dict[s
                     pass
             table[name] = function
         tables[namespace] = table
+    for name in STATS_ALIASES:
+        tables["stats"].setdefault(name, tables["core"][name])
     return tables
 
 
