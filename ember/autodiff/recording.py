@@ -87,7 +87,7 @@ def stop(engine: Any) -> None:
         if hook is not None:
             hook(False)
         if backends.current() is backend:
-            ops._install(backend.op_tables())
+            ops._rebind(backend)
 
 
 def _autodiff_module(backend: Any) -> Any:

@@ -1,10 +1,11 @@
 """``ember.ops``: the backend-agnostic op namespace.
 
-Every name here is the active backend's own function, bound directly into this
-module's namespace, so a call costs one Python call over the native op. Switching
+Every name here is a copy of the active backend's own function, bound directly into
+this module's namespace, so a call costs one Python call over the native op. Switching
 backends re-binds the names; code that did ``from ember import ops`` and calls
-``ops.add`` sees the switch. (``from ember.ops import add`` binds one backend's
-function for good: prefer ``ops.add``.)
+``ops.add`` sees the switch, and a function taken earlier (``from ember.ops import add``)
+forwards its calls to the new backend's op from then on (:mod:`ember.ops._binding`), so
+it never computes on a backend that is no longer active.
 
 The protocol (names, signatures, semantics) is :mod:`ember.backends._spec`.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import sys
 
 from ember import backends as _backends
+from ember.ops import _binding
 
 
 def _install(tables: dict) -> None:
@@ -48,6 +50,7 @@ from ember.ops import linalg, nn, random, stats  # noqa: E402  (namespaces fille
 
 _THIS = sys.modules[__name__]
 _MODULES = {"core": _THIS, "linalg": linalg, "nn": nn, "stats": stats, "random": random}
+_binding.set_namespaces(_MODULES)
 
 
 def __getattr__(name: str):
@@ -55,7 +58,12 @@ def __getattr__(name: str):
 
 
 def _on_backend_change(backend) -> None:
-    _install(backend.op_tables())
+    _install(_binding.bind(backend))
+
+
+def _rebind(backend) -> None:
+    """Bind ``backend``'s plain (unrecorded) functions again, e.g. after the last tape stops."""
+    _install(_binding.bind(backend))
 
 
 _backends.on_backend_change(_on_backend_change)
