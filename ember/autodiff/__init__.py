@@ -5,6 +5,17 @@ The NumPy engine's VJP rules live in :mod:`ember.autodiff.rules`.
 
 from ember.autodiff.custom_gradient import custom_gradient, custom_vjp
 from ember.autodiff.functional import grad, jacobian, value_and_grad, vjp
-from ember.autodiff.tape import GradientTape, stop_gradient
+from ember.autodiff.tape import GradientTape, is_variable, record_variable_read, stop_gradient
 
-__all__ = ["GradientTape", "custom_gradient", "custom_vjp", "grad", "jacobian", "stop_gradient", "value_and_grad", "vjp"]
+__all__ = [
+    "GradientTape",
+    "custom_gradient",
+    "custom_vjp",
+    "grad",
+    "is_variable",
+    "jacobian",
+    "record_variable_read",
+    "stop_gradient",
+    "value_and_grad",
+    "vjp",
+]

@@ -39,7 +39,9 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
     """Make a function returning ``(value, grads)`` (``((value, aux), grads)`` with ``has_aux``).
 
     Args:
-        fn: returns a scalar (or ``(scalar, aux)`` when ``has_aux``).
+        fn: returns a scalar (or ``(scalar, aux)`` when ``has_aux``). A non-scalar value
+            is summed for the gradient (TensorFlow's rule, on every backend); the value
+            returned is the one ``fn`` returned.
         argnums: which positional argument(s) to differentiate; each may be a pytree.
         has_aux: ``fn`` returns ``(value, aux)``; aux is passed through undifferentiated.
 
@@ -98,7 +100,10 @@ def _direct_value_and_grad(direct: Callable, fn: Callable, args: tuple, kwargs: 
             out, aux = out
             aux_box.append(aux)
         aux_box.insert(0, out)
-        return out._native if _is_tensor(out) else out
+        native = out._native if _is_tensor(out) else out
+        if getattr(native, "ndim", 0):  # a non-scalar value: the gradient of its sum, as the tape gives
+            native = native.sum()
+        return native
 
     _, grads = direct(of_leaves, natives)
     value = aux_box[0]

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from ember.autodiff import recording
+from ember.backends._common import UntrackedTargetError
 from ember.autodiff.graph import RecordedGraph
 from ember.autodiff.traced import TracedArray, traced_view
 
@@ -218,7 +219,7 @@ class TapeEngine:
         for position, target in enumerate(targets):
             slot = graph.slot(target)
             if slot is None:
-                raise ValueError(_untracked_target_message(position, target))
+                raise UntrackedTargetError(position, "numpy")
             target_slots.append(slot)
         self._check_views(source_slots, target_slots)
 
@@ -485,18 +486,6 @@ def _flat(slots: Any) -> list:
     for s in slots:
         out.extend(_flat(s))
     return out
-
-
-def _untracked_target_message(position: int, target: Any) -> str:
-    kind = type(target).__name__
-    return (
-        f"GradientTape.gradient: target {position} ({kind}) was not computed by operations the tape "
-        "could record, and it is not a watched source. On the NumPy backend the tape sees ember.ops "
-        "calls, ember.Tensor operators and NumPy operators/functions applied to values those return; "
-        "NumPy operators on plain arrays (e.g. `x * 2` on the watched array itself), float()/Python "
-        "arithmetic and values computed before the tape began are invisible to it. Compute the target "
-        "with ember.ops (or wrap inputs with ember.convert_to_tensor) inside the tape."
-    )
 
 
 # ------------------------------------------------------------------ custom gradients

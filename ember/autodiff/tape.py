@@ -64,6 +64,36 @@ def _native(value: Any) -> Any:
     return value._native if _is_tensor(value) else value
 
 
+def is_variable(value: Any) -> bool:
+    """Whether ``value`` follows Ember's variable protocol (see :func:`record_variable_read`)."""
+    return getattr(type(value), "__ember_variable__", False)
+
+
+def record_variable_read(variable: Any, value: Any) -> Any:
+    """Hook for variable objects: call it with the native array each time a variable is read.
+
+    The protocol a variable class (``ember.Variable``) follows to take part in tapes:
+
+    * its class sets ``__ember_variable__ = True``;
+    * it has ``value`` (the current native array) and ``trainable`` (bool) attributes;
+    * every read of its value by user code goes through
+      ``value = ember.autodiff.record_variable_read(self, value)``.
+
+    Every recording tape then watches ``value`` if the tape was created with
+    ``watch_accessed_variables=True`` and the variable is trainable, or if the variable
+    itself was given to ``tape.watch`` (TensorFlow's rules); ``tape.gradient(loss,
+    variables)`` maps each variable to the value read inside the tape. Outside any tape
+    this costs one list check.
+
+    Returns:
+        ``value`` (so a getter can ``return record_variable_read(self, value)``).
+    """
+    if _active_tapes:
+        for tape in _active_tapes:
+            tape._on_variable_read(variable, value)
+    return value
+
+
 def _leaves(tree: Any) -> tuple[list, Any]:
     leaves, spec = optree.tree_flatten(tree, none_is_leaf=False)
     return leaves, spec
@@ -74,9 +104,12 @@ class GradientTape:
 
     Args:
         persistent: allow more than one ``gradient``/``jacobian`` call.
-        watch_accessed_variables: accepted for TensorFlow compatibility. Ember has
-            no mutable variables (state lives in explicit dicts), so sources are always
-            watched explicitly with :meth:`watch`, or passed to :func:`ember.value_and_grad`.
+        watch_accessed_variables: TensorFlow's meaning. True (default): every trainable
+            variable read inside the tape (an object following the protocol of
+            :func:`record_variable_read`, e.g. ``ember.Variable``) is watched, and on torch
+            a tensor that requires grad (a ``Parameter``) is differentiated as torch
+            would. False: only what :meth:`watch` was given, and values computed from
+            it, get gradients, on every backend (torch included).
 
     Example:
         >>> import ember
@@ -101,12 +134,16 @@ class GradientTape:
         self._recording = False
         self._used = False
         self._watched: list[Any] = []
+        self._variable_ids: set[int] = set()  # variables given to watch()
+        self._variable_values: dict[int, Any] = {}  # id(variable) -> native value read inside the tape
+        self._stopped = 0
 
     # --- context -----------------------------------------------------------------------
     def __enter__(self) -> "GradientTape":
         if self._recording:
             raise RuntimeError("GradientTape: this tape is already recording (nested `with` on the same tape)")
         self._ensure_engine()
+        self._engine.watch_accessed_variables = self._watch_accessed_variables
         self._engine.begin()
         self._recording = True
         _active_tapes.append(self)
@@ -135,6 +172,10 @@ class GradientTape:
         self._ensure_engine()
         leaves, _ = _leaves(tensor)
         for leaf in leaves:
+            if is_variable(leaf):
+                self._variable_ids.add(id(leaf))
+                self._watch_variable_value(leaf, leaf.value)
+                continue
             native = _native(leaf)
             if not hasattr(native, "shape"):
                 raise TypeError(
@@ -144,8 +185,30 @@ class GradientTape:
             self._watched.append(leaf)
 
     def watched_variables(self) -> tuple:
-        """The values watched so far, in the order they were watched."""
+        """What was watched so far (arrays, Tensors and variables), in the order they were watched."""
         return tuple(self._watched)
+
+    def _on_variable_read(self, variable: Any, value: Any) -> None:
+        if not self._recording or self._stopped:
+            return
+        if id(variable) in self._variable_ids or (
+                self._watch_accessed_variables and getattr(variable, "trainable", True)):
+            self._watch_variable_value(variable, value)
+
+    def _watch_variable_value(self, variable: Any, value: Any) -> None:
+        native = _native(value)
+        if self._variable_values.get(id(variable)) is native:
+            return
+        self._engine.watch(native)
+        if id(variable) not in self._variable_values:
+            self._watched.append(variable)
+        self._variable_values[id(variable)] = native
+
+    def _source_native(self, leaf: Any) -> Any:
+        if is_variable(leaf):
+            native = self._variable_values.get(id(leaf))
+            return _native(leaf.value) if native is None else native
+        return _native(leaf)
 
     @property
     def graph(self) -> list:
@@ -158,9 +221,11 @@ class GradientTape:
         if not self._recording:
             raise RuntimeError("GradientTape.stop_recording: the tape is not recording")
         self._engine.pause()
+        self._stopped += 1
         try:
             yield
         finally:
+            self._stopped -= 1
             self._engine.resume()
 
     def reset(self) -> None:
@@ -168,6 +233,8 @@ class GradientTape:
         if self._engine is not None:
             self._engine.reset()
         self._watched = []
+        self._variable_ids = set()
+        self._variable_values = {}
         self._used = False
 
     # --- gradients -----------------------------------------------------------------------
@@ -178,10 +245,16 @@ class GradientTape:
         output_gradients: Any = None,
         unconnected_gradients: str = "none",
     ) -> Any:
-        """Gradient of ``target`` (summed over its leaves) with respect to ``sources``.
+        """Gradient of ``target`` with respect to ``sources``.
+
+        As in TensorFlow, a non-scalar target is summed: the result is the gradient of
+        the sum of every element of every leaf of ``target`` (weighted by
+        ``output_gradients`` when given), the same on every backend.
 
         Args:
-            target: an array/Tensor or a pytree of them.
+            target: an array/Tensor or a pytree of them, computed inside this tape's
+                ``with`` block (a value computed before the tape began or after it ended
+                raises ``ValueError`` on every backend, see ``UntrackedTargetError``).
             sources: an array/Tensor or a pytree of them; the result has this structure.
             output_gradients: cotangents for ``target`` (same structure), default ones.
             unconnected_gradients: ``"none"`` gives None for a source the target does
@@ -213,8 +286,8 @@ class GradientTape:
         source_leaves, source_spec = _leaves(sources)
         if not target_leaves:
             raise ValueError("GradientTape.gradient: target has no arrays")
-        for position, leaf in enumerate(source_leaves):
-            native = _native(leaf)
+        source_natives = [self._source_native(leaf) for leaf in source_leaves]
+        for position, native in enumerate(source_natives):
             name = ops.dtype(native)
             if name not in dtypes.FLOATING + dtypes.COMPLEX:
                 raise TypeError(
@@ -238,7 +311,7 @@ class GradientTape:
         try:
             natives = self._engine.gradient(
                 [_native(t) for t in target_leaves],
-                [_native(s) for s in source_leaves],
+                source_natives,
                 out_grads,
                 keep=keep,
                 create_graph=create_graph,
@@ -247,9 +320,9 @@ class GradientTape:
             if was_recording:
                 self._engine.resume()
         results = []
-        for leaf, grad in zip(source_leaves, natives):
+        for leaf, native, grad in zip(source_leaves, source_natives, natives):
             if grad is None and unconnected == "zero":
-                grad = ops.zeros_like(_native(leaf))
+                grad = ops.zeros_like(native)
             if grad is not None and _is_tensor(leaf):
                 grad = type(leaf)(grad)
             results.append(grad)

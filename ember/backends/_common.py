@@ -92,3 +92,27 @@ def normalize_axes(axis: Any, ndim: int, argument: str = "axis") -> tuple[int, .
             raise ValueError(f"{argument}={tuple(axis)} repeats an axis")
         return axes
     return (normalize_axis(axis, ndim, argument),)
+
+
+class UntrackedTargetError(ValueError):
+    """``GradientTape.gradient`` on a target the tape did not see computed (same message on every backend).
+
+    TensorFlow's rule, applied on every backend: a gradient is only taken of a value computed
+    inside the tape's ``with`` block by operations the tape records. A value computed before
+    the tape began or after it ended (even from a watched source, even where the backend could
+    technically differentiate it, as torch can), or by code the tape cannot see (a direct
+    NumPy/MLX call on plain arrays, ``float()``), raises this instead of giving a gradient
+    that may be wrong or ``None`` that may be wrong.
+    """
+
+    def __init__(self, position: int, backend: str) -> None:
+        self.position = position
+        self.backend = backend
+        super().__init__(
+            f"GradientTape.gradient: target {position} was not computed inside this tape's `with` block by "
+            "operations the tape records (it was computed before the tape began, after it ended, or by "
+            "code the tape cannot see, such as NumPy or mlx.core functions called on plain arrays), so "
+            "whether it depends on the sources is unknown; no gradient is returned rather than a possibly "
+            "wrong one. Compute it inside the tape with ember.ops functions or ember.Tensor operators "
+            f"(backend: {backend})"
+        )

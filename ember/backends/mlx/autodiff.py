@@ -57,6 +57,7 @@ import numpy as np
 
 from ember.autodiff import recording
 from ember.autodiff.graph import RecordedGraph
+from ember.backends._common import UntrackedTargetError
 from ember.backends.mlx import _operators
 
 _ARRAY = mx.array
@@ -145,13 +146,7 @@ class TapeEngine:
         for i, target in enumerate(targets):
             slot = graph.slot(target) if type(target) is _ARRAY else None
             if slot is None:
-                raise ValueError(
-                    f"GradientTape.gradient (mlx backend): target {i} was not computed by operations the "
-                    "tape recorded (e.g. a direct mlx.core call such as mx.exp, or a value made outside the "
-                    "tape), so whether it depends on the sources is unknown and no gradient is returned "
-                    "rather than a possibly wrong one. Compute it inside the tape with ember.ops functions, "
-                    "ember.Tensor or mx.array operators"
-                )
+                raise UntrackedTargetError(i, "mlx")
             target_slots.append(slot)
         cotangents = self._cotangents(targets, output_gradients)
 

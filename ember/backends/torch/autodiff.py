@@ -24,6 +24,15 @@ code inside a tape are differentiated alike, and code outside a tape pays nothin
   tape is alive that may still differentiate through it (nested tapes).
 * A target that does not require grad depends on no watched source: every gradient
   is None (zeros with ``unconnected_gradients="zero"``), as in TensorFlow.
+* A target computed outside the tape's ``with`` block (before it began or after it
+  ended) raises :class:`~ember.backends._common.UntrackedTargetError`, as on NumPy and
+  MLX, although torch could differentiate it: the tape remembers the range of autograd
+  sequence numbers (torch numbers every graph node it creates, per thread) of each
+  recording span and checks the target's node against them.
+* ``watch_accessed_variables=False``: only what ``watch`` was given (and results computed
+  from it) gets a gradient; a tensor that merely requires grad (a ``torch.nn.Parameter``)
+  gets None, as an unwatched variable does in TensorFlow. With the default True such
+  tensors are torch's variables and are differentiated.
 * ``reset`` un-watches (restores the flags it flipped); results computed before it keep
   their autograd history, so unlike TensorFlow they can still be differentiated.
 """
@@ -34,6 +43,17 @@ import weakref
 from typing import Any
 
 import torch
+
+from ember.backends._common import UntrackedTargetError
+
+_PROBE = torch.zeros((), requires_grad=True)
+
+
+def _sequence_now() -> int:
+    """The autograd sequence number the next graph node of this thread will get (about)."""
+    with torch.enable_grad():
+        return _PROBE.view_as(_PROBE).grad_fn._sequence_nr() + 1
+
 
 # tensors whose requires_grad flag some live engine flipped: id -> [tensor, holders]
 _flipped: dict[int, list] = {}
@@ -53,6 +73,9 @@ class TapeEngine:
         self._mine: list[int] = []  # ids in _flipped that this engine holds
         self._modes: list[bool] = []  # grad modes to restore: begin/end and pause/resume
         self._released = False
+        self._spans: list[list] = []  # [first, last] autograd sequence numbers of each recording span
+        self._watched_ids: dict[int, torch.Tensor] = {}
+        self.watch_accessed_variables = True
         _live.add(self)
 
     @property
@@ -63,10 +86,13 @@ class TapeEngine:
     def begin(self) -> None:
         self._modes.append(torch.is_grad_enabled())
         torch.set_grad_enabled(True)
+        self._spans.append([_sequence_now(), None])
         self._released = False
         _live.add(self)
 
     def end(self) -> None:
+        if self._spans and self._spans[-1][1] is None:
+            self._spans[-1][1] = _sequence_now() - 1
         if self._modes:
             torch.set_grad_enabled(self._modes.pop())
 
@@ -87,6 +113,7 @@ class TapeEngine:
         if not _differentiable(native):
             return  # cannot require grad; rejected as a source by the tape
         key = id(native)
+        self._watched_ids[key] = native
         entry = _flipped.get(key)
         if entry is not None and entry[0] is native:
             if key not in self._mine:
@@ -122,6 +149,9 @@ class TapeEngine:
                 )
             if not target.requires_grad:
                 continue  # depends on no watched source
+            node = target.grad_fn
+            if node is not None and not self._recorded_here(node._sequence_nr()):
+                raise UntrackedTargetError(i, "torch")
             seed = None if output_gradients is None else output_gradients[i]
             if seed is None:
                 seed = torch.ones_like(target)
@@ -135,6 +165,8 @@ class TapeEngine:
             outputs.append(target)
             seeds.append(seed)
         wanted = [k for k, s in enumerate(sources) if isinstance(s, torch.Tensor) and s.requires_grad]
+        if not self.watch_accessed_variables:
+            wanted = [k for k in wanted if self._from_watched(sources[k])]
         grads: list = [None] * len(sources)
         if not outputs or not wanted:
             return grads
@@ -151,6 +183,18 @@ class TapeEngine:
         for k, g in zip(wanted, found):
             grads[k] = g
         return grads
+
+    def _recorded_here(self, sequence_nr: int) -> bool:
+        return any(first <= sequence_nr and (last is None or sequence_nr <= last) for first, last in self._spans)
+
+    def _from_watched(self, source: torch.Tensor) -> bool:
+        """Whether ``source`` was watched, or computed from a watched tensor (flag False only)."""
+        watched = self._watched_ids.get(id(source))
+        if watched is source:
+            return True
+        if source.grad_fn is None:
+            return False
+        return any(self.connected(source, w) for w in self._watched_ids.values())
 
     def connected(self, target: Any, source: Any) -> bool:
         """Whether ``target``'s autograd graph reaches ``source``."""
@@ -210,6 +254,7 @@ class TapeEngine:
 
     def reset(self) -> None:
         self._restore_flags()
+        self._watched_ids = {}
 
     def __del__(self) -> None:
         try:
