@@ -32,6 +32,7 @@ import contextlib
 import importlib
 from typing import Any, Iterator
 
+import numpy as np
 import optree
 
 from ember import backends, dtypes
@@ -62,6 +63,10 @@ def _is_tensor(value: Any) -> bool:
 
 def _native(value: Any) -> Any:
     return value._native if _is_tensor(value) else value
+
+
+def _set_native(tensor: Any, native: Any) -> None:
+    object.__setattr__(tensor, "_native", native)  # Tensors are frozen; the tape re-points one at a view
 
 
 def is_variable(value: Any) -> bool:
@@ -177,6 +182,11 @@ class GradientTape:
                 self._watch_variable_value(leaf, leaf.value)
                 continue
             native = _native(leaf)
+            if _is_tensor(leaf) and type(native) is np.ndarray:
+                # NumPy hands several Tensors of one array the same ndarray; the engine tells
+                # sources apart by object, so this Tensor gets its own view (same memory).
+                native = native.view()
+                _set_native(leaf, native)
             if not hasattr(native, "shape"):
                 raise TypeError(
                     f"GradientTape.watch: expected arrays or ember.Tensors, received {type(leaf).__name__}"

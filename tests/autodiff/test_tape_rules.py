@@ -132,3 +132,17 @@ def test_a_target_computed_outside_the_tape_raises_the_same_error(backend, when)
     assert message.startswith("GradientTape.gradient: target 0 was not computed inside this tape's `with` block")
     assert "ember.ops" in message and message.endswith(f"(backend: {backend})")
     np.testing.assert_allclose(ops.to_numpy(tape.gradient(inside, x)), [3.0, 3.0])
+
+
+def test_sources_are_told_apart_by_tensor_not_by_buffer(backend):
+    """Two Tensors converted from one NumPy array are two sources (issue: NumPy followed the buffer)."""
+    data = np.array([1.0, 2.0], np.float32)
+    a, b = ember.convert_to_tensor(data), ember.convert_to_tensor(data)
+    with ember.GradientTape() as tape:
+        tape.watch([a, b])
+        y = ops.sum(ops.multiply(a, 3.0))
+    ga, gb = tape.gradient(y, [a, b], unconnected_gradients="zero")
+    np.testing.assert_allclose(ops.to_numpy(ga), [3.0, 3.0])
+    np.testing.assert_allclose(ops.to_numpy(gb), [0.0, 0.0])
+    if backend == "numpy":  # still zero-copy: the watched Tensor shares the array's memory
+        assert np.shares_memory(a._native, data)
