@@ -346,30 +346,35 @@ class GradientTape:
         parallel_iterations: Any = None,
         experimental_use_pfor: bool = True,
     ) -> Any:
-        """Full Jacobian: for each source, an array of shape ``target.shape + source.shape``."""
+        """Full Jacobian: for each source, an array of shape ``target.shape + source.shape``.
+
+        Vectorized: one batched vector-Jacobian product over the rows of the identity
+        (torch: ``autograd.grad(..., is_grads_batched=True)``, i.e. ``torch.func.vmap``
+        over the backward pass; MLX: ``mx.vmap`` of ``mx.vjp``). NumPy, and MLX while an
+        outer tape records (higher order), take one VJP per row.
+        ``parallel_iterations`` and ``experimental_use_pfor`` are TensorFlow's tuning
+        knobs and have no effect here.
+        """
         if self._used and not self._persistent:
             raise RuntimeError("GradientTape.jacobian: a non-persistent tape can compute gradients only once")
         target_native = _native(target)
         source_leaves, source_spec = _leaves(sources)
-        target_shape = ops.shape(target_native)
+        source_natives = [self._source_native(leaf) for leaf in source_leaves]
+        target_shape = tuple(ops.shape(target_native))
         n = 1
         for d in target_shape:
             n *= d
-        rows: list[list[Any]] = [[] for _ in source_leaves]
         dtype = ops.dtype(target_native)
-        for i in range(n):
-            seed = ops.reshape(ops.one_hot(ops.convert_to_tensor([i]), n, dtype=dtype)[0], target_shape)
-            grads = self._gradient(target_native, [_native(s) for s in source_leaves], seed, "zero", keep=True)
-            for k, g in enumerate(grads):
-                rows[k].append(g)
+        seeds = ops.reshape(ops.eye(n, dtype=dtype), (n,) + target_shape)
+        rows = self._vjp_rows(target_native, source_natives, seeds, n)
         results = []
-        for k, leaf in enumerate(source_leaves):
-            source_shape = ops.shape(_native(leaf))
-            if n:
-                stacked = ops.reshape(ops.stack(rows[k], axis=0), tuple(target_shape) + tuple(source_shape))
+        for leaf, native, row in zip(source_leaves, source_natives, rows):
+            source_shape = tuple(ops.shape(native))
+            if row is None or not n:
+                stacked = ops.zeros(target_shape + source_shape, dtype=ops.dtype(native))
             else:
-                stacked = ops.zeros(tuple(target_shape) + tuple(source_shape), dtype=dtype)
-            if unconnected_gradients == "none" and self._unconnected(target_native, _native(leaf)):
+                stacked = ops.reshape(row, target_shape + source_shape)
+            if unconnected_gradients == "none" and (row is None or self._unconnected(target_native, native)):
                 stacked = None
             results.append(type(leaf)(stacked) if stacked is not None and _is_tensor(leaf) else stacked)
         if not self._persistent:
@@ -381,11 +386,12 @@ class GradientTape:
         """Per-example Jacobian: ``target`` (b, *t) and ``source`` (b, *s) give (b, *t, *s).
 
         Assumes example ``i`` of the target depends only on example ``i`` of the source.
+        Vectorized like :meth:`jacobian`: one batched VJP over ``prod(t)`` seeds.
         """
         if self._used and not self._persistent:
             raise RuntimeError("GradientTape.batch_jacobian: a non-persistent tape can compute gradients only once")
-        target_native, source_native = _native(target), _native(source)
-        t_shape, s_shape = ops.shape(target_native), ops.shape(source_native)
+        target_native, source_native = _native(target), self._source_native(source)
+        t_shape, s_shape = tuple(ops.shape(target_native)), tuple(ops.shape(source_native))
         if not t_shape or not s_shape or t_shape[0] != s_shape[0]:
             raise ValueError(
                 "GradientTape.batch_jacobian: target and source need the same leading batch dimension; "
@@ -396,23 +402,49 @@ class GradientTape:
         for d in inner:
             m *= d
         dtype = ops.dtype(target_native)
-        columns = []
-        for j in range(m):
-            seed = ops.reshape(
-                ops.broadcast_to(ops.one_hot(ops.convert_to_tensor([j]), m, dtype=dtype), (batch, m)), t_shape
-            )
-            (grad,) = self._gradient(target_native, [source_native], seed, "zero", keep=True)
-            columns.append(grad)
-        if m:
-            result = ops.reshape(ops.stack(columns, axis=1), (batch,) + tuple(inner) + tuple(s_shape[1:]))
-        else:
-            result = ops.zeros((batch,) + tuple(inner) + tuple(s_shape[1:]), dtype=dtype)
-        if unconnected_gradients == "none" and self._unconnected(target_native, source_native):
+        # seed j puts a one at flat position j of every example's target
+        seeds = ops.reshape(ops.broadcast_to(ops.reshape(ops.eye(m, dtype=dtype), (m, 1, m)), (m, batch, m)),
+                            (m,) + t_shape)
+        (rows,) = self._vjp_rows(target_native, [source_native], seeds, m)
+        out_shape = (batch,) + tuple(inner) + tuple(s_shape[1:])
+        if rows is None or not m:
+            result = ops.zeros(out_shape, dtype=ops.dtype(source_native))
+        else:  # (m, b, *s) -> (b, m, *s) -> (b, *t, *s)
+            order = (1, 0) + tuple(range(2, 2 + len(s_shape) - 1))
+            result = ops.reshape(ops.transpose(rows, order), out_shape)
+        if unconnected_gradients == "none" and (rows is None or self._unconnected(target_native, source_native)):
             result = None
         if not self._persistent:
             self._used = True
             self._engine.release()
         return type(source)(result) if result is not None and _is_tensor(source) else result
+
+    def _vjp_rows(self, target: Any, sources: list, seeds: Any, count: int) -> list:
+        """For each source, the stacked VJPs of ``target`` with the ``count`` cotangents in ``seeds``.
+
+        Returns one array of shape ``(count, *source.shape)`` per source, or None for a source
+        the engine found unconnected. Uses the engine's ``batched_vjp`` when it has one and
+        it can serve the call; otherwise one :meth:`_gradient` per seed.
+        """
+        from ember import ops
+
+        if count == 0:
+            return [None for _ in sources]
+        batched = getattr(self._engine, "batched_vjp", None)
+        create_graph = any(t is not self and t._recording for t in _active_tapes)
+        if batched is not None:
+            was_recording = self._recording
+            if was_recording:
+                self._engine.pause()
+            try:
+                rows = batched(target, sources, seeds, create_graph=create_graph)
+            finally:
+                if was_recording:
+                    self._engine.resume()
+            if rows is not NotImplemented:
+                return rows
+        per_seed = [self._gradient(target, sources, seeds[i], "zero", keep=True) for i in range(count)]
+        return [ops.stack([grads[k] for grads in per_seed], axis=0) for k in range(len(sources))]
 
     def _unconnected(self, target: Any, source: Any) -> bool:
         return not self._engine.connected(target, source)

@@ -191,6 +191,51 @@ class TapeEngine:
             self._program_cache = None
         return grads
 
+    def batched_vjp(self, target: Any, sources: list, seeds: Any, create_graph: bool) -> Any:
+        """VJPs of ``target`` with every cotangent in ``seeds`` (leading axis): ``mx.vmap`` of the replayed ``mx.vjp``.
+
+        While an outer tape records (``create_graph``) it returns ``NotImplemented``: the
+        tape then takes one VJP per seed, each recorded for the outer tape.
+        """
+        if create_graph:
+            return NotImplemented
+        graph = self._graph
+        rows: list = [None] * len(sources)
+        source_slots = [self._source_slot(s) if type(s) is _ARRAY else None for s in sources]
+        if all(slot is None for slot in source_slots):
+            return rows
+        slot = graph.slot(target) if type(target) is _ARRAY else None
+        if slot is None:
+            raise UntrackedTargetError(0, "mlx")
+        program = _Program.build(graph, source_slots, [slot], [target])
+        if not program.connected:
+            return rows
+        primals = [
+            mx.zeros_like(sources[k]) if i in program.perturbed else sources[k]
+            for i, k in enumerate(program.connected)
+        ]
+        if type(seeds) is not _ARRAY:
+            seeds = mx.array(np.asarray(seeds))
+        if seeds.dtype != target.dtype:
+            seeds = seeds.astype(target.dtype)
+        externals = program.externals
+
+        def one(cotangent: Any) -> tuple:
+            return tuple(program.vjp(primals, [cotangent], externals))
+
+        recording._depth += 1
+        try:
+            found = mx.vmap(one)(seeds)
+        except Exception:  # an op without a vmap rule: one VJP per seed instead
+            return NotImplemented
+        finally:
+            recording._depth -= 1
+        for k, g in zip(program.connected, found):
+            rows[k] = g
+        for k, first in program.aliases.items():
+            rows[k] = rows[first]
+        return rows
+
     @staticmethod
     def _cotangents(targets: list, output_gradients: list | None) -> list:
         cotangents = []

@@ -184,6 +184,37 @@ class TapeEngine:
             grads[k] = g
         return grads
 
+    def batched_vjp(self, target: Any, sources: list, seeds: Any, create_graph: bool) -> list:
+        """VJPs of ``target`` with every cotangent in ``seeds`` (leading axis) in one vmapped backward pass.
+
+        ``torch.autograd.grad(..., is_grads_batched=True)`` runs the backward under
+        ``torch.func.vmap``; an op without a batching rule makes torch fall back to a loop.
+        """
+        if not isinstance(target, torch.Tensor):
+            raise TypeError(f"GradientTape.jacobian (torch backend): target is a {type(target).__name__}, not a torch.Tensor")
+        if not target.requires_grad:
+            return [None] * len(sources)
+        if target.grad_fn is not None and not self._recorded_here(target.grad_fn._sequence_nr()):
+            raise UntrackedTargetError(0, "torch")
+        wanted = [k for k, s in enumerate(sources) if isinstance(s, torch.Tensor) and s.requires_grad]
+        if not self.watch_accessed_variables:
+            wanted = [k for k in wanted if self._from_watched(sources[k])]
+        rows: list = [None] * len(sources)
+        if not wanted:
+            return rows
+        if not isinstance(seeds, torch.Tensor) or seeds.dtype != target.dtype or seeds.device != target.device:
+            seeds = torch.as_tensor(seeds, dtype=target.dtype, device=target.device)
+        try:
+            with torch.set_grad_enabled(create_graph):
+                found = torch.autograd.grad([target], [sources[k] for k in wanted], grad_outputs=[seeds],
+                                            retain_graph=True, create_graph=create_graph, allow_unused=True,
+                                            is_grads_batched=True)
+        except RuntimeError:
+            return NotImplemented  # e.g. a custom autograd.Function torch cannot vmap: one VJP per seed
+        for k, g in zip(wanted, found):
+            rows[k] = g
+        return rows
+
     def _recorded_here(self, sequence_nr: int) -> bool:
         return any(first <= sequence_nr and (last is None or sequence_nr <= last) for first, last in self._spans)
 
