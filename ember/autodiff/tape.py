@@ -37,6 +37,8 @@ import optree
 
 from ember import backends, dtypes
 from ember import ops
+from ember.autodiff import recording
+from ember.autodiff.op_graph import GraphRecorder
 
 _ENGINES = {
     "numpy": "ember.autodiff.numpy_engine",
@@ -115,6 +117,11 @@ class GradientTape:
             a tensor that requires grad (a ``Parameter``) is differentiated as torch
             would. False: only what :meth:`watch` was given, and values computed from
             it, get gradients, on every backend (torch included).
+        record_graph: record the ops run under the tape as an
+            :class:`~ember.autodiff.op_graph.OpGraph` (:attr:`graph`) on every backend:
+            op names, shapes, dtypes, devices, order, times, producer -> consumer edges
+            and the watched sources. It survives ``gradient`` (until :meth:`reset`).
+            Off by default: then nothing is recorded for it.
 
     Example:
         >>> import ember
@@ -131,7 +138,13 @@ class GradientTape:
         18.0
     """
 
-    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True,
+                 record_graph: bool = False):
+        for name, flag in (("persistent", persistent), ("watch_accessed_variables", watch_accessed_variables),
+                           ("record_graph", record_graph)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"GradientTape: {name} must be True or False, received {flag!r}")
+        self._recorder = GraphRecorder() if record_graph else None
         self._persistent = bool(persistent)
         self._watch_accessed_variables = bool(watch_accessed_variables)
         self._backend_name: str | None = None
@@ -150,6 +163,8 @@ class GradientTape:
         self._ensure_engine()
         self._engine.watch_accessed_variables = self._watch_accessed_variables
         self._engine.begin()
+        if self._recorder is not None:
+            recording.start(self._recorder)
         self._recording = True
         _active_tapes.append(self)
         return self
@@ -158,6 +173,8 @@ class GradientTape:
         self._recording = False
         if self in _active_tapes:
             _active_tapes.remove(self)
+        if self._recorder is not None:
+            recording.stop(self._recorder)
         self._engine.end()
 
     def _ensure_engine(self) -> None:
@@ -191,8 +208,23 @@ class GradientTape:
                 raise TypeError(
                     f"GradientTape.watch: expected arrays or ember.Tensors, received {type(leaf).__name__}"
                 )
-            self._engine.watch(native)
+            self._watch_native(native)
             self._watched.append(leaf)
+
+    def _pause_all(self) -> None:
+        self._engine.pause()
+        if self._recorder is not None:
+            self._recorder.pause()
+
+    def _resume_all(self) -> None:
+        if self._recorder is not None:
+            self._recorder.resume()
+        self._engine.resume()
+
+    def _watch_native(self, native: Any) -> None:
+        self._engine.watch(native)
+        if self._recorder is not None:
+            self._recorder.watch(native)
 
     def watched_variables(self) -> tuple:
         """What was watched so far (arrays, Tensors and variables), in the order they were watched."""
@@ -209,7 +241,7 @@ class GradientTape:
         native = _native(value)
         if self._variable_values.get(id(variable)) is native:
             return
-        self._engine.watch(native)
+        self._watch_native(native)
         if id(variable) not in self._variable_values:
             self._watched.append(variable)
         self._variable_values[id(variable)] = native
@@ -221,9 +253,43 @@ class GradientTape:
         return _native(leaf)
 
     @property
-    def graph(self) -> list:
-        """The recorded ops in execution order (NumPy and MLX; an empty list on torch)."""
+    def graph(self) -> Any:
+        """The recorded graph.
+
+        With ``record_graph=True``: the :class:`~ember.autodiff.op_graph.OpGraph`, the same
+        structure on every backend. Without it: the engine's internal record (a list of
+        nodes on NumPy and MLX, cleared by a non-persistent ``gradient``; empty on torch).
+        """
+        if self._recorder is not None:
+            return self._recorder.graph
         return [] if self._engine is None else list(self._engine.graph)
+
+    def attribution(self, target: Any, sources: Any = None) -> Any:
+        """Gradient-times-input attribution: ``gradient(target, s) * s`` for each source.
+
+        Args:
+            target: as for :meth:`gradient` (a non-scalar target is summed).
+            sources: an array/Tensor or pytree of them; default: every watched value, in
+                watch order (a list).
+
+        Returns:
+            The attributions with the structure of ``sources`` (zeros for a source the
+            target does not depend on). Uses one :meth:`gradient` call (so a
+            non-persistent tape is spent).
+        """
+        from ember import ops
+
+        if sources is None:
+            sources = list(self._watched)
+        grads = self.gradient(target, sources, unconnected_gradients="zero")
+        source_leaves, spec = _leaves(sources)
+        grad_leaves, _ = _leaves(grads)
+        products = []
+        for leaf, grad in zip(source_leaves, grad_leaves):
+            value = self._source_native(leaf)
+            product = ops.multiply(_native(grad), value)
+            products.append(type(leaf)(product) if _is_tensor(leaf) else product)
+        return optree.tree_unflatten(spec, products)
 
     @contextlib.contextmanager
     def stop_recording(self) -> Iterator[None]:
@@ -231,17 +297,23 @@ class GradientTape:
         if not self._recording:
             raise RuntimeError("GradientTape.stop_recording: the tape is not recording")
         self._engine.pause()
+        if self._recorder is not None:
+            self._recorder.pause()
         self._stopped += 1
         try:
             yield
         finally:
             self._stopped -= 1
+            if self._recorder is not None:
+                self._recorder.resume()
             self._engine.resume()
 
     def reset(self) -> None:
         """Forget everything recorded and watched; recording continues if it was on."""
         if self._engine is not None:
             self._engine.reset()
+        if self._recorder is not None:
+            self._recorder.reset()
         self._watched = []
         self._variable_ids = set()
         self._variable_values = {}
@@ -317,7 +389,7 @@ class GradientTape:
         create_graph = any(t is not self and t._recording for t in _active_tapes)
         was_recording = self._recording
         if was_recording:
-            self._engine.pause()
+            self._pause_all()
         try:
             natives = self._engine.gradient(
                 [_native(t) for t in target_leaves],
@@ -328,7 +400,7 @@ class GradientTape:
             )
         finally:
             if was_recording:
-                self._engine.resume()
+                self._resume_all()
         results = []
         for leaf, native, grad in zip(source_leaves, source_natives, natives):
             if grad is None and unconnected == "zero":
@@ -435,12 +507,12 @@ class GradientTape:
         if batched is not None:
             was_recording = self._recording
             if was_recording:
-                self._engine.pause()
+                self._pause_all()
             try:
                 rows = batched(target, sources, seeds, create_graph=create_graph)
             finally:
                 if was_recording:
-                    self._engine.resume()
+                    self._resume_all()
             if rows is not NotImplemented:
                 return rows
         per_seed = [self._gradient(target, sources, seeds[i], "zero", keep=True) for i in range(count)]
