@@ -262,12 +262,13 @@ def jacobian_table() -> None:
             expected = ops.to_numpy(_ember_jacobian(x, w, kind, vectorized=False))
             np.testing.assert_allclose(ops.to_numpy(_ember_jacobian(x, w, kind, vectorized=True)), expected,
                                        rtol=1e-5, atol=1e-6)
-            fns = [lambda: _ember_jacobian(x, w, kind, False), lambda: _ember_jacobian(x, w, kind, True)]
+            fns = [lambda x=x, w=w, kind=kind: _ember_jacobian(x, w, kind, False),
+                   lambda x=x, w=w, kind=kind: _ember_jacobian(x, w, kind, True)]
             native = _native_jacobian(name, kind)
             if native is not None:
                 got = np.asarray(native(x, w))
                 np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-5, atol=1e-6)
-                fns.append(lambda: native(x, w))
+                fns.append(lambda native=native, x=x, w=w: native(x, w))
             repeat = 5 if name == "numpy" else 15
             times = _interleaved_ms(fns, repeat=repeat, warmup=1)
             loop, vec = times[0], times[1]
