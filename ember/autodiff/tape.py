@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import weakref
 from typing import Any, Iterator
 
 import numpy as np
@@ -65,6 +66,14 @@ def _is_tensor(value: Any) -> bool:
 
 def _native(value: Any) -> Any:
     return value._native if _is_tensor(value) else value
+
+
+_OWN_VIEWS: dict[int, weakref.ref] = {}  # views watch() gave a Tensor (ndarrays are unhashable)
+
+
+def _is_own_view(native: Any) -> bool:
+    ref = _OWN_VIEWS.get(id(native))
+    return ref is not None and ref() is native
 
 
 def _set_native(tensor: Any, native: Any) -> None:
@@ -199,10 +208,11 @@ class GradientTape:
                 self._watch_variable_value(leaf, leaf.value)
                 continue
             native = _native(leaf)
-            if _is_tensor(leaf) and type(native) is np.ndarray:
+            if _is_tensor(leaf) and type(native) is np.ndarray and not _is_own_view(native):
                 # NumPy hands several Tensors of one array the same ndarray; the engine tells
-                # sources apart by object, so this Tensor gets its own view (same memory).
+                # sources apart by object, so this Tensor gets its own view (same memory), once.
                 native = native.view()
+                _OWN_VIEWS[id(native)] = weakref.ref(native, lambda _, key=id(native): _OWN_VIEWS.pop(key, None))
                 _set_native(leaf, native)
             if not hasattr(native, "shape"):
                 raise TypeError(

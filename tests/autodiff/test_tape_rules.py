@@ -146,3 +146,17 @@ def test_sources_are_told_apart_by_tensor_not_by_buffer(backend):
     np.testing.assert_allclose(ops.to_numpy(gb), [0.0, 0.0])
     if backend == "numpy":  # still zero-copy: the watched Tensor shares the array's memory
         assert np.shares_memory(a._native, data)
+
+
+def test_a_tensor_watched_by_nested_tapes_keeps_one_identity(backend):
+    x = ember.convert_to_tensor(np.array([1.0, -2.0], np.float32))
+    with ember.GradientTape() as outer:
+        outer.watch(x)
+        with ember.GradientTape() as inner:
+            inner.watch(x)
+            inner.watch(x)  # watching twice changes nothing
+            y = ops.sum(ops.multiply(ops.square(x), x))
+        g = inner.gradient(y, x)
+        total = ops.sum(g)
+    np.testing.assert_allclose(ops.to_numpy(g), [3.0, 12.0])
+    np.testing.assert_allclose(ops.to_numpy(outer.gradient(total, x)), [6.0, -12.0])
