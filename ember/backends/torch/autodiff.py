@@ -28,7 +28,9 @@ code inside a tape are differentiated alike, and code outside a tape pays nothin
   ended) raises :class:`~ember.backends._common.UntrackedTargetError`, as on NumPy and
   MLX, although torch could differentiate it: the tape remembers the range of autograd
   sequence numbers (torch numbers every graph node it creates, per thread) of each
-  recording span and checks the target's node against them.
+  recording span and checks the target's node against them (on CPU: on CUDA/MPS torch
+  numbers the nodes a ``create_graph`` backward makes in its device threads separately,
+  so there the check is skipped).
 * ``watch_accessed_variables=False``: only what ``watch`` was given (and results computed
   from it) gets a gradient; a tensor that merely requires grad (a ``torch.nn.Parameter``)
   gets None, as an unwatched variable does in TensorFlow. With the default True such
@@ -149,8 +151,7 @@ class TapeEngine:
                 )
             if not target.requires_grad:
                 continue  # depends on no watched source
-            node = target.grad_fn
-            if node is not None and not self._recorded_here(node._sequence_nr()):
+            if not self._made_here(target):
                 raise UntrackedTargetError(i, "torch")
             seed = None if output_gradients is None else output_gradients[i]
             if seed is None:
@@ -194,7 +195,7 @@ class TapeEngine:
             raise TypeError(f"GradientTape.jacobian (torch backend): target is a {type(target).__name__}, not a torch.Tensor")
         if not target.requires_grad:
             return [None] * len(sources)
-        if target.grad_fn is not None and not self._recorded_here(target.grad_fn._sequence_nr()):
+        if not self._made_here(target):
             raise UntrackedTargetError(0, "torch")
         wanted = [k for k, s in enumerate(sources) if isinstance(s, torch.Tensor) and s.requires_grad]
         if not self.watch_accessed_variables:
@@ -215,8 +216,17 @@ class TapeEngine:
             rows[k] = g
         return rows
 
-    def _recorded_here(self, sequence_nr: int) -> bool:
-        return any(first <= sequence_nr and (last is None or sequence_nr <= last) for first, last in self._spans)
+    def _made_here(self, target: torch.Tensor) -> bool:
+        """Whether ``target``'s autograd node was created while this tape recorded.
+
+        Checked on CPU only: on CUDA/MPS a gradient computed with ``create_graph`` makes its
+        nodes in torch's device threads, whose sequence numbers are counted separately.
+        """
+        node = target.grad_fn
+        if node is None or target.device.type != "cpu":
+            return True
+        number = node._sequence_nr()
+        return any(first <= number and (last is None or number <= last) for first, last in self._spans)
 
     def _from_watched(self, source: torch.Tensor) -> bool:
         """Whether ``source`` was watched, or computed from a watched tensor (flag False only)."""
