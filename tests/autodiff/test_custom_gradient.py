@@ -170,3 +170,22 @@ def test_bad_definitions_raise_clear_errors(backend):
     undefined = ember.custom_vjp(lambda x: x)
     with pytest.raises(RuntimeError, match="call defvjp"):
         undefined(x)
+
+
+def test_keras_documented_pattern(backend):
+    """The example of keras.ops.custom_gradient's docs, unchanged: grad(*args, upstream=None)."""
+
+    @ember.custom_gradient
+    def log1pexp(x):
+        e = ops.exp(x)
+
+        def grad(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            return ops.multiply(upstream, 1.0 - 1.0 / ops.add(1, e))
+
+        return ops.log(1 + e), grad
+
+    x = np.array([-3.0, 0.0, 30.0], dtype=np.float32)  # d/dx log(1 + e^x) = sigmoid(x)
+    g = ember.grad(lambda x: ops.sum(log1pexp(x)))(ops.convert_to_tensor(x))
+    np.testing.assert_allclose(ops.to_numpy(g), 1.0 / (1.0 + np.exp(-x.astype(np.float64))), rtol=RTOL, atol=ATOL)
