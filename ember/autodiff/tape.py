@@ -287,8 +287,6 @@ class GradientTape:
             target does not depend on). Uses one :meth:`gradient` call (so a
             non-persistent tape is spent).
         """
-        from ember import ops
-
         if sources is None:
             sources = list(self._watched)
         grads = self.gradient(target, sources, unconnected_gradients="zero")
@@ -508,8 +506,6 @@ class GradientTape:
         the engine found unconnected. Uses the engine's ``batched_vjp`` when it has one and
         it can serve the call; otherwise one :meth:`_gradient` per seed.
         """
-        from ember import ops
-
         if count == 0:
             return [None for _ in sources]
         batched = getattr(self._engine, "batched_vjp", None)
