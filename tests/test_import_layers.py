@@ -26,6 +26,7 @@ LAZY_THIRD_PARTY = {
     "ml_dtypes": "required, but ~25 ms to import: paid only when bfloat16 meets NumPy",
     "matplotlib": "optional extra [plot]: plot_history and Wiring.draw only",
     "sklearn": "dev extra: the demo's data set",
+    "networkx": "optional extra [graph]: OpGraph.to_networkx only",
 }
 
 # Applications of the public API, which import ``ember`` as a user would.

@@ -48,7 +48,7 @@ import functools
 from typing import Any, Callable
 
 from ember import backends
-from ember.autodiff.tape import engine_module
+from ember.autodiff.engines import engine_module
 
 
 def _is_tensor(value: Any) -> bool:

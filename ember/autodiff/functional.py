@@ -24,7 +24,8 @@ import optree
 
 from ember import backends, dtypes, ops
 from ember.autodiff import recording
-from ember.autodiff.tape import GradientTape, engine_module
+from ember.autodiff.engines import engine_module
+from ember.autodiff.tape import GradientTape
 
 
 def _argnums(argnums: int | Sequence[int], n_args: int, caller: str) -> tuple[int, ...]:

@@ -202,12 +202,12 @@ class OpGraph:
         """A ``networkx.DiGraph``: nodes ``"source:k"`` and op indices with their attributes, edges with slots.
 
         Raises:
-            ImportError: networkx is not installed (``pip install networkx``).
+            ImportError: networkx is not installed (``pip install "ember[graph]"``).
         """
         try:
             import networkx as nx
         except ImportError:
-            raise ImportError("OpGraph.to_networkx needs networkx: pip install networkx") from None
+            raise ImportError('OpGraph.to_networkx needs networkx: pip install "ember[graph]"') from None
         graph = nx.DiGraph()
         for source in self.sources:
             graph.add_node(f"source:{source.index}", kind="source", slot=source.slot, **_array_dict(source.array))

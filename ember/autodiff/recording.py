@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from ember import backends
 from ember import ops
-from ember.autodiff.tape import engine_module
+from ember.autodiff.engines import engine_module
 import numpy as np
 
 # Ops whose result never carries a gradient: they run unrecorded even inside a tape.

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import importlib
 import weakref
 from typing import Any, Iterator
 
@@ -39,25 +38,10 @@ import optree
 from ember import backends, dtypes
 from ember import ops
 from ember.autodiff import recording
+from ember.autodiff.engines import engine_module
 from ember.autodiff.op_graph import GraphRecorder
 
-_ENGINES = {
-    "numpy": "ember.autodiff.numpy_engine",
-    "torch": "ember.backends.torch.autodiff",
-    "mlx": "ember.backends.mlx.autodiff",
-}
 _active_tapes: list["GradientTape"] = []
-
-
-_engine_modules: dict[str, Any] = {}
-
-
-def engine_module(backend_name: str) -> Any:
-    """The module holding ``backend_name``'s tape engine."""
-    module = _engine_modules.get(backend_name)
-    if module is None:  # import_module costs microseconds even when loaded: cache it
-        module = _engine_modules[backend_name] = importlib.import_module(_ENGINES[backend_name])
-    return module
 
 
 def _is_tensor(value: Any) -> bool:
