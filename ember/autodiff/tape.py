@@ -135,7 +135,7 @@ class GradientTape:
                  record_graph: bool = False):
         for name, flag in (("persistent", persistent), ("watch_accessed_variables", watch_accessed_variables),
                            ("record_graph", record_graph)):
-            if not isinstance(flag, bool):
+            if not isinstance(flag, (bool, np.bool_)):
                 raise TypeError(f"GradientTape: {name} must be True or False, received {flag!r}")
         self._recorder = GraphRecorder() if record_graph else None
         self._persistent = bool(persistent)
