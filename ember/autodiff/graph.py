@@ -58,10 +58,11 @@ class RecordedGraph:
 
     def __init__(self, weak_outputs: bool = False) -> None:
         self.nodes: list[Node] = []
-        self._slot_of: dict[int, int] = {}  # id(array) -> latest slot
+        # id(array) -> (latest slot, weak reference or None when ``_keep`` holds the array)
+        self._slot_of: dict[int, tuple[int, Any]] = {}
         self._keep: list[Any] = []  # references that keep ids unique
-        # With weak_outputs, op results are held weakly: when one dies, its id is forgotten
-        # (so a new array reusing the id is not mistaken for it), and an engine may drop
+        # With weak_outputs, op results are held weakly: once one dies, a new array reusing its
+        # id is not mistaken for it (lookups compare the weak reference), and an engine may drop
         # node references to values its rules do not need, freeing their memory early.
         self._weak = weak_outputs
         self._next_slot = 0
@@ -72,19 +73,16 @@ class RecordedGraph:
     def _new_slot(self, array: Any, weak: bool = False) -> int:
         slot = self._next_slot
         self._next_slot += 1
-        key = id(array)
-        slot_of = self._slot_of
-        slot_of[key] = slot
         if weak:
-            def forget(_: Any, key: int = key, slot: int = slot) -> None:
-                if slot_of.get(key) == slot:
-                    del slot_of[key]
-
+            # No weakref callback: a callback is Python code run at an arbitrary moment, where a
+            # KeyboardInterrupt would be swallowed ("Exception ignored"). A dead array's entry
+            # stays, and lookups check that the weak reference still points at the value.
             try:
-                self._keep.append(weakref.ref(array, forget))
+                self._slot_of[id(array)] = (slot, weakref.ref(array))
                 return slot
             except TypeError:  # not weak-referenceable: keep it alive instead
                 pass
+        self._slot_of[id(array)] = (slot, None)
         self._keep.append(array)
         return slot
 
@@ -93,26 +91,29 @@ class RecordedGraph:
             return
         # An array the record already produced keeps its slot: watching it must not cut it
         # off from the sources it was computed from (TensorFlow semantics).
-        slot = self._slot_of.get(id(array))
+        slot = self.slot(array)
         self.source_slots[id(array)] = self._new_slot(array) if slot is None else slot
         self.watched.append(array)
 
     def slot(self, array: Any) -> int | None:
-        return self._slot_of.get(id(array))
+        entry = self._slot_of.get(id(array))
+        if entry is None or (entry[1] is not None and entry[1]() is not array):
+            return None
+        return entry[0]
 
     def is_tracked(self, array: Any) -> bool:
-        return id(array) in self._slot_of
+        return self.slot(array) is not None
 
     def _slots_of(self, value: Any) -> Any:
         if type(value) in (list, tuple):
-            slots = [self._slot_of.get(id(v)) for v in value]
+            slots = [self.slot(v) for v in value]
             return slots if any(s is not None for s in slots) else None
-        return self._slot_of.get(id(value))
+        return self.slot(value)
 
     # --- recording ---------------------------------------------------------------
     def record(self, op: str, function: Callable, args: tuple, kwargs: dict, out: Any) -> bool:
         """Keep the call if an input is tracked; give its outputs fresh slots. True if kept."""
-        get = self._slot_of.get
+        slot_of = self._slot_of
         in_slots = []
         inputs = []
         for arg in args:
@@ -122,7 +123,8 @@ class RecordedGraph:
                 if slots is not None:
                     inputs.extend(s for s in slots if s is not None)
             else:
-                slots = get(id(arg))
+                entry = slot_of.get(id(arg))  # self.slot(arg), inlined: this runs for every op
+                slots = None if entry is None or (entry[1] is not None and entry[1]() is not arg) else entry[0]
                 if slots is not None:
                     inputs.append(slots)
             in_slots.append(slots)

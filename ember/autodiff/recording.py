@@ -58,36 +58,63 @@ def is_recording() -> bool:
 
 
 def start(engine: Any) -> None:
-    """Begin offering op calls to ``engine`` (binds recorders on the first one)."""
-    global _installed_for
+    """Begin offering op calls to ``engine`` (binds recorders on the first one).
+
+    Interrupt-safe: the engine is listed only once the recorders are bound, so a
+    KeyboardInterrupt in between leaves no engine listed that no tape will ever stop; and
+    engines of tapes that died without stopping them are dropped here.
+    """
     if engine in _recording:
         return
+    _recording[:] = [listed for listed in _recording if _owner_alive(listed)]
+    if not _recording:
+        _bind_recorders(backends.current())
     _recording.append(engine)
-    if len(_recording) == 1:
-        backend = backends.current()
 
+
+def _owner_alive(engine: Any) -> bool:
+    """False for an engine whose tape is gone: its ``with`` exit was cut short (an interrupt
+    landing on ``__exit__`` itself), so no one will ever stop it."""
+    owner = getattr(engine, "owner", None)
+    return owner is None or owner() is not None
+
+
+def stop(engine: Any) -> None:
+    """Stop offering op calls to ``engine`` (restores plain functions after the last one)."""
+    if engine in _recording:
+        _recording.remove(engine)
+    if not _recording:  # also finishes an unbinding an interrupt cut short (idempotent)
+        _unbind_recorders()
+
+
+def _bind_recorders(backend: Any) -> None:
+    global _installed_for
+    try:
         ops._install(_recorder_tables(backend))
         _installed_for = backend
         hook = getattr(_autodiff_module(backend), "on_recording", None)
         if hook is not None:
             hook(True)
+    except BaseException:
+        _installed_for = backend
+        _unbind_recorders()
+        raise
 
 
-def stop(engine: Any) -> None:
-    """Stop offering op calls to ``engine`` (restores plain functions after the last one)."""
+def _unbind_recorders() -> None:
+    """Bind the plain functions again (recorders bound with nothing recording only cost time)."""
     global _installed_for
-    if engine not in _recording:
+    backend = _installed_for
+    if backend is None:
         return
-    _recording.remove(engine)
-    if not _recording and _installed_for is not None:
-        backend = _installed_for
-        _installed_for = None
-
+    try:
         hook = getattr(_autodiff_module(backend), "on_recording", None)
         if hook is not None:
             hook(False)
+    finally:
         if backends.current() is backend:
             ops._rebind(backend)
+        _installed_for = None
 
 
 def _autodiff_module(backend: Any) -> Any:
@@ -184,11 +211,12 @@ def _recorder(name: str, function: Callable, prepare: Callable | None, wrap: Cal
             kwargs = dict(zip(kwargs, _unwrap_tensors(tuple(kwargs.values()))))
             call_kwargs = kwargs if prepare is None else dict(zip(kwargs, prepare(tuple(kwargs.values()))))
         call_args = args if prepare is None else prepare(args)
-        _depth += 1
-        try:
+        outer = _depth
+        try:  # restored, not decremented: an interrupt before the increment cannot leave it raised
+            _depth = outer + 1
             out = function(*call_args, **call_kwargs)
         finally:
-            _depth -= 1
+            _depth = outer
         # Wrap before recording: the engines key slots by the identity of the object the
         # caller receives (a wrapped view is a new object).
         recorded_out = out if wrap is None else wrap(out)

@@ -41,7 +41,10 @@ from ember.autodiff import recording
 from ember.autodiff.engines import engine_module
 from ember.autodiff.op_graph import GraphRecorder
 
-_active_tapes: list["GradientTape"] = []
+# Weak references to the tapes inside their ``with`` block (weak: a tape whose exit an interrupt
+# cut short must not stay listed once the program drops it).
+_active_tapes: list[weakref.ref] = []
+_CLEANUP_TRIES = 8  # attempts to finish a tape's cleanup through repeated interrupts
 
 
 def _is_tensor(value: Any) -> bool:
@@ -89,8 +92,10 @@ def record_variable_read(variable: Any, value: Any) -> Any:
         ``value`` (so a getter can ``return record_variable_read(self, value)``).
     """
     if _active_tapes:
-        for tape in _active_tapes:
-            tape._on_variable_read(variable, value)
+        for ref in _active_tapes:
+            tape = ref()
+            if tape is not None:
+                tape._on_variable_read(variable, value)
     return value
 
 
@@ -155,26 +160,40 @@ class GradientTape:
             raise RuntimeError("GradientTape: this tape is already recording (nested `with` on the same tape)")
         self._ensure_engine()
         self._engine.watch_accessed_variables = self._watch_accessed_variables
-        self._engine.begin()
-        if self._recorder is not None:
-            recording.start(self._recorder)
-        self._recording = True
-        _active_tapes.append(self)
-        return self
+        try:
+            self._engine.begin()
+            if self._recorder is not None:
+                recording.start(self._recorder)
+            self._recording = True
+            _active_tapes.append(weakref.ref(self))
+            return self
+        except BaseException:  # an interrupt here: __exit__ will not run, so stop the engine now
+            self.__exit__(None, None, None)
+            raise
 
     def __exit__(self, *exc_info: Any) -> None:
         self._recording = False
-        if self in _active_tapes:
-            _active_tapes.remove(self)
-        if self._recorder is not None:
-            recording.stop(self._recorder)
-        self._engine.end()
+        # Finish the cleanup even when a KeyboardInterrupt lands in it (each try is idempotent),
+        # then raise that interrupt: a half-stopped engine would record every later op forever.
+        interrupted = None
+        for _ in range(_CLEANUP_TRIES):
+            try:
+                _active_tapes[:] = [ref for ref in _active_tapes if ref() is not self and ref() is not None]
+                if self._recorder is not None:
+                    recording.stop(self._recorder)
+                self._engine.end()
+                break
+            except BaseException as error:  # noqa: BLE001 - re-raised below
+                interrupted = error if interrupted is None else interrupted
+        if interrupted is not None:
+            raise interrupted
 
     def _ensure_engine(self) -> None:
         backend = backends.current()
         if self._engine is None:
             self._backend_name = backend.name
             self._engine = engine_module(backend.name).TapeEngine(self._persistent)
+            self._engine.owner = weakref.ref(self)  # lets recording drop it if this tape dies mid-with
         elif backend.name != self._backend_name:
             raise RuntimeError(
                 f"GradientTape: this tape records on the {self._backend_name!r} backend but the active "
@@ -378,7 +397,7 @@ class GradientTape:
                     f"expected {target_spec}, received {spec}"
                 )
             out_grads = [_native(g) for g in out_grads]
-        create_graph = any(t is not self and t._recording for t in _active_tapes)
+        create_graph = any([ref() is not self and ref() is not None and ref()._recording for ref in _active_tapes])
         was_recording = self._recording
         if was_recording:
             self._pause_all()
@@ -493,7 +512,7 @@ class GradientTape:
         if count == 0:
             return [None for _ in sources]
         batched = getattr(self._engine, "batched_vjp", None)
-        create_graph = any(t is not self and t._recording for t in _active_tapes)
+        create_graph = any([ref() is not self and ref() is not None and ref()._recording for ref in _active_tapes])
         if batched is not None:
             was_recording = self._recording
             if was_recording:

@@ -143,6 +143,8 @@ class FitLoop:
             model._training["last_fit"] = {"seed": self.seed, "rng": self.state["rng"], "epoch": self.epoch}
             model._training.pop("live_state", None)
             self.publish()
+            if self.steps.buffers is not None:
+                self.steps.buffers.clear()  # the spare arrays of in-place steps: not needed between fits
         callbacks.on_train_end(logs)
         if self.strategy is not None:
             self.strategy.barrier()

@@ -267,6 +267,7 @@ class GenericSteps:
     # Set by the Trainer under ember.distribute: a ShardedBatch's step then sums gradients and
     # metric states over the ranks (ember.training.distributed.StepSync) before the update.
     sync: Any = None
+    buffers: Any = None  # the StepBuffers of steps that update in place (NumPy, torch): cleared after fit
 
     def __init__(self, core: StepCore, value_and_grad: Callable, detach: Callable = lambda x: x) -> None:
         self.core = core

@@ -9,7 +9,9 @@
 * ``fit`` owns a private copy of the params and optimizer slots (made once by
   :meth:`NumpySteps.own`) and updates them in place with NumPy ``out=`` kernels for
   ``SGD``, ``Adam`` and ``AdamW`` without gradient clipping (the same formulas as
-  :mod:`ember.training.optimizers`); other optimizers take the pure path.
+  :mod:`ember.training.optimizers`); other optimizers take the pure path. The update
+  goes into a second set of arrays (:mod:`ember.training.step_buffers`), so a step
+  interrupted anywhere leaves the state it was given intact.
 
 The pure ``train_step`` copies the state first, so its input is never modified.
 
@@ -35,6 +37,7 @@ from typing import Any
 import numpy as np
 import optree
 
+from ember.training.step_buffers import StepBuffers
 from ember.training.steps import GenericSteps, StepCore, advance_rng, fusable_sparse_crossentropy
 from ember.training import optimizers
 from ember.autodiff import GradientTape
@@ -53,6 +56,19 @@ def _detach(tree: Any) -> Any:
 
 def _copy(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value
+
+
+def _refill(spare: list, leaves: list) -> list:
+    """Each leaf's value in its spare array (a fresh copy where the two do not match)."""
+    out = []
+    for target, leaf in zip(spare, leaves):
+        if (isinstance(target, np.ndarray) and isinstance(leaf, np.ndarray) and target.shape == leaf.shape
+                and target.dtype == leaf.dtype and target is not leaf):
+            np.copyto(target, leaf)
+            out.append(target)
+        else:
+            out.append(_copy(leaf))
+    return out
 
 
 # --------------------------------------------------------------------------- fused loss
@@ -150,6 +166,7 @@ class NumpySteps(GenericSteps):
         self._fused_loss = fusable_sparse_crossentropy(core.compile_loss)
         self._regularized: bool | None = None
         self._decay: tuple | None = None
+        self.buffers = StepBuffers(_copy, _refill)
 
     # --- state ownership ---------------------------------------------------------------------
     def own(self, state: dict) -> dict:
@@ -203,6 +220,14 @@ class NumpySteps(GenericSteps):
         return self._decay[1]
 
     def fit_step(self, state: dict, batch: tuple) -> dict:
+        """One step of ``fit``: all or nothing (the given state is never written to)."""
+        return self._step(state, batch, self.buffers)
+
+    def train_step(self, state: dict, batch: tuple) -> dict:
+        return self._step(self.own(state), batch, None)
+
+    def _step(self, state: dict, batch: tuple, buffers: StepBuffers | None) -> dict:
+        """A step; with ``buffers`` the in-place update writes into spare arrays, else into ``state``'s."""
         core = self.core
         x, y, sw = batch
         model_state = state["model"]
@@ -219,7 +244,12 @@ class NumpySteps(GenericSteps):
                 trainable, frozen, model_state["buffers"], x, y, sw, rng)
         optimizer, opt_state = core.optimizer, state["optimizer"]
         leaves, spec = optree.tree_flatten(trainable)
-        if _inplace_supported(optimizer, leaves):
+        in_place = _inplace_supported(optimizer, leaves)
+        if in_place:
+            if buffers is not None:
+                params, opt_state = buffers.writable(params, opt_state)
+                trainable, frozen = core.split(params)
+                leaves = spec.flatten_up_to(trainable)
             iterations = opt_state["iterations"]
             lr = float(np.asarray(optimizer.learning_rate_at(iterations, opt_state)))
             t = float(iterations) + 1.0
@@ -238,11 +268,10 @@ class NumpySteps(GenericSteps):
             params = core.apply_constraints(core.merge(new_trainable, frozen))
         if metrics is None:
             metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+        if in_place and buffers is not None:  # the last action: the step is taken
+            buffers.commit(model_state["params"], state["optimizer"], params, opt_state)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
                 "rng": advance_rng(rng)}
-
-    def train_step(self, state: dict, batch: tuple) -> dict:
-        return self.fit_step(self.own(state), batch)
 
 
 def make_steps(core: StepCore, jit: bool = True) -> NumpySteps:

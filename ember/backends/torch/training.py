@@ -5,7 +5,9 @@ trainable ones) and of the optimizer state, made once per ``fit`` by :meth:`Torc
 Each step runs the forward pass and the losses under autograd, ``torch.autograd.grad``
 for the trainable leaves, then ``optimizer.apply_gradients_inplace`` (``torch._foreach_*``
 kernels from :mod:`ember.backends.torch.optim`) updates params and slots in place under
-``no_grad``; metrics accumulate on the device. Nothing in a step reads a value on the host,
+``no_grad``; metrics accumulate on the device. The update goes into a second set of tensors
+(:mod:`ember.training.step_buffers`, refilled with one ``torch._foreach_copy_``), so a step
+interrupted anywhere leaves the state it was given intact. Nothing in a step reads a value on the host,
 so a CUDA step never synchronises (the progress bar reads the loss at most every 0.1 s).
 The pure ``train_step`` copies the state first, so its input is never modified.
 
@@ -32,6 +34,7 @@ import optree
 import torch
 import torch.nn.functional as F
 
+from ember.training.step_buffers import StepBuffers
 from ember.training.steps import GenericSteps, StepCore, advance_rng, fusable_sparse_crossentropy
 
 
@@ -77,6 +80,32 @@ def _detach(value: Any) -> Any:
     return value.detach() if isinstance(value, torch.Tensor) else value
 
 
+def _clone_leaf(value: Any) -> Any:
+    """A copy of a tensor that keeps its ``requires_grad`` (an owned trainable param stays a leaf)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone().requires_grad_(value.requires_grad)
+    return value
+
+
+def _refill(spare: list, leaves: list) -> list:
+    """Each leaf's value in its spare tensor (one multi-tensor copy); a fresh clone where they differ."""
+    out = list(leaves)
+    targets, sources = [], []
+    for i, (target, leaf) in enumerate(zip(spare, leaves)):
+        if (isinstance(target, torch.Tensor) and isinstance(leaf, torch.Tensor) and target.shape == leaf.shape
+                and target.dtype == leaf.dtype and target.device == leaf.device
+                and target.requires_grad == leaf.requires_grad and target is not leaf):
+            targets.append(target)
+            sources.append(leaf)
+            out[i] = target
+        else:
+            out[i] = _clone_leaf(leaf)
+    if targets:
+        with torch.no_grad():
+            torch._foreach_copy_(targets, sources)
+    return out
+
+
 class TorchSteps(GenericSteps):
     """Autograd + fused in-place optimizer steps (see the module docstring)."""
 
@@ -87,6 +116,7 @@ class TorchSteps(GenericSteps):
         core.compile_loss = _FusedLoss(core.compile_loss)
         super().__init__(core, lambda fn: fn)
         self._released: tuple | None = None
+        self.buffers = StepBuffers(_clone_leaf, _refill)
 
     # --- state ownership ------------------------------------------------------------------
     def own(self, state: dict) -> dict:
@@ -108,14 +138,23 @@ class TorchSteps(GenericSteps):
 
     def release(self, model_state: dict) -> dict:
         params = model_state["params"]
-        cached = self._released
-        if cached is None or cached[0] is not params:
-            cached = (params, optree.tree_map(_detach, params))
-            self._released = cached
-        return {"params": cached[1], "buffers": model_state["buffers"]}
+        cached = self._released  # the detached views of the last two param trees (fit alternates two)
+        if cached is not None and cached[0] is params:
+            views = cached[1]
+        elif cached is not None and cached[2] is params:
+            views = cached[3]
+        else:
+            views = optree.tree_map(_detach, params)
+        self._released = (params, views) + ((cached[0], cached[1]) if cached is not None else (None, None))
+        return {"params": views, "buffers": model_state["buffers"]}
 
     # --- steps -----------------------------------------------------------------------------
     def fit_step(self, state: dict, batch: tuple) -> dict:
+        """One step of ``fit``: all or nothing (the given state is never written to)."""
+        return self._step(state, batch, self.buffers)
+
+    def _step(self, state: dict, batch: tuple, buffers: StepBuffers | None) -> dict:
+        """A step; with ``buffers`` the in-place update writes into spare tensors, else into ``state``'s."""
         core = self.core
         x, y, sw = batch
         model_state = state["model"]
@@ -147,8 +186,13 @@ class TorchSteps(GenericSteps):
         else:
             aux, grads = self._gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng, leaves)
         with torch.no_grad():
+            opt_state = state["optimizer"]
+            if buffers is not None:
+                params, opt_state = buffers.writable(params, opt_state)
+                trainable, frozen = core.split(params)
+                leaves = spec.flatten_up_to(trainable)
             new_trainable, opt_state = core.optimizer.apply_gradients_inplace(
-                spec.unflatten(list(grads)), state["optimizer"], trainable)
+                spec.unflatten(list(grads)), opt_state, trainable)
             new_leaves = spec.flatten_up_to(new_trainable)
             for leaf, new in zip(leaves, new_leaves):
                 if new is not leaf:  # an optimizer without a fused path returns new tensors
@@ -161,6 +205,8 @@ class TorchSteps(GenericSteps):
             if metrics is None:
                 total, per_output, y_pred_flat, new_buffers = optree.tree_map(_detach, aux)
                 metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+        if buffers is not None:  # the last action: the step is taken
+            buffers.commit(model_state["params"], state["optimizer"], params, opt_state)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
                 "rng": advance_rng(rng)}
 
@@ -173,7 +219,7 @@ class TorchSteps(GenericSteps):
         return aux, grads
 
     def train_step(self, state: dict, batch: tuple) -> dict:
-        new = self.fit_step(self.own(state), batch)
+        new = self._step(self.own(state), batch, None)
         params = optree.tree_map(_detach, new["model"]["params"])
         new["model"] = {"params": params, "buffers": new["model"]["buffers"]}
         return new

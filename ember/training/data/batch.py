@@ -36,8 +36,16 @@ class DataAdapter:
 
     def peek(self) -> tuple:
         """The first batch (without consuming it), for building a model from the data's shapes."""
-        for batch in self.batches(epoch=0):
-            return batch
+        batches = self.batches(epoch=0)
+        try:
+            for batch in batches:
+                return batch
+        finally:
+            # Closed here, not when garbage-collected: an interrupt raised while the generator
+            # closes then propagates instead of being printed as "Exception ignored".
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
         raise ValueError("the training data is empty: it yields no batches")
 
 
