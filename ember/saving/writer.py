@@ -22,7 +22,9 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import re
 import secrets
+import socket
 from typing import Any, Iterator
 
 import numpy as np
@@ -76,26 +78,94 @@ def check_target(path: Any, overwrite: bool, caller: str) -> str:
     return path
 
 
+_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname()) or "host"
+
+
+def _temporary_name(base: str) -> str:
+    """``.<target>.<host>.<pid>.<random>.tmp``: hidden, and naming the process that writes it."""
+    return f".{base}.{_HOST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only checks that the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. PermissionError: it exists but belongs to another user
+        return True
+    return True
+
+
+def stale_temporaries(path: str) -> list[str]:
+    """Temporary files of earlier saves to ``path`` whose writing process is gone (killed mid-save).
+
+    Only files of this writer's pattern, written on this host, by a process that no longer
+    exists (files of Ember versions without the host in the name count as this host's). On
+    Windows nothing is reported: a process cannot be probed there without side effects.
+    """
+    if os.name != "posix":
+        return []
+    directory = os.path.dirname(os.path.abspath(path))
+    pattern = re.compile(rf"^\.{re.escape(os.path.basename(path))}\.(?:(?P<host>[A-Za-z0-9_-]+)\.)?"
+                         r"(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")
+    stale = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    for name in names:
+        match = pattern.match(name)
+        if match is None or match["host"] not in (None, _HOST):
+            continue
+        pid = int(match["pid"])
+        if pid != os.getpid() and not _process_alive(pid):
+            stale.append(os.path.join(directory, name))
+    return stale
+
+
+def _remove_stale_temporaries(path: str) -> None:
+    for stale in stale_temporaries(path):
+        with contextlib.suppress(OSError):
+            os.unlink(stale)
+
+
+def _naming_target(error: OSError, path: str, caller: str) -> OSError:
+    """The same kind of error, naming the target instead of the hidden temporary file."""
+    reason = error.strerror or str(error)
+    message = f"{caller}: cannot write {path!r}: {reason}"
+    return type(error)(error.errno, message) if error.errno is not None else type(error)(message)
+
+
 @contextlib.contextmanager
-def atomic_path(path: str) -> Iterator[str]:
+def atomic_path(path: str, caller: str = "save") -> Iterator[str]:
     """Yield a fresh temporary path next to ``path``; on success sync it and rename it over ``path``.
 
-    On any exception the temporary file is deleted and ``path`` is untouched.
+    On any exception the temporary file is deleted and ``path`` is untouched; an ``OSError``
+    (read-only directory, disk full) is raised again naming ``path``, not the temporary file.
+    Temporary files that killed saves to ``path`` left behind are removed first
+    (:func:`stale_temporaries`).
     """
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
+    _remove_stale_temporaries(path)
     while True:
-        temporary = os.path.join(directory, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        temporary = os.path.join(directory, _temporary_name(base))
         try:
             fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
         except FileExistsError:
             continue
+        except OSError as error:
+            raise _naming_target(error, path, caller) from None
         os.close(fd)
         break
     try:
         yield temporary
         _fsync_path(temporary)
         os.replace(temporary, path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise _naming_target(error, path, caller) from error
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
@@ -191,7 +261,7 @@ def write_checkpoint(path: Any, kind: str, *, trees: dict | None = None, documen
         except (TypeError, ValueError) as error:
             raise TypeError(f"{caller}: the {name} cannot be stored as JSON ({error}); config values must be JSON "
                             "data or objects registered with @ember.saving.register_serializable()") from None
-    with atomic_path(path) as temporary:
+    with atomic_path(path, caller) as temporary:
         with h5py.File(temporary, "w") as file:
             writer = CheckpointWriter(file)
             for prefix, tree in (trees or {}).items():

@@ -15,8 +15,10 @@ import numpy as np
 
 from ember.training.callbacks.callback_list import BatchLogs, CallbackList, _to_float
 from ember.training.distributed import gather_predictions, window_of
+from ember.training.callbacks.terminate_on_nan import TerminateOnNaN
 from ember.training.losses.base import unchecked_values
 from ember import ops
+from ember.training.nonfinite_loss import NonFiniteLossWatch
 
 
 def to_floats(logs: dict) -> dict:
@@ -47,6 +49,9 @@ class FitLoop:
         self.validation = validation
         self.validation_freq = validation_freq
         self.keep_previous = any(getattr(cb, "keeps_previous_state", False) for cb in callbacks)
+        self.label_check = trainer.label_check("fit")
+        # TerminateOnNaN handles a NaN loss itself (stop and roll back); otherwise fit warns once.
+        self.loss_watch = None if any(isinstance(cb, TerminateOnNaN) for cb in callbacks) else NonFiniteLossWatch()
         pure = getattr(self.steps, "fit_step_is_pure", False)
         self.completed_steps = 0
         self.step_fn = self.steps.train_step if (self.keep_previous and not pure) else self.steps.fit_step
@@ -126,7 +131,7 @@ class FitLoop:
                 logs = to_floats(results(self.state["metrics"]))
                 if self.validation is not None and self._validate_now(epoch):
                     val_logs = evaluate_state(trainer, self.state["model"], self.validation, callbacks,
-                                              self.strategy)
+                                              self.strategy, caller="fit (validation)")
                     logs.update({f"val_{k}": v for k, v in val_logs.items()})
                 callbacks.on_epoch_end(epoch, logs)
                 if self.strategy is not None:  # no rank reads a file the main rank is still writing
@@ -151,12 +156,17 @@ class FitLoop:
         return callbacks.history
 
     def _run_epoch(self, epoch: int, wants_begin: bool, wants_end: bool, results: Any) -> bool:
-        """The steps of one epoch; whether any ran. Label values were checked on the first batch
-        (``Trainer.check_batch``), so the steps skip those checks: no host sync per step."""
-        model, callbacks, step_fn = self.model, self.callbacks, self.step_fn
+        """The steps of one epoch; whether any ran. The losses skip their eager label-value checks
+        (a host sync each): the first batch was checked by ``Trainer.check_batch``, and every
+        batch's sparse labels by :mod:`ember.training.label_check` (one reduction, no sync on
+        an accelerator)."""
+        model, callbacks, step_fn, check = self.model, self.callbacks, self.step_fn, self.label_check
+        watch = self.loss_watch
         stepped = False
         with unchecked_values():
             for step, batch in self.iterator.epoch(epoch):
+                if check is not None:
+                    check(epoch, step, batch[1])
                 if wants_begin:
                     callbacks.on_train_batch_begin(step)
                 # The state before the step is kept only for a rollback (TerminateOnNaN): holding it
@@ -167,6 +177,8 @@ class FitLoop:
                 self.completed_steps += 1
                 self.restore_point = None
                 self.publish()
+                if watch is not None:
+                    watch(epoch, step, self.state["metrics"]["loss"]["total"])
                 if wants_end:
                     state = self.state
                     callbacks.on_train_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"])))
@@ -176,6 +188,10 @@ class FitLoop:
                         self.state = previous
                         self.publish()
                     break
+        if check is not None:
+            check.flush()  # labels of batches checked on an accelerator (read at the epoch's end)
+        if watch is not None:
+            watch.flush()
         return stepped
 
     def _validate_now(self, epoch: int) -> bool:
@@ -195,10 +211,14 @@ def guarded(strategy: Any, step: Any, what: str) -> Any:
 
 
 def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: CallbackList | None,
-                   strategy: Any = None) -> dict:
-    """Loss and metrics over ``iterator``'s data with ``model_state`` (inference mode), as floats."""
+                   strategy: Any = None, caller: str = "evaluate") -> dict:
+    """Loss and metrics over ``iterator``'s data with ``model_state`` (inference mode), as floats.
+
+    ``caller`` names the loop in errors (e.g. a sparse label out of range in some batch).
+    """
     steps = trainer.steps
     test_step = steps.test_step if strategy is None else guarded(strategy, steps.test_step, "test step")
+    check = trainer.label_check(caller)
     state = {"model": model_state, "metrics": trainer.reset_metrics({})["metrics"]}
     results = trainer.core.results
     wants_end = callbacks is not None and callbacks.wants("on_test_batch_end")
@@ -209,6 +229,8 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
     for step, batch in iterator.epoch(0):
         if batch[1] is None and trainer.compile_loss.entries:
             raise ValueError("evaluate: the data gives no targets y, but the model has a loss to compute")
+        if check is not None:
+            check(None, step, batch[1])
         if wants_begin:
             callbacks.on_test_batch_begin(step)
         state = test_step(state, batch)
@@ -216,7 +238,9 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
         if wants_end:
             callbacks.on_test_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"])))
     if not seen:
-        raise ValueError("evaluate: the data yields no batches")
+        raise ValueError(f"{caller}: the data yields no batches")
+    if check is not None:
+        check.flush()
     logs = to_floats(results(state["metrics"]))
     iterator.adapter.on_epoch_end()
     if callbacks is not None:

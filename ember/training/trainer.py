@@ -64,6 +64,7 @@ from ember.training.compile_utils import CompileLoss, CompileMetrics, output_nam
 from ember.training.data.adapter import native_batch, unpack_batch
 from ember.training.data.convert import to_native
 from ember.training.distributed import StepSync
+from ember.training.label_check import SparseLabelCheck
 from ember.training.steps import StepCore, batch_size_of
 from ember import ops
 from ember.training import optimizers
@@ -165,6 +166,10 @@ class Trainer:
         if self.compile_loss.per_output_logs:
             names += [entry.log_name for entry in self.compile_loss.entries]
         return names + self.compile_metrics.names
+
+    def label_check(self, caller: str) -> SparseLabelCheck | None:
+        """The per-batch check of sparse class labels for ``fit``/``evaluate`` (None: no sparse labels)."""
+        return SparseLabelCheck.for_trainer(self, _output_shapes(self.model, self.output_names), caller)
 
     def next_seed(self) -> int:
         """A fresh base seed for one ``fit`` call (derived from ``seed``, or drawn)."""

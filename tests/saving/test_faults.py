@@ -14,7 +14,7 @@ import pytest
 
 import ember
 from ember import layers
-from ember.saving import CheckpointError
+from ember.saving import CheckpointError, writer
 from tests.saving.models import assert_trees_bit_equal, to_numpy_tree
 
 
@@ -112,6 +112,50 @@ def test_a_process_killed_while_saving_leaves_the_old_file(tmp_path):
     leftovers = [name for name in os.listdir(tmp_path) if name != "ckpt.h5"]
     assert len(leftovers) == 1 and leftovers[0].startswith(".ckpt.h5.") and leftovers[0].endswith(".tmp")
     assert_trees_bit_equal(to_numpy_tree(ember.load_model(path).state), to_numpy_tree(old.state))
+    # The next save to the same path removes the dead process's temporary file.
+    _model(seed=2).save(path)
+    assert os.listdir(tmp_path) == ["ckpt.h5"]
+
+
+def _dead_pid():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_only_stale_temporaries_of_this_target_are_removed(tmp_path):
+    path = tmp_path / "ckpt.h5"
+    dead = _dead_pid()
+    host = writer._HOST
+    stale = [f".ckpt.h5.{host}.{dead}.0123abcd.tmp", f".ckpt.h5.{dead}.89abcdef.tmp"]  # current, older pattern
+    kept = [f".ckpt.h5.{host}.{os.getpid()}.0123abcd.tmp",  # a live writer (this process)
+            f".ckpt.h5.{host}.{os.getppid()}.0123abcd.tmp",  # a live writer (another process)
+            f".ckpt.h5.otherhost.{dead}.0123abcd.tmp",  # another machine's writer: cannot be probed
+            f".other.h5.{host}.{dead}.0123abcd.tmp",  # another target
+            f".ckpt.h5.{host}.{dead}.notahex.tmp", "notes.txt"]  # not this writer's pattern
+    for name in stale + kept:
+        (tmp_path / name).write_bytes(b"x" * 10)
+    assert sorted(writer.stale_temporaries(str(path))) == sorted(str(tmp_path / name) for name in stale)
+    _model().save(path)
+    assert sorted(os.listdir(tmp_path)) == sorted(kept + ["ckpt.h5"])
+
+
+def test_write_errors_name_the_target_not_the_temporary_file(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.h5"
+    monkeypatch.setattr(writer, "_temporary_name", lambda base: os.path.join("missing-dir", base + ".tmp"))
+    with pytest.raises(FileNotFoundError, match=r"save: cannot write '.*ckpt\.h5'") as caught:
+        _model().save(path)
+    assert ".tmp" not in str(caught.value)
+    monkeypatch.undo()
+
+    def disk_full(path, directory=False):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writer, "_fsync_path", disk_full)
+    with pytest.raises(OSError, match=r"save_weights: cannot write '.*w\.weights\.h5': No space left") as caught:
+        _model().save_weights(tmp_path / "w.weights.h5")
+    monkeypatch.undo()
+    assert ".tmp" not in str(caught.value) and os.listdir(tmp_path) == []
 
 
 def test_truncated_files_are_rejected_at_every_offset(tmp_path):

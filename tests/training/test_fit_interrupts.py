@@ -155,6 +155,10 @@ def test_keyboard_interrupt_anywhere_leaves_whole_steps(backend, optimizer):
         assert k is not None, f"{backend}: interrupt at call {n} of {total}, in {where}, left a torn state"
         seen_k.add(k)
         assert ember.get_backend() == backend
+        if backend == "torch":  # torch's global grad mode is restored (no_grad exits can be interrupted)
+            import torch
+
+            assert torch.is_grad_enabled(), f"interrupt at call {n}, in {where}, left torch's grad mode off"
     # The points are spread over the whole fit: interrupted runs ended after many different step counts.
     assert {0, len(reference) - 1} <= seen_k and len(seen_k) > len(reference) // 2, sorted(seen_k)
     # Nothing global was left half-changed: a clean fit afterwards gives the reference result.

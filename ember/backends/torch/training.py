@@ -28,7 +28,8 @@ Example:
 from __future__ import annotations
 
 import copy
-from typing import Any
+import functools
+from typing import Any, Callable
 
 import optree
 import torch
@@ -78,6 +79,25 @@ def _clone(value: Any) -> Any:
 
 def _detach(value: Any) -> Any:
     return value.detach() if isinstance(value, torch.Tensor) else value
+
+
+def _keeps_grad_mode(step: Callable) -> Callable:
+    """Restore torch's global grad mode when ``step`` ends, however it ends.
+
+    A KeyboardInterrupt landing in a ``torch.no_grad()``/``enable_grad()`` exit would otherwise leave
+    gradients globally off (or on) for the rest of the process. The restore is torch's C function,
+    which no interrupt can enter half-way (no Python frame).
+    """
+
+    @functools.wraps(step)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        mode = torch.is_grad_enabled()
+        try:
+            return step(*args, **kwargs)
+        finally:
+            torch._C._set_grad_enabled(mode)
+
+    return run
 
 
 def _clone_leaf(value: Any) -> Any:
@@ -149,6 +169,7 @@ class TorchSteps(GenericSteps):
         return {"params": views, "buffers": model_state["buffers"]}
 
     # --- steps -----------------------------------------------------------------------------
+    @_keeps_grad_mode
     def fit_step(self, state: dict, batch: tuple) -> dict:
         """One step of ``fit``: all or nothing (the given state is never written to)."""
         return self._step(state, batch, self.buffers)
@@ -218,16 +239,19 @@ class TorchSteps(GenericSteps):
             grads = torch.autograd.grad(scaled, leaves, allow_unused=True)
         return aux, grads
 
+    @_keeps_grad_mode
     def train_step(self, state: dict, batch: tuple) -> dict:
         new = self._step(self.own(state), batch, None)
         params = optree.tree_map(_detach, new["model"]["params"])
         new["model"] = {"params": params, "buffers": new["model"]["buffers"]}
         return new
 
+    @_keeps_grad_mode
     def test_step(self, state: dict, batch: tuple) -> dict:
         with torch.no_grad():
             return super().test_step(state, batch)
 
+    @_keeps_grad_mode
     def predict_step(self, state: dict, x: Any) -> Any:
         with torch.no_grad():
             return super().predict_step(state, x)

@@ -1,0 +1,152 @@
+"""Every batch's sparse class labels checked, without a host sync per step on an accelerator.
+
+A label outside ``[0, classes)`` in a sparse loss or metric (``sparse_categorical_crossentropy``,
+``sparse_categorical_accuracy``, ``sparse_top_k_categorical_accuracy``) would otherwise train
+or score as if that sample did not exist. ``fit``, ``evaluate`` and validation therefore run
+one reduction per batch over its labels (``any(label < 0 or label >= classes)``, ignoring
+``ignore_class``). Where reading it costs no extra sync (NumPy, torch on the CPU, MLX whose step
+evaluates anyway) the flag is read at once and a bad batch raises before its step; on a CUDA/MPS
+device the flags are kept on the device and read at the next point that synchronises anyway (every :data:`PENDING_LIMIT` batches and at the end of an
+epoch or evaluation), so the error comes a few steps late but no step waits for the host.
+
+The error names the loop, the epoch and batch (0-based) and the offending value.
+
+Example:
+    >>> import numpy as np
+    >>> import ember
+    >>> from ember import layers
+    >>> ember.set_backend("numpy")
+    >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(3)])
+    >>> model.compile(optimizer="sgd", loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True))
+    >>> x, y = np.zeros((4, 2), "float32"), np.array([0, 1, 2, 7])
+    >>> try:
+    ...     model.fit(x, y, batch_size=2, epochs=1, shuffle=False, verbose=0)
+    ... except ValueError as error:
+    ...     print(error)
+    fit: epoch 0, batch 1 (0-based): sparse_categorical_crossentropy: class indices must be in [0, 3) for y_pred with 3 classes, received 7
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember import backends, ops
+from ember.training.compile_utils import flatten_outputs
+from ember.training.losses.probabilistic import sparse_categorical_crossentropy
+from ember.training.metrics.accuracy import sparse_categorical_accuracy, sparse_top_k_categorical_accuracy
+
+# Batches whose flags may wait on an accelerator before they are read (one sync per this many steps).
+PENDING_LIMIT = 100
+
+_SPARSE_FUNCTIONS = (sparse_categorical_crossentropy, sparse_categorical_accuracy, sparse_top_k_categorical_accuracy)
+
+
+def _sparse_kind(obj: Any) -> tuple[str, int | None] | None:
+    """``(function name, ignore_class)`` when ``obj`` (a loss or metric) reads sparse class labels."""
+    fn = getattr(obj, "fn", None)
+    if fn not in _SPARSE_FUNCTIONS:
+        return None
+    kwargs = getattr(obj, "_fn_kwargs", None) or {}
+    return fn.__name__, kwargs.get("ignore_class")
+
+
+def sparse_label_outputs(compile_loss: Any, compile_metrics: Any) -> dict[int, tuple[str, int | None]]:
+    """``{output index: (owner name, ignore_class)}`` for the outputs whose targets are class indices."""
+    found: dict[int, tuple[str, int | None]] = {}
+    for entry in compile_loss.entries:
+        kind = _sparse_kind(entry.fn)
+        if kind is not None:
+            found.setdefault(entry.index, kind)
+    for entry in compile_metrics.entries:
+        kind = _sparse_kind(entry.metric)
+        if kind is not None:
+            found.setdefault(entry.index, kind)
+    return found
+
+
+def reads_without_sync(array: Any) -> bool:
+    """Whether reading ``array`` on the host costs no extra wait: NumPy; torch on the CPU; MLX (its
+    fit step already evaluates its results before returning). A CUDA/MPS tensor would wait for
+    the queued kernels."""
+    if isinstance(array, np.ndarray) or np.isscalar(array):
+        return True
+    name = backends.get_backend()
+    return name == "mlx" or (name == "torch" and str(ops.get_device(array)).split(":")[0] == "cpu")
+
+
+class SparseLabelCheck:
+    """Per-batch range check of the sparse labels of one ``fit``/``evaluate`` (module docstring).
+
+    Args:
+        outputs: from :func:`sparse_label_outputs`.
+        output_names: the model's output names (to split ``y``).
+        classes: ``{output index: number of classes}`` (the model's output's last axis).
+        caller: ``"fit"``, ``"evaluate"`` or ``"fit (validation)"``, for the message.
+    """
+
+    def __init__(self, outputs: dict, output_names: list[str], classes: dict[int, int], caller: str) -> None:
+        self.outputs = {i: spec for i, spec in outputs.items() if classes.get(i)}
+        self.output_names = output_names
+        self.classes = classes
+        self.caller = caller
+        self._pending: list = []  # (epoch, step, output index, labels, device flag)
+
+    @classmethod
+    def for_trainer(cls, trainer: Any, output_shapes: list | None, caller: str) -> "SparseLabelCheck | None":
+        """The check for ``trainer``'s losses and metrics, or None when no output has sparse labels
+        (or the class counts are unknown)."""
+        outputs = sparse_label_outputs(trainer.compile_loss, trainer.compile_metrics)
+        if not outputs or output_shapes is None:
+            return None
+        classes = {i: shape[-1] for i, shape in enumerate(output_shapes)
+                   if shape is not None and len(shape) and isinstance(shape[-1], (int, np.integer))}
+        check = cls(outputs, trainer.output_names, classes, caller)
+        return check if check.outputs else None
+
+    def __call__(self, epoch: int | None, step: int, y: Any) -> None:
+        """Check one batch's targets ``y`` (raises now on the CPU, at the next sync elsewhere)."""
+        if y is None:
+            return
+        flat = flatten_outputs(y, self.output_names, "y")
+        for index in self.outputs:
+            labels = flat[index]
+            if labels is None or ops.size(labels) == 0:
+                continue
+            bad = self._out_of_range(labels, index)
+            if reads_without_sync(labels):
+                if bool(ops.to_numpy(bad)):
+                    self._raise(epoch, step, index, labels)
+            else:
+                self._pending.append((epoch, step, index, labels, bad))
+        if len(self._pending) >= PENDING_LIMIT:
+            self.flush()
+
+    def _out_of_range(self, labels: Any, index: int) -> Any:
+        classes = self.classes[index]
+        ignore = self.outputs[index][1]
+        outside = ops.logical_or(ops.less(labels, 0), ops.greater_equal(labels, classes))
+        if ignore is not None:
+            outside = ops.logical_and(outside, ops.not_equal(labels, ignore))
+        return ops.any(outside)
+
+    def flush(self) -> None:
+        """Read the flags kept on the device; raise for the first bad batch."""
+        pending, self._pending = self._pending, []
+        for epoch, step, index, labels, bad in pending:
+            if bool(ops.to_numpy(bad)):
+                self._raise(epoch, step, index, labels)
+
+    def _raise(self, epoch: int | None, step: int, index: int, labels: Any) -> None:
+        self._pending = []
+        owner, ignore = self.outputs[index]
+        classes = self.classes[index]
+        values = np.asarray(ops.to_numpy(labels)).ravel()
+        invalid = values[(values < 0) | (values >= classes)]
+        if ignore is not None:
+            invalid = invalid[invalid != ignore]
+        where = f"batch {step} (0-based)" if epoch is None else f"epoch {epoch}, batch {step} (0-based)"
+        output = f" (output {self.output_names[index]!r})" if len(self.output_names) > 1 else ""
+        raise ValueError(f"{self.caller}: {where}{output}: {owner}: class indices must be in [0, {classes}) for "
+                         f"y_pred with {classes} classes, received {invalid[0].item()!r}")
