@@ -128,9 +128,18 @@ def _rebuild(reader: CheckpointReader, config: Any, custom_objects: Any) -> Any:
         raise reader.error("the model config is missing or malformed")
     try:
         with custom_object_scope(custom_objects):
-            return deserialize(config)
-    except (ValueError, TypeError, KeyError) as error:
+            model = deserialize(config)
+    except fmt.CheckpointError:
+        raise
+    except RecursionError:
+        raise fmt.CheckpointError(reader.path, "cannot rebuild the model: its config nests too deeply") from None
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as error:
         raise fmt.CheckpointError(reader.path, f"cannot rebuild the model from its config: {error}") from None
+    if not (callable(getattr(model, "apply", None)) and callable(getattr(model, "build", None))):
+        kind = "function" if callable(model) and not isinstance(model, type) else type(model).__name__
+        raise fmt.CheckpointError(reader.path, f"the model config names {config['class_name']!r}, which is a "
+                                               f"registered {kind}, not a model class")
+    return model
 
 
 def load_model(filepath: Any, custom_objects: dict | None = None, compile: bool = True,

@@ -108,7 +108,9 @@ def load_object(filepath: Any, custom_objects: dict | None = None) -> Any:
         try:
             with custom_object_scope(custom_objects):
                 obj = deserialize(config)
-        except (ValueError, TypeError, KeyError) as error:
+        except RecursionError:
+            raise reader.error("cannot rebuild the object: its config nests too deeply") from None
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as error:
             raise reader.error(f"cannot rebuild the object from its config: {error}") from None
         if state is not None:
             obj.state = optree.tree_map(lambda a: _arrays.to_native(a, fmt.dtype_name(a)), state)

@@ -63,6 +63,12 @@ class CheckpointReader:
             raise self._open_error(error) from None
         try:
             self._validate()
+        except fmt.CheckpointError:
+            self.file.close()
+            raise
+        except Exception as error:  # noqa: BLE001 - h5py's RuntimeError on a damaged B-tree, a malformed manifest
+            self.file.close()
+            raise self.error(f"the file is corrupted or malformed ({type(error).__name__}: {error})") from None
         except BaseException:
             self.file.close()
             raise
@@ -126,7 +132,9 @@ class CheckpointReader:
             raise self.error(f"the manifest cannot be read: the file is truncated or corrupted ({error})") from None
         if self.checksum(text.encode("utf-8")) != int(attrs[self.checksum.manifest_attribute]):
             raise self.error("corrupted: the manifest does not match its checksum")
-        manifest = json.loads(text)
+        manifest = _parse_json(text, fmt.MANIFEST, self.error)
+        if not isinstance(manifest, dict):
+            raise self.error("malformed: the manifest is not a JSON object")
         self.manifest = manifest
         self.block_bytes = int(manifest["block_bytes"])
         self.attrs = dict(manifest["attributes"])
@@ -188,7 +196,7 @@ class CheckpointReader:
             raise self.error(f"cannot read {path!r}: the file is truncated or corrupted ({error})") from None
         if self.checksum(text.encode("utf-8")) != self.manifest["documents"][path]:
             raise self.error(f"corrupted: {path!r} does not match its checksum")
-        return json.loads(text)
+        return _parse_json(text, path, self.error)
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """Every array under ``prefix`` as NumPy (bfloat16 decoded), keyed by path relative to ``prefix``.
@@ -227,6 +235,16 @@ class CheckpointReader:
     def tree(self, prefix: str) -> dict:
         """The nested dict of NumPy arrays stored under ``prefix`` (checked like :meth:`arrays`)."""
         return fmt.unflatten_tree(self.arrays(prefix), self.lists(prefix), self.empty_groups(prefix))
+
+
+def _parse_json(text: str, where: str, error: Any) -> Any:
+    """``json.loads`` with malformed or absurdly nested text (a crafted file) as a CheckpointError."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise error(f"malformed: {where!r} nests too deeply to be a config") from None
+    except ValueError as problem:
+        raise error(f"malformed: {where!r} is not valid JSON ({problem})") from None
 
 
 def _listing(paths: list[str], limit: int = 20) -> str:

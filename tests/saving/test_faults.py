@@ -295,3 +295,49 @@ def test_version_1_files_with_crc32_checksums_still_load(tmp_path):
         kernel[0, 0] = kernel[0, 0] + 1
     with pytest.raises(CheckpointError, match="'state/params/a/kernel' does not match its checksum"):
         ember.load_model(path)
+
+
+def _write_model_file(path, config_text=None, config=None):
+    """A checkpoint whose config document is ``config`` (or the raw JSON ``config_text``)."""
+    from ember.saving import format as fmt
+
+    original = fmt.dumps
+    try:
+        if config_text is not None:
+            fmt.dumps = lambda document: config_text if document == "<raw>" else original(document)
+        writer.write_checkpoint(path, "model", documents={"config": "<raw>" if config_text else config})
+    finally:
+        fmt.dumps = original
+
+
+def test_a_deeply_nested_config_is_a_checkpoint_error(tmp_path):
+    path = tmp_path / "deep.h5"
+    depth = 200_000
+    _write_model_file(path, config_text="[" * depth + "]" * depth)
+    with pytest.raises(CheckpointError, match=r"deep\.h5.*nests too deeply"):
+        ember.load_model(path)
+
+
+@ember.saving.register_serializable(package="faults")
+def _not_a_model(x):
+    return x
+
+
+def test_a_registered_function_named_as_the_model_class_is_a_checkpoint_error(tmp_path):
+    path = tmp_path / "function.h5"
+    _write_model_file(path, config={"class_name": "faults>_not_a_model", "config": {}})
+    with pytest.raises(CheckpointError, match=r"function\.h5.*'faults>_not_a_model'.*registered function, not a "
+                                              r"model class"):
+        ember.load_model(path)
+
+
+def test_h5py_errors_from_a_damaged_file_structure_are_checkpoint_errors(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.h5"
+    _model().save(path)
+
+    def damaged(self, name):
+        raise RuntimeError("Unable to synchronously get object info (bad symbol table node signature)")
+
+    monkeypatch.setattr(h5py.File, "__contains__", damaged)
+    with pytest.raises(CheckpointError, match=r"ckpt\.h5.*corrupted or malformed.*bad symbol table node"):
+        ember.load_model(path)
