@@ -18,6 +18,7 @@ import builtins
 import math
 
 import mlx.core as mx
+import numpy as np
 
 from ember.backends.mlx import _f64
 from ember.backends._common import normalize_axes
@@ -146,14 +147,34 @@ def solve(a, b):
     a = mx.broadcast_to(a, batch + tuple(a.shape[-2:]))
     b = mx.broadcast_to(b, batch + tuple(b.shape[-2:]))
     out = mx.linalg.solve(a, b, stream=_CPU)
+    _evaluated(out, "solve", "the matrix a is singular")
     if vector:
         out = out[..., 0]
     return _back(out, dtype)
 
 
+def _evaluated(out, op: str, problem: str) -> bool:
+    """Evaluate ``out`` now, so that a failed LAPACK factorization raises here, as NumPy's
+    ``LinAlgError`` (MLX raises a RuntimeError only when the result is first read). False inside
+    ``mx.compile`` (nothing can be evaluated there: the result stays lazy, unchecked)."""
+    try:
+        mx.eval(out)
+    except RuntimeError as error:
+        if "failed" in str(error):
+            raise np.linalg.LinAlgError(f"linalg.{op}: {problem} ({error})") from None
+        raise
+    except ValueError as error:
+        if "[eval]" in str(error):  # tracing (mx.compile/vmap)
+            return False
+        raise
+    return True
+
+
 def inv(x):
     x, dtype = _as_float(x, "inv", square=True)
-    return _back(mx.linalg.inv(x, stream=_CPU), dtype)
+    out = mx.linalg.inv(x, stream=_CPU)
+    _evaluated(out, "inv", "the matrix is singular")
+    return _back(out, dtype)
 
 
 def svd(x, full_matrices=True, compute_uv=True):
@@ -307,7 +328,15 @@ def qr(x, mode="reduced"):
 
 def cholesky(x):
     x, dtype = _as_float(x, "cholesky", square=True)
-    return _back(mx.linalg.cholesky(x, stream=_CPU), dtype)
+    out = mx.linalg.cholesky(x, stream=_CPU)
+    # MLX ignores LAPACK's failure flag and returns the partial factor. A failed factorization
+    # leaves its non-positive pivot (or NaN) on the diagonal; a successful one has a positive one.
+    diagonal_ok = mx.all(mx.diagonal(out, axis1=-2, axis2=-1) > 0)
+    if _evaluated(diagonal_ok, "cholesky", "the matrix is not positive definite") and out.size \
+            and not diagonal_ok.item():
+        raise np.linalg.LinAlgError("linalg.cholesky: the matrix is not positive definite (a pivot of the "
+                                    "factorization is not positive)")
+    return _back(out, dtype)
 
 
 def _pinv(x, rcond):
