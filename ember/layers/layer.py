@@ -47,6 +47,7 @@ from typing import Any, ClassVar
 import optree
 
 from ember import dtypes
+from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.utils.naming import to_snake_case
 from ember.serialization import register_serializable
 from ember.serialization import serialize
@@ -215,13 +216,25 @@ class Layer:
         raise NotImplementedError(f"{type(self).__name__} must implement call(params, inputs) or apply(...)")
 
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
-        """Pure forward pass: ``(outputs, state)``; the default leaves the state unchanged."""
+        """Pure forward pass: ``(outputs, state)``; the default leaves the state unchanged.
+
+        Raises:
+            TypeError/ValueError: a state that is not ``{"params", "buffers"}``, or variables missing,
+                unexpected or mis-shaped for these inputs (named by path; see
+                :mod:`ember.layers.state_check`).
+        """
+        check_state_dict(self, state)
         kwargs = {}
         if self._call_takes_training:
             kwargs["training"] = training
         if self._call_takes_rng:
             kwargs["rng"] = rng
-        return self.call(state["params"], inputs, **kwargs), state
+        try:
+            return self.call(state["params"], inputs, **kwargs), state
+        except Exception as error:
+            shape = input_shapes(inputs)
+            raise_if_mismatched(self, state, lambda: self.build(shape, seed=0), shape, error)
+            raise
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """The output mask for ``inputs`` carrying ``mask``: passed through when the layer

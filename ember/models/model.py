@@ -35,6 +35,7 @@ from ember.initializers import derive_seed, is_seed_array
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
 from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
+from ember.layers.state_check import check_state_dict, raise_if_mismatched
 from ember.training.model_api import TrainingAPI
 from ember.utils.naming import to_snake_case
 from ember import ops
@@ -216,6 +217,7 @@ class Model(TrainingAPI, Layer):
 
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
         """Pure forward pass: ``(outputs, new_state)``; ``state`` itself is not modified."""
+        check_state_dict(self, state)
         values = self._bind_inputs(inputs)
         params, buffers = state["params"], state["buffers"]
         new_buffers = dict(buffers)
@@ -230,7 +232,11 @@ class Model(TrainingAPI, Layer):
             mask = _input_mask(node, masks) if masks else None
             if mask is not None and "mask" not in kwargs and takes_mask(layer):
                 kwargs = {**kwargs, "mask": mask}
-            out, child_state = layer.apply(child_state, args, training=training, rng=child_rng, **kwargs)
+            try:
+                out, child_state = layer.apply(child_state, args, training=training, rng=child_rng, **kwargs)
+            except Exception as error:
+                _explain_state_error(layer, node, child_state, error)
+                raise
             if child_state["buffers"]:
                 new_buffers[layer.name] = child_state["buffers"]
             flat = [out] if node.structure is None else optree.tree_leaves(out, none_is_leaf=False)
@@ -524,3 +530,10 @@ def _store_masks(node: Node, mask: Any, masks: dict) -> None:
     for tensor, value in zip(node.outputs, flat):
         if value is not None:
             masks[tensor.uid] = value
+
+
+def _explain_state_error(layer: Any, node: Any, child_state: dict, error: BaseException) -> None:
+    """After ``layer`` failed inside a model: raise a clear error when its part of the model's state
+    (``params[layer.name]``/``buffers[layer.name]``) does not fit it; return otherwise."""
+    shapes = optree.tree_map(lambda t: t.shape, node.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+    raise_if_mismatched(layer, child_state, lambda: layer.build(shapes, seed=0), shapes, error)

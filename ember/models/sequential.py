@@ -17,6 +17,7 @@ from typing import Any
 from ember.initializers import derive_seed
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
+from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.models.model import Model, _check_compatible, _child_rng, makes_mask, takes_mask
 from ember.symbolic import SymbolicTensor, is_shape
 from ember import ops
@@ -152,6 +153,7 @@ class Sequential(Model):
         expected = self._known_input_shape()
         if expected is not None:
             _check_compatible(self.name, _Expected(self._input_layer, expected), ops.shape(x))
+        check_state_dict(self, state)
         params, buffers = state["params"], state["buffers"]
         new_buffers = dict(buffers)
         mask = None  # Keras-style masks, as in Model.apply
@@ -159,8 +161,13 @@ class Sequential(Model):
             child = {"params": params.get(layer.name, {}), "buffers": buffers.get(layer.name, {})}
             kwargs = {"mask": mask} if mask is not None and takes_mask(layer) else {}
             x_in = x
-            x, child = layer.apply(child, x, training=training, rng=None if rng is None else _child_rng(rng, layer.name),
-                                   **kwargs)
+            try:
+                x, child = layer.apply(child, x, training=training,
+                                       rng=None if rng is None else _child_rng(rng, layer.name), **kwargs)
+            except Exception as error:
+                shape = input_shapes(x_in)
+                raise_if_mismatched(layer, child, lambda: layer.build(shape, seed=0), shape, error)
+                raise
             if child["buffers"]:
                 new_buffers[layer.name] = child["buffers"]
             if mask is not None or makes_mask(layer):

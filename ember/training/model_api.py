@@ -73,6 +73,25 @@ def sharded(adapter: Any, strategy: Any, caller: str) -> Any:
     return adapter if strategy is None else ShardedAdapter(adapter, strategy, caller)
 
 
+def _check_single_input(model: Any, x: Any, caller: str) -> None:
+    """A dict ``x`` for a Sequential model (one unnamed input) gets an error naming what it takes."""
+    if not isinstance(x, dict) or not hasattr(model, "_input_layer"):
+        return
+    layer = model._input_layer
+    name = f" (its Input is named {layer.name!r})" if layer is not None else ""
+    raise TypeError(f"{caller}: x is a dict with keys {sorted(map(str, x))}, but Sequential model {model.name!r} "
+                    f"takes one input array{name}: pass the array itself, or use a functional ember.Model with "
+                    "named inputs for dict data")
+
+
+def _check_validation_batch(trainer: Any, state: dict, validation: Any) -> None:
+    """Run the losses once on the first validation batch (inference mode), naming validation_data."""
+    try:
+        trainer.check_batch(state, validation.adapter.peek())
+    except (ValueError, TypeError) as error:
+        raise type(error)(f"fit(validation_data): {error}") from None
+
+
 def _non_negative_int(caller: str, name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
         raise ValueError(f"{caller}: {name} must be a non-negative int, received {value!r}")
@@ -274,6 +293,7 @@ class TrainingAPI:
         elif validation_split:
             split_validation(x, y, sample_weight, validation_split)  # validates the value
         strategy = distribute.get_strategy()
+        _check_single_input(self, x, "fit")
         adapter = sharded(get_adapter(x, y, sample_weight, batch_size, shuffle, class_weight, seed, caller="fit"),
                           strategy, "fit")
         iterator = EpochIterator(adapter, steps_per_epoch)
@@ -292,6 +312,8 @@ class TrainingAPI:
             trainer.check_batch(state, first)
             if strategy is not None:
                 check_same_weights(strategy, state["model"]["params"], "fit")
+            if validation is not None:  # bad validation data fails now, not after a whole epoch of training
+                _check_validation_batch(trainer, state, validation)
             state = steps.own(state)
             callback_list = CallbackList(callbacks, add_history=True, add_progbar=_prints(verbose), model=self,
                                          verbose=verbose, epochs=epochs, steps=iterator.num_steps)
@@ -340,6 +362,7 @@ class TrainingAPI:
         verbose = _verbosity(verbose, "evaluate")
         steps = check_steps(steps, "evaluate: steps")
         strategy = distribute.get_strategy()
+        _check_single_input(self, x, "evaluate")
         adapter = sharded(get_adapter(x, y, sample_weight, batch_size, False, None, 0, caller="evaluate"), strategy,
                           "evaluate")
         iterator = EpochIterator(adapter, steps)
@@ -369,6 +392,7 @@ class TrainingAPI:
                 trainer = Trainer(self, optimizer="sgd")
                 self._training["predict_trainer"] = trainer
         strategy = distribute.get_strategy()
+        _check_single_input(self, x, "predict")
         adapter = sharded(get_adapter(x, None, None, batch_size, False, None, 0, caller="predict"), strategy,
                           "predict")
         iterator = EpochIterator(adapter, steps)

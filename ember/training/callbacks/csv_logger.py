@@ -40,7 +40,12 @@ class CSVLogger(Callback):
         if not distribute.is_main_process():  # ember.distribute: only the main rank writes the file
             return
         exists = self.append and os.path.exists(self.filename) and os.path.getsize(self.filename) > 0
-        self._file = open(self.filename, "a" if self.append else "w", newline="")
+        try:
+            self._file = open(self.filename, "a" if self.append else "w", newline="")
+        except OSError as error:
+            directory = os.path.dirname(os.path.abspath(self.filename))
+            reason = f"the directory {directory!r} does not exist" if not os.path.isdir(directory) else error.strerror
+            raise type(error)(error.errno, f"CSVLogger: cannot open {self.filename!r} for writing: {reason}") from None
         self._has_header = exists
         self.keys = None
         self._writer = None

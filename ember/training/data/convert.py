@@ -109,14 +109,19 @@ def _leaf_to_native(value: Any) -> Any:
     if getattr(type(value), "__ember_tensor__", False):
         value = value._native
     if ops.is_array(value):
-        target = _target_dtype(ops.dtype(value))
+        name = ops.dtype(value)
+        if dtypes.is_complex(name):  # one rule on every backend (layers and losses are real-valued)
+            raise TypeError(f"data must be real numeric arrays, received dtype {name} (complex data is not "
+                            "supported by fit/evaluate/predict)")
+        target = _target_dtype(name)
         return value if target is None else ops.cast(value, target)
     array = to_numpy_host(value)
     if array.dtype == object:
         raise TypeError(f"data must be numeric arrays, received an array of Python objects (shape {array.shape})")
     name = dtypes.standardize_dtype(array.dtype) if array.dtype.kind in "biuf" else None
     if name is None:
-        raise TypeError(f"data must be numeric arrays, received dtype {array.dtype}")
+        detail = " (complex data is not supported by fit/evaluate/predict)" if array.dtype.kind == "c" else ""
+        raise TypeError(f"data must be real numeric arrays, received dtype {array.dtype}{detail}")
     target = _target_dtype(name)
     return ops.convert_to_tensor(array, dtype=target or name)
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import re
 from typing import Any
 
@@ -145,8 +146,8 @@ class Optimizer:
 
     # --- learning rate ------------------------------------------------------------------------
     def _check_learning_rate(self, value: Any) -> Any:
-        if is_number(value):
-            return check_number(type(self).__name__, "learning_rate", value)
+        if is_number(value):  # a finite, non-negative rate (a negative one would climb the loss)
+            return check_number(type(self).__name__, "learning_rate", value, 0.0, math.inf, high_open=True)
         if callable(value):
             return value
         raise ValueError(
