@@ -116,3 +116,10 @@ class UntrackedTargetError(ValueError):
             "wrong one. Compute it inside the tape with ember.ops functions or ember.Tensor operators "
             f"(backend: {backend})"
         )
+
+
+def broadcast_error(op: str, *operands: Any) -> ValueError:
+    """The error every backend raises for operands that do not broadcast together, e.g.
+    ``add: operands could not be broadcast together with shapes [(2, 3), (4,)]``."""
+    shapes = [tuple(int(d) for d in getattr(o, "shape", ())) for o in operands]
+    return ValueError(f"{op}: operands could not be broadcast together with shapes {shapes}")

@@ -133,6 +133,8 @@ def split(x, indices_or_sections, axis=0):
 def tile(x, repeats):
     x = to_mx(x)
     reps = (int(repeats),) if isinstance(repeats, (int, np.integer)) else tuple(int(r) for r in repeats)
+    if builtins.any(r < 0 for r in reps):
+        raise ValueError(f"tile: repeats must be non-negative, received {reps}")
     return mx.tile(x, reps)
 
 
@@ -398,7 +400,10 @@ def _new_axis_position(out_key, position):
 
 def take(x, indices, axis=None):
     x = to_mx(x)
-    indices = _index_array(indices) if not isinstance(indices, (int, np.integer)) else int(indices)
+    try:
+        indices = _index_array(indices) if not isinstance(indices, (int, np.integer)) else int(indices)
+    except IndexError as error:  # float indices: a TypeError, as on NumPy and torch
+        raise TypeError(f"take: indices must be integers ({error})") from None
     if axis is None:
         x = mx.reshape(x, (-1,))
         axis = 0
@@ -408,7 +413,7 @@ def take(x, indices, axis=None):
         if not -n <= indices < n:
             raise IndexError(f"take: index {indices} is out of bounds for axis {axis} with size {n}")
         return mx.take(x, indices, axis=axis)
-    _check_bounds(mx.expand_dims(indices, -1), (x.shape[axis],), "take")
+    _check_bounds(mx.expand_dims(indices, -1), (x.shape[axis],), "take", first_axis=axis)
     return mx.take(x, indices, axis=axis)
 
 
@@ -422,7 +427,7 @@ def take_along_axis(x, indices, axis):
     if indices.ndim != x.ndim:
         raise ValueError(f"take_along_axis: indices of rank {indices.ndim} do not match x of rank {x.ndim}")
     n = x.shape[axis]
-    _check_bounds(mx.expand_dims(indices, -1), (n,), "take_along_axis")
+    _check_bounds(mx.expand_dims(indices, -1), (n,), "take_along_axis", first_axis=axis)
     indices = mx.where(indices < 0, indices + n, indices)
     return mx.take_along_axis(x, indices, axis=axis)
 

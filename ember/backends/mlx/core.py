@@ -222,9 +222,9 @@ def stop_gradient(x):
 def _shape_arg(shape, op):
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (int(shape),)
-    try:
-        shape = tuple(int(d) for d in shape)
-    except TypeError:
+    try:  # __index__: a str such as '3' or a float is not a dimension (int() would take them)
+        shape = tuple(int(d.__index__()) for d in shape)
+    except (TypeError, AttributeError):
         raise TypeError(f"{op}: shape must be an int or a sequence of ints, received {shape!r}") from None
     if builtins.any(d < 0 for d in shape):
         raise ValueError(f"{op}: shape must not have negative entries, received {shape}")

@@ -69,7 +69,10 @@ def take(x, indices, axis=None):
     indices = _int_indices(indices, "take")
     if axis is not None:
         axis = axis_arg(axis, x.ndim)
-    return out(np.take(x, indices, axis=axis))
+    try:
+        return out(np.take(x, indices, axis=axis))
+    except IndexError as error:
+        raise IndexError(f"take: {error}") from None
 
 
 def take_along_axis(x, indices, axis):
@@ -79,7 +82,10 @@ def take_along_axis(x, indices, axis):
         raise ValueError(
             f"take_along_axis: indices must have the same rank as x ({x.ndim}), received rank {indices.ndim}"
         )
-    return np.take_along_axis(x, indices, axis=axis_arg(axis, x.ndim))
+    try:
+        return np.take_along_axis(x, indices, axis=axis_arg(axis, x.ndim))
+    except IndexError as error:
+        raise IndexError(f"take_along_axis: {error}") from None
 
 
 def _nd_index(indices, target_ndim, op):

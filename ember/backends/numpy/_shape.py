@@ -85,7 +85,10 @@ def split(x, indices_or_sections, axis=0):
 
 
 def tile(x, repeats):
-    return np.tile(to_native(x), tuple(int_list(repeats, "repeats")))
+    repeats = tuple(int_list(repeats, "repeats"))
+    if any(r < 0 for r in repeats):
+        raise ValueError(f"tile: repeats must be non-negative, received {repeats}")
+    return np.tile(to_native(x), repeats)
 
 
 def repeat(x, repeats, axis=None):

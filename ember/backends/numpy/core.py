@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.backends._common import broadcast_error
 from ember.backends.numpy import _special
 from ember.backends.numpy._base import (  # noqa: F401  (check_device is a device hook)
     BF16,
@@ -354,7 +355,10 @@ def _binary_op(ufunc, name):
     def op(x1, x2):
         if type(x1) is not _nd or type(x2) is not _nd or x1.dtype is not x2.dtype:
             x1, x2 = operands(x1, x2)
-        r = ufunc(x1, x2)
+        try:
+            r = ufunc(x1, x2)
+        except ValueError:
+            raise broadcast_error(name, x1, x2) from None
         return r if type(r) is _nd else out(r)
 
     return _name(op, name)
@@ -366,7 +370,10 @@ def _float_binary(ufunc, name):
     def op(x1, x2):
         if type(x1) is not _nd or type(x2) is not _nd or x1.dtype is not x2.dtype or x1.dtype not in _NATIVE_FLOATS:
             x1, x2 = float_operands(x1, x2)
-        r = ufunc(x1, x2)
+        try:
+            r = ufunc(x1, x2)
+        except ValueError:
+            raise broadcast_error(name, x1, x2) from None
         return r if type(r) is _nd else out(r)
 
     return _name(op, name)
@@ -467,10 +474,13 @@ def isclose(x1, x2, rtol=1e-05, atol=1e-08, equal_nan=False):
 def clip(x, x_min, x_max):
     # Result dtype: result_type(x, x_min, x_max) (weak Python scalars); bool -> int32.
     r = to_native(x)
-    if x_min is not None:
-        r = np.maximum(*binary(r, x_min))
-    if x_max is not None:
-        r = np.minimum(*binary(r, x_max))
+    try:
+        if x_min is not None:
+            r = np.maximum(*binary(r, x_min))
+        if x_max is not None:
+            r = np.minimum(*binary(r, x_max))
+    except ValueError:
+        raise broadcast_error("clip", to_native(x), *(b for b in (x_min, x_max) if b is not None)) from None
     r = out(r)
     return r.astype(I32) if r.dtype == BOOL else r
 
@@ -484,5 +494,8 @@ def where(condition, x1=None, x2=None):
     if condition.dtype != BOOL:
         condition = condition.astype(BOOL)
     x1, x2 = binary(x1, x2)
-    return out(np.where(condition, x1, x2))
+    try:
+        return out(np.where(condition, x1, x2))
+    except ValueError:
+        raise broadcast_error("where", condition, x1, x2) from None
 

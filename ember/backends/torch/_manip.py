@@ -133,7 +133,10 @@ def split(x, indices_or_sections, axis=0):
 def tile(x, repeats):
     if type(x) is not Tensor:
         x = native(x)
-    return torch.tile(x, _int_tuple(repeats, "repeats"))
+    repeats = _int_tuple(repeats, "repeats")
+    if any(r < 0 for r in repeats):  # torch raises a RuntimeError from deep inside
+        raise ValueError(f"tile: repeats must be non-negative, received {repeats}")
+    return torch.tile(x, repeats)
 
 
 def repeat(x, repeats, axis=None):

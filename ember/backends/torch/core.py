@@ -177,9 +177,9 @@ def _shape_arg(shape, argument: str = "shape") -> tuple[int, ...]:
     else:
         if isinstance(shape, Tensor):
             shape = shape.tolist()
-        try:
-            dims = tuple(int(s) for s in shape)
-        except TypeError:
+        try:  # __index__: a str such as '3' or a float is not a dimension (int() would take them)
+            dims = tuple(int(s.__index__()) for s in shape)
+        except (TypeError, AttributeError):
             raise TypeError(f"{argument}: expected an int or a sequence of ints, received {shape!r}") from None
     if _b.any(d < 0 for d in dims):
         raise ValueError(f"{argument}: dimensions must be non-negative, received {dims}")
