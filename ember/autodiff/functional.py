@@ -51,6 +51,9 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
         argument, or a tuple of them when ``argnums`` is a sequence.
     """
 
+    if not callable(fn):
+        raise TypeError(f"value_and_grad: fn must be callable, received {fn!r}")
+
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), "value_and_grad")

@@ -107,7 +107,7 @@ class RecordedGraph:
     def _slots_of(self, value: Any) -> Any:
         if type(value) in (list, tuple):
             slots = [self.slot(v) for v in value]
-            return slots if any(s is not None for s in slots) else None
+            return slots if any([s is not None for s in slots]) else None
         return self.slot(value)
 
     # --- recording ---------------------------------------------------------------

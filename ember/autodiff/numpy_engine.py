@@ -213,7 +213,9 @@ class TapeEngine:
         vjp = _rules
         graph = self._graph
         source_slots = [self._source_slot(s) for s in sources]
-        if all(slot is None for slot in source_slots):
+        # Lists, not generators, in any()/all(): a generator left suspended is closed later, from
+        # its deallocation, where a KeyboardInterrupt would be swallowed ("Exception ignored").
+        if all([slot is None for slot in source_slots]):
             return [None] * len(sources)  # nothing requested was watched (TensorFlow: None)
         target_slots = []
         for position, target in enumerate(targets):
@@ -260,7 +262,7 @@ class TapeEngine:
                 out = node.out
             else:
                 g = [None if s is None else cots.get(s) for s in out_slots]
-                if all(c is None for c in g):
+                if all([c is None for c in g]):
                     continue
                 for s in out_slots:
                     if s is not None and s not in keep_slots:
@@ -345,7 +347,7 @@ class TapeEngine:
         for node in nodes:
             inputs = _flat(node.in_slots) + _flat(list(node.kw_slots.values()))
             consumed.update(inputs)
-            if any(s in reach for s in inputs):
+            if any([s in reach for s in inputs]):
                 reach.update(_flat(node.out_slots))
                 reached.append(node)
         if not reached:
@@ -361,7 +363,7 @@ class TapeEngine:
             return
         needed = set(target_slots)
         for node in reversed(nodes):
-            if not any(s in needed for s in _flat(node.out_slots)):
+            if not any([s in needed for s in _flat(node.out_slots)]):
                 continue
             needed.update(_flat(node.in_slots))
             needed.update(_flat(list(node.kw_slots.values())))
@@ -391,7 +393,7 @@ class TapeEngine:
         needed = set(target_slots)
         ancestors = set()
         for node in reversed(self._graph.nodes):
-            if any(s in needed for s in _flat(node.out_slots)):
+            if any([s in needed for s in _flat(node.out_slots)]):
                 ancestors.add(node.index)
                 needed.update(_flat(node.in_slots))
                 needed.update(_flat(list(node.kw_slots.values())))
@@ -427,7 +429,7 @@ def _needed(slot: Any, arg: Any, forward: set) -> bool:
     if slot is None:
         return False
     if type(slot) is list:
-        return any(s is not None and s in forward for s in slot)
+        return any([s is not None and s in forward for s in slot])
     return slot in forward and _carries_gradient(arg)
 
 

@@ -62,6 +62,10 @@ def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int
     layers each one reads), then trainable / non-trainable totals."""
     state = model.state if model.state is not None else model.placeholder_state()
     connected = not getattr(model, "_linear_stack", False) and hasattr(model, "_nodes")
+    if isinstance(line_length, bool) or not isinstance(line_length, int) or line_length <= 0:
+        raise ValueError(f"summary: line_length must be a positive int, received {line_length!r}")
+    if not callable(print_fn):
+        raise TypeError(f"summary: print_fn must be callable, received {print_fn!r}")
     columns = (max(30, line_length // 3), max(26, line_length // 3), 14)
     if connected:
         columns = (max(24, line_length * 29 // 100), max(20, line_length // 4), 14,

@@ -48,10 +48,10 @@ class FitLoop:
         self.initial_epoch = initial_epoch
         self.validation = validation
         self.validation_freq = validation_freq
-        self.keep_previous = any(getattr(cb, "keeps_previous_state", False) for cb in callbacks)
+        self.keep_previous = any([getattr(cb, "keeps_previous_state", False) for cb in callbacks])
         self.label_check = trainer.label_check("fit")
         # TerminateOnNaN handles a NaN loss itself (stop and roll back); otherwise fit warns once.
-        self.loss_watch = None if any(isinstance(cb, TerminateOnNaN) for cb in callbacks) else NonFiniteLossWatch()
+        self.loss_watch = None if any([isinstance(cb, TerminateOnNaN) for cb in callbacks]) else NonFiniteLossWatch()
         pure = getattr(self.steps, "fit_step_is_pure", False)
         self.completed_steps = 0
         self.step_fn = self.steps.train_step if (self.keep_previous and not pure) else self.steps.fit_step
@@ -184,7 +184,7 @@ class FitLoop:
                     callbacks.on_train_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"])))
                 self.adopt_changes()
                 if model.stop_training:
-                    if previous is not None and any(getattr(cb, "rollback", False) for cb in callbacks):
+                    if previous is not None and any([getattr(cb, "rollback", False) for cb in callbacks]):
                         self.state = previous
                         self.publish()
                     break

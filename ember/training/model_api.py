@@ -431,6 +431,9 @@ class TrainingAPI:
             self._ensure_built(batch[0], trainer.next_seed() if self.state is None else 0)
             self._sync_training_backend()
             state = self._batch_state(trainer, "train")
+            check = trainer.label_check("train_on_batch")
+            if check is not None:  # the step may be compiled or fused: check the labels here
+                check(None, 0, batch[1])
             new = trainer.steps.train_step(state, batch)
         except BaseException:
             self._restore(saved)
@@ -453,6 +456,9 @@ class TrainingAPI:
             state = self._batch_state(trainer, "test")
             if batch[1] is None and trainer.compile_loss.entries:
                 raise ValueError("test_on_batch: y is required to compute the loss")
+            check = trainer.label_check("test_on_batch")
+            if check is not None:
+                check(None, 0, batch[1])
             new = trainer.steps.test_step(state, batch)
         except BaseException:
             self._restore(saved)

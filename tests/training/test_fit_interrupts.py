@@ -10,7 +10,9 @@ swallowed), and a later ``fit`` must run as usual. Exceptions raised by callback
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
+import gc
 import pathlib
 import sys
 
@@ -90,6 +92,22 @@ def _reference(optimizer: str) -> list:
     return [initial] + recorder.states
 
 
+@contextlib.contextmanager
+def _traced(tracer):
+    """``sys.settrace(tracer)`` for the block, with the cyclic GC off: a collection runs other
+    programs' ``gc.callbacks`` (pytest's), where an injected interrupt would be swallowed by
+    Python itself, not by Ember."""
+    enabled = gc.isenabled()
+    gc.disable()
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(None)
+        if enabled:
+            gc.enable()
+
+
 def _count_calls(optimizer: str) -> int:
     model = _model(optimizer)
     count = 0
@@ -98,11 +116,8 @@ def _count_calls(optimizer: str) -> int:
         nonlocal count
         count += 1
 
-    sys.settrace(tracer)
-    try:
+    with _traced(tracer):
         _fit(model)
-    finally:
-        sys.settrace(None)
     return count
 
 
@@ -131,13 +146,11 @@ def _interrupted_fit(optimizer: str, n: int):
             where = _where(frame)
             raise KeyboardInterrupt(f"injected at call {n}")
 
-    sys.settrace(tracer)
     try:
-        _fit(model)
+        with _traced(tracer):
+            _fit(model)
     except KeyboardInterrupt:
         return model, True, where
-    finally:
-        sys.settrace(None)
     return model, False, where
 
 

@@ -12,12 +12,13 @@ import builtins
 
 import mlx.core as mx
 
+from ember.backends._common import broadcast_error
 from ember.backends.mlx import _base, _f64
 from ember.backends.mlx._base import (
     DEVICE,
-    A,
     FLOATS,
     INEXACT,
+    A,
     binary,
     binary_same,
     floatx,
@@ -25,7 +26,6 @@ from ember.backends.mlx._base import (
     to_mx,
 )
 from ember.backends.mlx._shape import nonzero
-
 
 # ------------------------------------------------------------------------ elementwise unary
 
@@ -231,33 +231,53 @@ _greater, _greater_equal = mx.greater, mx.greater_equal
 
 
 def add(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    try:
+        if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+            return _add(x1, x2)
+        x1, x2 = binary(x1, x2)
         return _add(x1, x2)
-    x1, x2 = binary(x1, x2)
-    return _add(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("add", x1, x2) from None
 
 
 def subtract(x1, x2):
-    if type(x1) is A and type(x2) is A and 1 < x1.itemsize == x2.itemsize < 8:  # (1 byte: maybe bool)
+    try:
+        if type(x1) is A and type(x2) is A and 1 < x1.itemsize == x2.itemsize < 8:  # (1 byte: maybe bool)
+            return _subtract(x1, x2)
+        x1, x2 = binary(x1, x2)
+        if x1.itemsize == 1 and x1.dtype == mx.bool_ and x2.dtype == mx.bool_:
+            raise TypeError("subtract: not supported for two bool arrays; use logical_xor")
         return _subtract(x1, x2)
-    x1, x2 = binary(x1, x2)
-    if x1.itemsize == 1 and x1.dtype == mx.bool_ and x2.dtype == mx.bool_:
-        raise TypeError("subtract: not supported for two bool arrays; use logical_xor")
-    return _subtract(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("subtract", x1, x2) from None
 
 
 def multiply(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    try:
+        if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+            return _multiply(x1, x2)
+        x1, x2 = binary(x1, x2)
         return _multiply(x1, x2)
-    x1, x2 = binary(x1, x2)
-    return _multiply(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("multiply", x1, x2) from None
 
 
 def divide(x1, x2):
-    x1, x2 = binary(x1, x2)
-    if x1.dtype not in INEXACT or x2.dtype not in INEXACT:
-        x1, x2 = _true_division_operands(x1, x2)
-    return _divide(x1, x2)
+    try:
+        x1, x2 = binary(x1, x2)
+        if x1.dtype not in INEXACT or x2.dtype not in INEXACT:
+            x1, x2 = _true_division_operands(x1, x2)
+        return _divide(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("divide", x1, x2) from None
 
 
 def _true_division_operands(x1, x2):
@@ -270,26 +290,41 @@ def _true_division_operands(x1, x2):
 
 
 def floor_divide(x1, x2):
-    if type(x1) is A and type(x2) is A and 1 < x1.itemsize == x2.itemsize < 8:  # (1 byte: maybe bool)
+    try:
+        if type(x1) is A and type(x2) is A and 1 < x1.itemsize == x2.itemsize < 8:  # (1 byte: maybe bool)
+            return _floor_divide(x1, x2)
+        x1, x2 = _numeric(*binary(x1, x2))
         return _floor_divide(x1, x2)
-    x1, x2 = _numeric(*binary(x1, x2))
-    return _floor_divide(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("floor_divide", x1, x2) from None
 
 
 def mod(x1, x2):
-    if type(x1) is A and type(x2) is A and 1 < x1.itemsize == x2.itemsize < 8:  # (1 byte: maybe bool)
+    try:
+        if type(x1) is A and type(x2) is A and 1 < x1.itemsize == x2.itemsize < 8:  # (1 byte: maybe bool)
+            return _remainder(x1, x2)
+        x1, x2 = _numeric(*binary(x1, x2))
         return _remainder(x1, x2)
-    x1, x2 = _numeric(*binary(x1, x2))
-    return _remainder(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("mod", x1, x2) from None
 
 
 def power(x1, x2):
-    if type(x1) is A and type(x2) is A and 1 < x1.itemsize == x2.itemsize < 8:  # (1 byte: maybe bool)
+    try:
+        if type(x1) is A and type(x2) is A and 1 < x1.itemsize == x2.itemsize < 8:  # (1 byte: maybe bool)
+            return _power(x1, x2)
+        if type(x2) is int and x2 < 0:
+            _check_integer_power(x1, x2)
+        x1, x2 = _numeric(*binary(x1, x2))
         return _power(x1, x2)
-    if type(x2) is int and x2 < 0:
-        _check_integer_power(x1, x2)
-    x1, x2 = _numeric(*binary(x1, x2))
-    return _power(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("power", x1, x2) from None
 
 
 def _check_integer_power(x1, x2):
@@ -309,77 +344,137 @@ def _numeric(x1, x2):
 
 
 def maximum(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    try:
+        if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+            return _maximum(x1, x2)
+        x1, x2 = binary(x1, x2)
         return _maximum(x1, x2)
-    x1, x2 = binary(x1, x2)
-    return _maximum(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("maximum", x1, x2) from None
 
 
 def minimum(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    try:
+        if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+            return _minimum(x1, x2)
+        x1, x2 = binary(x1, x2)
         return _minimum(x1, x2)
-    x1, x2 = binary(x1, x2)
-    return _minimum(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("minimum", x1, x2) from None
 
 
 def arctan2(x1, x2):
-    x1, x2 = _true_division_operands(x1, x2)
-    return mx.arctan2(x1, x2)
+    try:
+        x1, x2 = _true_division_operands(x1, x2)
+        return mx.arctan2(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("arctan2", x1, x2) from None
 
 
 def equal(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    try:
+        if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+            return _equal(x1, x2)
+        x1, x2 = binary(x1, x2)
         return _equal(x1, x2)
-    x1, x2 = binary(x1, x2)
-    return _equal(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("equal", x1, x2) from None
 
 
 def not_equal(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    try:
+        if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+            return _not_equal(x1, x2)
+        x1, x2 = binary(x1, x2)
         return _not_equal(x1, x2)
-    x1, x2 = binary(x1, x2)
-    return _not_equal(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("not_equal", x1, x2) from None
 
 
 def less(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    try:
+        if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+            return _less(x1, x2)
+        x1, x2 = binary(x1, x2)
         return _less(x1, x2)
-    x1, x2 = binary(x1, x2)
-    return _less(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("less", x1, x2) from None
 
 
 def less_equal(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    try:
+        if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+            return _less_equal(x1, x2)
+        x1, x2 = binary(x1, x2)
         return _less_equal(x1, x2)
-    x1, x2 = binary(x1, x2)
-    return _less_equal(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("less_equal", x1, x2) from None
 
 
 def greater(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    try:
+        if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+            return _greater(x1, x2)
+        x1, x2 = binary(x1, x2)
         return _greater(x1, x2)
-    x1, x2 = binary(x1, x2)
-    return _greater(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("greater", x1, x2) from None
 
 
 def greater_equal(x1, x2):
-    if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+    try:
+        if type(x1) is A and type(x2) is A and x1.itemsize == x2.itemsize != 8:
+            return _greater_equal(x1, x2)
+        x1, x2 = binary(x1, x2)
         return _greater_equal(x1, x2)
-    x1, x2 = binary(x1, x2)
-    return _greater_equal(x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("greater_equal", x1, x2) from None
 
 
 def logical_and(x1, x2):
-    return mx.logical_and(to_mx(x1, "x1"), to_mx(x2, "x2"))
+    try:
+        return mx.logical_and(to_mx(x1, "x1"), to_mx(x2, "x2"))
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("logical_and", x1, x2) from None
 
 
 def logical_or(x1, x2):
-    return mx.logical_or(to_mx(x1, "x1"), to_mx(x2, "x2"))
+    try:
+        return mx.logical_or(to_mx(x1, "x1"), to_mx(x2, "x2"))
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("logical_or", x1, x2) from None
 
 
 def logical_xor(x1, x2):
-    x1, x2 = to_mx(x1, "x1"), to_mx(x2, "x2")
-    return mx.not_equal(x1.astype(mx.bool_), x2.astype(mx.bool_))
+    try:
+        x1, x2 = to_mx(x1, "x1"), to_mx(x2, "x2")
+        return mx.not_equal(x1.astype(mx.bool_), x2.astype(mx.bool_))
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("logical_xor", x1, x2) from None
 
 
 def isclose(x1, x2, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -388,20 +483,25 @@ def isclose(x1, x2, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def clip(x, x_min, x_max):
-    # Result dtype: result_type(x, x_min, x_max) (weak Python scalars); bool -> int32.
-    x = to_mx(x)
-    bounds = [b for b in (x_min, x_max) if b is not None]
-    arrays = _base.promote([x, *bounds], "clip")
-    if arrays[0].dtype == mx.bool_:
-        arrays = [a.astype(mx.int32) for a in arrays]
-    out = arrays[0]
-    index = 1
-    if x_min is not None:
-        out = mx.maximum(out, arrays[index])
-        index += 1
-    if x_max is not None:
-        out = mx.minimum(out, arrays[index])
-    return out
+    try:
+        # Result dtype: result_type(x, x_min, x_max) (weak Python scalars); bool -> int32.
+        x = to_mx(x)
+        bounds = [b for b in (x_min, x_max) if b is not None]
+        arrays = _base.promote([x, *bounds], "clip")
+        if arrays[0].dtype == mx.bool_:
+            arrays = [a.astype(mx.int32) for a in arrays]
+        out = arrays[0]
+        index = 1
+        if x_min is not None:
+            out = mx.maximum(out, arrays[index])
+            index += 1
+        if x_max is not None:
+            out = mx.minimum(out, arrays[index])
+        return out
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("clip", *(v for v in (x, x_min, x_max) if v is not None)) from None
 
 
 def where(condition, x1=None, x2=None):
@@ -413,4 +513,9 @@ def where(condition, x1=None, x2=None):
     if condition.dtype != mx.bool_:
         condition = condition.astype(mx.bool_)
     x1, x2 = binary_same(x1, x2)
-    return mx.where(condition, x1, x2)
+    try:
+        return mx.where(condition, x1, x2)
+    except ValueError as error:  # MLX's own "[broadcast_shapes]" message does not name the op
+        if "broadcast" not in str(error):
+            raise
+        raise broadcast_error("where", condition, x1, x2) from None

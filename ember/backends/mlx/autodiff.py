@@ -140,7 +140,7 @@ class TapeEngine:
         graph = self._graph
         grads: list = [None] * len(sources)
         source_slots = [self._source_slot(s) if type(s) is _ARRAY else None for s in sources]
-        if all(slot is None for slot in source_slots):
+        if all([slot is None for slot in source_slots]):
             return grads
         target_slots = []
         for i, target in enumerate(targets):

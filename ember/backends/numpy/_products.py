@@ -30,12 +30,18 @@ _matmul = np.matmul
 def matmul(x1, x2):
     if type(x1) is ND and type(x2) is ND and x1.dtype is x2.dtype and x1.dtype not in _HALF_SET:
         if x1.ndim and x2.ndim:  # the common case, with no conversion to do
-            r = _matmul(x1, x2)
+            try:
+                r = _matmul(x1, x2)
+            except ValueError:
+                raise ValueError(f"matmul: contracted axes differ: {x1.shape} @ {x2.shape}") from None
             return r if type(r) is ND else out(r)
     x1, x2, final = _pair(x1, x2)
     if x1.ndim == 0 or x2.ndim == 0:
         raise ValueError(f"matmul: inputs must have at least one axis, received shapes {x1.shape} and {x2.shape}")
-    return _finish(np.matmul(x1, x2), final)
+    try:
+        return _finish(np.matmul(x1, x2), final)
+    except ValueError:
+        raise ValueError(f"matmul: contracted axes differ: {tuple(x1.shape)} @ {tuple(x2.shape)}") from None
 
 
 def dot(x1, x2):

@@ -18,7 +18,12 @@ from ember.backends._common import normalize_axes
 
 def reshape(x, newshape):
     x = to_native(x)
-    return x.reshape(tuple(int_list(newshape, "newshape")))
+    shape = tuple(int_list(newshape, "newshape"))
+    try:
+        return x.reshape(shape)
+    except ValueError:
+        raise ValueError(f"reshape: cannot reshape an array of shape {x.shape} (size {x.size}) into shape "
+                         f"{shape}") from None
 
 
 def transpose(x, axes=None):
@@ -63,12 +68,20 @@ def concatenate(xs, axis=0):
         return np.concatenate([a.ravel() for a in arrays])
     if arrays[0].ndim == 0:
         raise ValueError("concatenate: 0-d arrays cannot be concatenated; use stack")
-    return np.concatenate(arrays, axis=axis_arg(axis, arrays[0].ndim))
+    axis = axis_arg(axis, arrays[0].ndim)
+    try:
+        return np.concatenate(arrays, axis=axis)
+    except ValueError:
+        raise ValueError(f"concatenate: shapes {[a.shape for a in arrays]} do not match off axis {axis}") from None
 
 
 def stack(xs, axis=0):
     arrays = _sequence(xs, "stack")
-    return np.stack(arrays, axis=axis_arg(axis, arrays[0].ndim + 1))
+    axis = axis_arg(axis, arrays[0].ndim + 1)
+    try:
+        return np.stack(arrays, axis=axis)
+    except ValueError:
+        raise ValueError(f"stack: all arrays must have the same shape, received {[a.shape for a in arrays]}") from None
 
 
 def split(x, indices_or_sections, axis=0):
@@ -124,7 +137,11 @@ def flip(x, axis=None):
 
 
 def broadcast_to(x, shape):
-    return np.broadcast_to(to_native(x), shape_arg(shape))
+    x, shape = to_native(x), shape_arg(shape)
+    try:
+        return np.broadcast_to(x, shape)
+    except ValueError:
+        raise ValueError(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}") from None
 
 
 def moveaxis(x, source, destination):

@@ -106,7 +106,7 @@ def _inplace_supported(optimizer: Any, leaves: list) -> bool:
     return (type(optimizer) in (optimizers.SGD, optimizers.Adam, optimizers.AdamW)
             and not (optimizer.clipnorm or optimizer.clipvalue or optimizer.global_clipnorm)
             and optimizer.loss_scale_factor is None
-            and all(isinstance(p, np.ndarray) and p.dtype in (np.float32, np.float64) for p in leaves))
+            and all([isinstance(p, np.ndarray) and p.dtype in (np.float32, np.float64) for p in leaves]))
 
 
 def _one_minus_power(base: float, t: float) -> float:

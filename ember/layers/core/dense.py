@@ -64,6 +64,8 @@ class Dense(Layer):
         super().__post_init__()
         if not isinstance(self.units, int) or isinstance(self.units, bool) or self.units <= 0:
             raise ValueError(f"{self.name}: units must be a positive int, received {self.units!r}")
+        if not isinstance(self.use_bias, bool):
+            raise TypeError(f"{self.name}: use_bias must be True or False, received {self.use_bias!r}")
         self._normalize("activation", activations.standardize(self.activation, f"{self.name}: activation"))
         self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
         self._normalize("bias_initializer", initializers.get(self.bias_initializer))

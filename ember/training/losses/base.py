@@ -343,6 +343,8 @@ class LossFunctionWrapper(Loss):
             raise TypeError(f"{type(self).__name__}: fn must be callable, received {fn!r}")
         super().__init__(name=name if name is not None else getattr(fn, "__name__", None), reduction=reduction,
                          dtype=dtype)
+        if "from_logits" in kwargs and not isinstance(kwargs["from_logits"], (bool, np.bool_)):
+            raise TypeError(f"{self.name}: from_logits must be True or False, received {kwargs['from_logits']!r}")
         self.fn = fn
         self._fn_kwargs = dict(kwargs)
 
