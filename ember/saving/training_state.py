@@ -8,12 +8,16 @@ depends on:
   backend (``iterations`` is int32 on MLX, int64 elsewhere);
 * the ``training`` document: the base seed of the fit in progress (it fixes the shuffling
   of every epoch), the step RNG after the last completed step (it fixes dropout), the index
-  of the next epoch, and how many ``fit`` calls the trainer has seeded (so later fits draw
-  the same seeds as they would have without the interruption).
+  of the epoch and the number of its steps already done (``step``: nonzero for a checkpoint
+  saved mid-epoch, e.g. by ``ModelCheckpoint(save_freq=N)``), and how many ``fit`` calls the
+  trainer has seeded (so later fits draw the same seeds as they would have without the
+  interruption).
 
 After ``ember.load_model(path)``, the next ``fit(..., initial_epoch=<saved epoch>)`` continues
 the saved run: training 2 epochs, saving, loading and training 2 more gives the same weights
-as 4 epochs in one ``fit``. :class:`ember.callbacks.BackupAndRestore` uses the same state to
+as 4 epochs in one ``fit``. A checkpoint saved mid-epoch resumes at the next batch of that
+epoch (array data, whose seeded batch order repeats exactly; other data is refused with a
+clear error). :class:`ember.callbacks.BackupAndRestore` uses the same state to
 resume an interrupted ``fit`` by itself.
 
 The trainer keeps this state in ``model._training``: ``"trainer"``, ``"opt_state"``,
@@ -74,16 +78,17 @@ def capture(model: Any) -> tuple[Any, dict | None]:
     if live is not None:
         opt_state = live.state["optimizer"]
         rng, seed, epoch = live.state["rng"], getattr(live, "seed", None), getattr(live, "epoch", None)
+        step = getattr(live, "step_in_epoch", 0)
     elif resume is not None:  # loaded and saved again before any fit: keep what was loaded
         opt_state = training.get("opt_state")
-        rng, seed, epoch = resume["rng"], resume["seed"], resume["epoch"]
+        rng, seed, epoch, step = resume["rng"], resume["seed"], resume["epoch"], resume.get("step", 0)
         fits += 1  # (restore counted the saved fit as the next one)
     else:
         opt_state = training.get("opt_state")
         last = training.get("last_fit") or {}
-        rng, seed, epoch = last.get("rng"), last.get("seed"), last.get("epoch")
+        rng, seed, epoch, step = last.get("rng"), last.get("seed"), last.get("epoch"), last.get("step", 0)
     document = {"fits": fits, "seed": _as_int(seed), "rng": _as_int(rng),
-                "epoch": None if epoch is None else int(epoch)}
+                "epoch": None if epoch is None else int(epoch), "step": int(step or 0)}
     return opt_state, document
 
 
@@ -119,6 +124,6 @@ def restore(model: Any, opt_state: Any, document: dict | None) -> None:
         fits = int(document.get("fits") or 0)
         if document.get("seed") is not None and document.get("rng") is not None:
             training["resume"] = {"seed": int(document["seed"]), "rng": int(document["rng"]),
-                                  "epoch": document.get("epoch")}
+                                  "epoch": document.get("epoch"), "step": int(document.get("step") or 0)}
             fits = max(fits - 1, 0)  # the next fit continues the saved one: it is that fit, not a new one
         trainer._fits = fits

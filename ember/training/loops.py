@@ -39,6 +39,10 @@ class FitLoop:
         self.model = model
         self.seed = seed  # the fit's base seed and the next epoch: saved by ember.saving for exact resume
         self.epoch = initial_epoch
+        # Steps completed in the current epoch (saved by ember.saving, so that a checkpoint taken
+        # mid-epoch resumes at the next batch), and batches of the first epoch to skip on resume.
+        self.step_in_epoch = 0
+        self.skip_steps = 0
         self.trainer = trainer
         self.steps = trainer.steps
         self.state = state
@@ -83,9 +87,11 @@ class FitLoop:
             self.state["optimizer"] = optimizer.set_learning_rate(self.state["optimizer"], optimizer.learning_rate)
             self.known_lr = optimizer.learning_rate
 
-    def resume(self, model_state: dict, opt_state: dict, rng: Any, epoch: int, seed: Any) -> None:
+    def resume(self, model_state: dict, opt_state: dict, rng: Any, epoch: int, seed: Any, step: int = 0) -> None:
         """Continue an interrupted fit (``ember.callbacks.BackupAndRestore``, from ``on_train_begin``):
-        its weights, optimizer state, step RNG, next epoch and shuffling seed."""
+        its weights, optimizer state, step RNG, epoch, the steps already done in that epoch and the
+        shuffling seed."""
+        self.skip_steps = self.checked_skip(int(step or 0))
         self.state = self.steps.own({"model": model_state, "optimizer": opt_state, "metrics": self.state["metrics"],
                                      "rng": rng})
         if self.known_lr is not None and "learning_rate" in opt_state:  # the saved rate wins (ReduceLROnPlateau)
@@ -98,6 +104,17 @@ class FitLoop:
             if hasattr(self.iterator.adapter, "seed"):
                 self.iterator.adapter.seed = int(seed)  # epoch e shuffles with (seed, e)
         self.publish()
+
+    def checked_skip(self, step: int) -> int:
+        """``step`` batches to skip at the start of the first epoch, when the data can repeat its
+        batch order exactly (arrays, seeded shuffling, no ``steps_per_epoch``); else a ValueError."""
+        if step and (self.iterator.steps_per_epoch is not None or not getattr(self.iterator.adapter, "exact_order",
+                                                                               False)):
+            raise ValueError(
+                f"fit: the checkpoint was saved after batch {step - 1} of epoch {self.epoch}, and this data cannot "
+                "repeat its batch order exactly to resume there (only array data without steps_per_epoch can). "
+                "Resume from a checkpoint saved at an epoch's end (ModelCheckpoint(save_freq='epoch')).")
+        return step
 
     def current_learning_rate(self) -> float:
         optimizer = self.trainer.optimizer
@@ -127,7 +144,7 @@ class FitLoop:
                         "Give a re-iterable data source, or steps_per_epoch so that the data lasts "
                         "steps_per_epoch * epochs batches.", RuntimeWarning, stacklevel=3)
                     break
-                self.epoch = epoch + 1
+                self.epoch, self.step_in_epoch = epoch + 1, 0
                 logs = to_floats(results(self.state["metrics"]))
                 if self.validation is not None and self._validate_now(epoch):
                     val_logs = evaluate_state(trainer, self.state["model"], self.validation, callbacks,
@@ -145,7 +162,8 @@ class FitLoop:
                     break
         finally:
             model._training["opt_state"] = self.state["optimizer"]
-            model._training["last_fit"] = {"seed": self.seed, "rng": self.state["rng"], "epoch": self.epoch}
+            model._training["last_fit"] = {"seed": self.seed, "rng": self.state["rng"], "epoch": self.epoch,
+                                           "step": self.step_in_epoch}
             model._training.pop("live_state", None)
             self.publish()
             if self.steps.buffers is not None:
@@ -162,9 +180,13 @@ class FitLoop:
         an accelerator)."""
         model, callbacks, step_fn, check = self.model, self.callbacks, self.step_fn, self.label_check
         watch = self.loss_watch
-        stepped = False
+        skip, self.skip_steps = self.skip_steps, 0
+        self.step_in_epoch = skip
+        stepped = skip > 0
         with unchecked_values():
             for step, batch in self.iterator.epoch(epoch):
+                if step < skip:  # resuming mid-epoch: these batches were trained on before the checkpoint
+                    continue
                 if check is not None:
                     check(epoch, step, batch[1])
                 if wants_begin:
@@ -173,6 +195,7 @@ class FitLoop:
                 # otherwise would keep a third copy of the weights alive during the next step.
                 previous = self.state if self.keep_previous else None
                 self.state = step_fn(self.state, batch)
+                self.step_in_epoch = step + 1
                 stepped = True
                 self.completed_steps += 1
                 self.restore_point = None

@@ -321,6 +321,8 @@ class TrainingAPI:
                            validation_freq, seed=seed, strategy=strategy)
             # The loop drops the restore point after its first step, and nothing here keeps the
             # initial state alive: an extra copy of the weights would raise the peak memory.
+            if resume is not None and resume.get("step") and resume.get("epoch") == initial_epoch:
+                loop.skip_steps = loop.checked_skip(int(resume["step"]))  # saved mid-epoch: continue there
             loop.restore_point, restore_point = restore_point, None
             del state, first
             self._training.pop("resume", None)

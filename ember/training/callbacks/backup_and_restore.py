@@ -1,6 +1,6 @@
 """``BackupAndRestore``: resume an interrupted ``fit`` where it stopped (Keras's callback).
 
-At the end of every epoch the callback saves a full checkpoint (``model.save``: weights,
+At the end of every epoch (and every ``save_freq`` batches) the callback saves a full checkpoint (``model.save``: weights,
 optimizer state, step RNG, shuffling seed, next epoch) to ``backup_dir``. When ``fit``
 starts with a backup present (the previous run was interrupted by an exception, a crash or
 a kill), the model, optimizer and RNG state are restored from it and training continues at
@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 from typing import Any
 
@@ -49,13 +50,14 @@ class BackupAndRestore(Callback):
 
     Args:
         backup_dir: directory for the backup files (created if needed); use one per training run.
-        save_freq: ``"epoch"`` (the only supported value: Ember resumes at epoch boundaries).
+        save_freq: ``"epoch"``, or a number of batches: back up every ``save_freq`` batches too, and
+            resume at the batch after the backup (array data; see :mod:`ember.saving.training_state`).
         double_checkpoint: keep the previous backup too, and fall back to it if the latest one
             cannot be read.
         delete_checkpoint: delete the backup when ``fit`` completes.
 
     Raises:
-        NotImplementedError: ``save_freq`` other than ``"epoch"`` (mid-epoch backups).
+        ValueError: ``save_freq`` neither ``"epoch"`` nor a positive int.
 
     Example:
         >>> from ember import callbacks
@@ -69,15 +71,16 @@ class BackupAndRestore(Callback):
         super().__init__()
         if not isinstance(backup_dir, (str, os.PathLike)) or not os.fspath(backup_dir):
             raise ValueError(f"BackupAndRestore: backup_dir must be a directory path, received {backup_dir!r}")
-        if save_freq is False or save_freq != "epoch":
-            raise NotImplementedError(
-                f"BackupAndRestore: save_freq={save_freq!r} is not supported: Ember backs up and resumes at epoch "
-                "boundaries only; use save_freq='epoch' (ModelCheckpoint(save_freq=N) saves every N batches)")
+        if save_freq != "epoch" and (isinstance(save_freq, bool) or not isinstance(save_freq, numbers.Integral)
+                                     or save_freq <= 0):
+            raise ValueError(f"BackupAndRestore: save_freq must be 'epoch' or a positive int (batches), received "
+                             f"save_freq={save_freq!r}")
         self.backup_dir = os.fspath(backup_dir)
         self.save_freq = save_freq
         self.double_checkpoint = bool(double_checkpoint)
         self.delete_checkpoint = bool(delete_checkpoint)
         self.restored_epoch: int | None = None
+        self._batches = 0
 
     @property
     def latest_path(self) -> str:
@@ -103,6 +106,7 @@ class BackupAndRestore(Callback):
 
     def on_train_begin(self, logs: Any = None) -> None:
         self.restored_epoch = None
+        self._batches = 0
         live = self.model._training.get("live_state")
         if live is None:
             raise RuntimeError("BackupAndRestore works inside model.fit only")
@@ -115,11 +119,21 @@ class BackupAndRestore(Callback):
             raise ValueError(f"BackupAndRestore: the backup {self.latest_path!r} holds no training state "
                              "(optimizer state, epoch and RNG); delete it to start afresh")
         live.resume(model_state, opt_state, step_rng(live.steps, progress["rng"]), progress["epoch"],
-                    progress.get("seed"))
+                    progress.get("seed"), step=int(progress.get("step") or 0))
         self.model._training["trainer"]._fits = int(progress.get("fits") or 0)
         self.restored_epoch = int(progress["epoch"])
 
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        if self.save_freq == "epoch":
+            return
+        self._batches += 1
+        if self._batches % self.save_freq == 0:
+            self._backup()  # mid-epoch: the checkpoint records the batch, fit resumes after it
+
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        self._backup()
+
+    def _backup(self) -> None:
         if not distribute.is_main_process():  # ember.distribute: the main rank writes, fit's barrier follows
             return
         os.makedirs(self.backup_dir, exist_ok=True)

@@ -90,6 +90,8 @@ class ArrayAdapter(DataAdapter):
         seed: seeds the shuffling; epoch ``e`` uses the permutation of ``(seed, e)``.
     """
 
+    exact_order = True  # epoch e's batches depend only on (seed, e): a resumed fit can skip to batch k
+
     def __init__(self, x: Any, y: Any = None, sample_weight: Any = None, batch_size: int = 32,
                  shuffle: Any = False, class_weight: dict | None = None, seed: int = 0) -> None:
         self.num_samples = check_cardinality(x, y, sample_weight)

@@ -27,6 +27,7 @@ class DataAdapter:
 
     num_batches: int | None = None
     reiterable: bool = True
+    exact_order = False  # whether batches(epoch) repeats exactly in a new process (see ArrayAdapter)
 
     def batches(self, epoch: int = 0) -> Iterator[tuple]:
         raise NotImplementedError
