@@ -33,6 +33,7 @@ from typing import Any, Callable
 import optree
 
 from ember.training.compile_utils import flatten_outputs
+from ember.training.step_buffers import StepBuffers
 from ember import ops
 from ember.training.losses import SparseCategoricalCrossentropy
 from ember.constraints import apply_constraints
@@ -267,7 +268,7 @@ class GenericSteps:
     # Set by the Trainer under ember.distribute: a ShardedBatch's step then sums gradients and
     # metric states over the ranks (ember.training.distributed.StepSync) before the update.
     sync: Any = None
-    buffers: Any = None  # the StepBuffers of steps that update in place (NumPy, torch): cleared after fit
+    buffers: StepBuffers | None = None  # of steps that update in place (NumPy, torch): cleared after fit
 
     def __init__(self, core: StepCore, value_and_grad: Callable, detach: Callable = lambda x: x) -> None:
         self.core = core

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 import optree
 
-from ember.training.step_buffers import StepBuffers
-from ember.training.steps import GenericSteps, StepCore, advance_rng, fusable_sparse_crossentropy
+# StepBuffers through ember.training.steps: the one edge from this backend to the trainer (pyproject.toml)
+from ember.training.steps import GenericSteps, StepBuffers, StepCore, advance_rng, fusable_sparse_crossentropy
 from ember.training import optimizers
 from ember.autodiff import GradientTape
 

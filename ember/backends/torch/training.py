@@ -35,8 +35,8 @@ import optree
 import torch
 import torch.nn.functional as F
 
-from ember.training.step_buffers import StepBuffers
-from ember.training.steps import GenericSteps, StepCore, advance_rng, fusable_sparse_crossentropy
+# StepBuffers through ember.training.steps: the one edge from this backend to the trainer (pyproject.toml)
+from ember.training.steps import GenericSteps, StepBuffers, StepCore, advance_rng, fusable_sparse_crossentropy
 
 
 class _FusedLoss:
