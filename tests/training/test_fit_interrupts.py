@@ -94,16 +94,18 @@ def _reference(optimizer: str) -> list:
 
 @contextlib.contextmanager
 def _traced(tracer):
-    """``sys.settrace(tracer)`` for the block, with the cyclic GC off: a collection runs other
-    programs' ``gc.callbacks`` (pytest's), where an injected interrupt would be swallowed by
-    Python itself, not by Ember."""
-    enabled = gc.isenabled()
+    """``sys.settrace(tracer)`` for the block, with the cyclic GC off and no ``gc.callbacks``: a
+    collection runs other programs' callbacks (hypothesis's, pytest's), where an injected interrupt
+    would be swallowed by Python itself, not by Ember."""
+    enabled, callbacks = gc.isenabled(), list(gc.callbacks)
     gc.disable()
+    gc.callbacks.clear()
     sys.settrace(tracer)
     try:
         yield
     finally:
         sys.settrace(None)
+        gc.callbacks.extend(callbacks)
         if enabled:
             gc.enable()
 
@@ -218,7 +220,7 @@ def test_exception_from_a_callback_leaves_whole_steps(backend, hook, epoch, batc
     assert _steps_taken(reference, _train_state(model)) == steps
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cleanup_lines(path: str) -> frozenset:
     """Lines inside ``finally:`` and ``except`` blocks: an interrupt there is a second one, during
     cleanup, which no Python code can make safe (and CPython delivers a signal only at a call or a
