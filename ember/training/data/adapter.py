@@ -95,7 +95,8 @@ class ArrayAdapter(DataAdapter):
         self.num_samples = check_cardinality(x, y, sample_weight)
         if class_weight is not None:
             _, _, sample_weight = native_batch(None, y, sample_weight, class_weight)
-        self.x, self.y, self.sample_weight = to_native(x), to_native(y), to_native(sample_weight)
+        self.x, self.y = to_native(x, "x"), to_native(y, "y")
+        self.sample_weight = to_native(sample_weight, "sample_weight")
         self._flat = optree.tree_flatten((self.x, self.y, self.sample_weight), none_is_leaf=False)
         self.batch_size = int(batch_size)
         self.shuffle = shuffle
@@ -132,7 +133,7 @@ def split_validation(x: Any, y: Any, sample_weight: Any, validation_split: float
         raise ValueError(
             f"validation_split={validation_split} leaves {split_at} training and {n - split_at} validation "
             f"samples out of {n}; use a split that leaves samples on both sides")
-    native = to_native((x, y, sample_weight))
+    native = (to_native(x, "x"), to_native(y, "y"), to_native(sample_weight, "sample_weight"))
     train = tuple(_slice(v, 0, split_at) for v in native)
     val = tuple(_slice(v, split_at, n) for v in native)
     return train, val

@@ -68,7 +68,7 @@ def native_batch(x: Any, y: Any, sample_weight: Any, class_weight: dict | None =
         if sample_weight is not None:
             weights = weights * to_numpy_host(sample_weight).astype(np.float32).reshape(weights.shape[0], -1)[:, 0]
         sample_weight = weights
-    return to_native(x), to_native(y), to_native(sample_weight)
+    return to_native(x, "x"), to_native(y, "y"), to_native(sample_weight, "sample_weight")
 
 
 def check_class_weight(class_weight: Any) -> dict | None:
