@@ -39,6 +39,12 @@ lint: install
 	$(PY) -m ruff check ember tests tutorials benchmarks
 	$(PY) -m mypy
 
+# The documentation site (mkdocs-material + mkdocstrings, the [docs] extra), offline and strict: a
+# stale API page, a broken cross-reference or a missing page fails. Output: docs/site/.
+docs: install
+	$(PY) docs/gen_api.py --check
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 info: install
 	$(PY) -m ember info
 
@@ -46,4 +52,4 @@ bench: install
 	$(PY) benchmarks/dispatch.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis docs/site build dist

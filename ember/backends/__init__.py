@@ -46,7 +46,18 @@ _IMPORT_NAME = {"numpy": "numpy", "torch": "torch", "mlx": "mlx.core"}
 
 
 class BackendNotAvailableError(ImportError):
-    """Raised when a backend is requested whose library is not installed."""
+    """Raised when a backend is requested whose library is not installed.
+
+    Example:
+        >>> import ember
+        >>> issubclass(ember.BackendNotAvailableError, ImportError)
+        True
+        >>> try:
+        ...     ember.set_backend("jax")
+        ... except ValueError as error:
+        ...     print("unknown backend")
+        unknown backend
+    """
 
 
 _active: ModuleType | None = None
@@ -127,6 +138,14 @@ def set_backend(name: str, persist: bool = False) -> None:
     Raises:
         ValueError: unknown name, or an existing config file that is not a JSON object.
         BackendNotAvailableError: not installed.
+
+    Example:
+        >>> import ember
+        >>> previous = ember.get_backend()
+        >>> ember.set_backend("numpy")
+        >>> ember.get_backend()
+        'numpy'
+        >>> ember.set_backend(previous)
     """
     global _choice
     if not isinstance(persist, bool):
@@ -163,7 +182,14 @@ def _activate(name: str) -> None:
 
 
 def get_backend() -> str:
-    """Name of the active backend."""
+    """Name of the active backend.
+
+    Example:
+        >>> import ember
+        >>> with ember.using_backend("numpy"):
+        ...     ember.get_backend()
+        'numpy'
+    """
     return current().name
 
 
@@ -226,7 +252,13 @@ def on_backend_change(listener: Callable[[ModuleType], None]) -> Callable[[Modul
 
 
 def available_devices(backend: str | None = None) -> list[str]:
-    """Devices the given (default: active) backend can place arrays on, e.g. ``["cpu", "cuda:0"]``."""
+    """Devices the given (default: active) backend can place arrays on, e.g. ``["cpu", "cuda:0"]``.
+
+    Example:
+        >>> import ember
+        >>> "cpu" in ember.available_devices("numpy")
+        True
+    """
     module = current() if backend is None else load(backend)
     return module.devices()
 

@@ -1,0 +1,142 @@
+"""The documentation: every public name has a docstring with an ``Example:`` that runs on every
+installed backend and a page in the API reference, the generated pages are current, and the site
+builds offline in strict mode (a broken cross-reference fails it) without torch or MLX importable.
+
+A new public name fails ``test_every_public_name_has_an_example_and_a_page`` until its docstring has
+an example and ``python docs/gen_api.py`` has written its page.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import inspect
+import os
+import pathlib
+import subprocess
+import sys
+import types
+
+import pytest
+import yaml
+
+import ember
+from ember import ops
+from ember.ops._spec import NAMESPACES as OP_SPECS
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "docs"))
+import gen_api  # noqa: E402  (docs/ is not a package)
+
+# The namespaces whose every public name needs an example (the issue's list); the API reference
+# covers more (gen_api.NAMESPACES).
+CHECKED = ("ember", "ember.layers", "ember.models", "ember.ops", "ember.ops.linalg", "ember.ops.nn",
+           "ember.ops.stats", "ember.ops.random", "ember.optimizers", "ember.losses", "ember.metrics",
+           "ember.callbacks")
+
+
+def _is_constant(value) -> bool:
+    """Module-level data (``EPSILON``, ``ALL_OBJECTS``): documented on its page, no example of its own."""
+    return not (callable(value) or isinstance(value, types.ModuleType))
+
+
+def _documented_objects():
+    """``(qualified name, object)`` of every public name of :data:`CHECKED` that is not a constant;
+    an op's object is its protocol stub (the backends' functions carry the same docstring)."""
+    out = []
+    for namespace in CHECKED:
+        if namespace in gen_api.OP_SPECS:
+            spec = OP_SPECS[gen_api.OP_SPECS[namespace]]
+            out += [(f"{namespace}.{name}", vars(spec)[name]) for name in gen_api.public_names(namespace)]
+            continue
+        module = importlib.import_module(namespace)
+        for name in gen_api.public_names(namespace):
+            value = getattr(module, name)
+            if not _is_constant(value):
+                out.append((f"{namespace}.{name}", value))
+    return out
+
+
+def test_api_pages_are_current():
+    pages = gen_api.api_pages()
+    stale = [path for path, text in pages.items()
+             if not (gen_api.DOCS / path).exists() or (gen_api.DOCS / path).read_text(encoding="utf-8") != text]
+    assert not stale, f"run `python docs/gen_api.py` and commit: stale or missing {stale}"
+
+
+def test_every_public_name_has_an_example_and_a_page():
+    pages = gen_api.api_pages()
+    headings = {line.split('"')[1] for text in pages.values() for line in text.splitlines()
+                if line.strip().startswith("heading:")}
+    missing_page, missing_example = [], []
+    for namespace in CHECKED:
+        for name in gen_api.public_names(namespace):
+            if f"{namespace}.{name}" not in headings:
+                missing_page.append(f"{namespace}.{name}")
+    for qualified, value in _documented_objects():
+        if "Example:" not in (inspect.getdoc(value) or ""):
+            missing_example.append(qualified)
+    assert not missing_page, f"no API page (run `python docs/gen_api.py`): {missing_page}"
+    assert not missing_example, f"no `Example:` in the docstring: {missing_example}"
+
+
+def test_ops_carry_the_protocol_docstrings(backend):
+    """``help(ops.add)`` shows the protocol's docstring, example included, on every backend (ops that
+    two namespaces share, such as ``ops.dot`` and ``ops.linalg.dot``, are one function)."""
+    for namespace in gen_api.OP_SPECS:
+        module = ops if namespace == "ember.ops" else getattr(ops, namespace.rsplit(".", 1)[1])
+        for name in gen_api.public_names(namespace):
+            assert "Example:" in (getattr(module, name).__doc__ or ""), f"{namespace}.{name}"
+
+
+def test_examples_run_on_every_backend(backend):
+    """Each example runs with ``backend`` active (re-selected before every docstring, as some pin one)."""
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    failures = []
+    for qualified, value in _documented_objects():
+        module = inspect.getmodule(value)
+        for test in finder.find(value, qualified, globs=dict(vars(module)) if module else {}):
+            ember.set_backend(backend)
+            result = runner.run(test, out=lambda text: failures.append(text))
+            assert result.failed == 0 or failures, qualified
+    ember.set_backend(backend)
+    assert not failures, "".join(failures[:3])
+
+
+def test_every_page_is_in_the_site_navigation():
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
+
+    def paths(node):
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, list):
+            for item in node:
+                yield from paths(item)
+        elif isinstance(node, dict):
+            for item in node.values():
+                yield from paths(item)
+
+    nav = set(paths(config["nav"]))
+    assert set(gen_api.api_pages()) <= nav, sorted(set(gen_api.api_pages()) - nav)
+    assert all((gen_api.DOCS / path).exists() for path in nav), sorted(p for p in nav if not (gen_api.DOCS / p).exists())
+
+
+@pytest.mark.slow
+def test_site_builds_offline_in_strict_mode_without_torch_or_mlx(tmp_path):
+    """``make docs``'s build, with ``import torch`` and ``import mlx`` made to fail."""
+    blockers = tmp_path / "blockers"
+    for name in ("torch", "mlx"):
+        (blockers / name).mkdir(parents=True)
+        (blockers / name / "__init__.py").write_text(f"raise ImportError('{name} is hidden from the docs build')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blockers), str(ROOT)]), "NO_MKDOCS_2_WARNING": "1",
+           "EMBER_BACKEND": "numpy"}
+    check = subprocess.run([sys.executable, "docs/gen_api.py", "--check"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0, check.stdout + check.stderr
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir",
+                            str(tmp_path / "site")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    page = (tmp_path / "site" / "api" / "ops" / "index.html").read_text(encoding="utf-8")
+    assert "ember.ops.add" in page and "Example" in page
+    assert (tmp_path / "site" / "api" / "backends" / "index.html").exists()
