@@ -324,10 +324,10 @@ def check_numeric_labels(value: Any, owner: str, argument: str = "y") -> None:
     Example:
         >>> import numpy as np
         >>> check_numeric_labels(np.array([0, 2, 1]), "fit")
-        >>> check_numeric_labels(["cat", "dog"], "fit")
+        >>> check_numeric_labels(["cat", "dog"], "fit")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        TypeError: fit: y holds strings (dtype <U3), but labels must be numbers; encode them as integers first, e.g. with a StringLookup layer or numpy.unique(y, return_inverse=True)[1]
+        TypeError: fit: y holds strings (dtype <U3), but labels must be numbers; encode them as integers first, ...
     """
     if isinstance(value, np.ndarray):
         kind = value.dtype.kind
