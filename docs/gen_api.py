@@ -109,6 +109,22 @@ def _block(namespace: str, name: str) -> str:
     return "\n".join(lines)
 
 
+# The backend packages and what each needs installed (read from source: the site builds without them).
+BACKEND_PACKAGES = (("numpy", "nothing beyond Ember's core dependencies"),
+                    ("torch", '`pip install "ember[torch]"`'),
+                    ("mlx", '`pip install "ember[mlx]"` (`mlx[cpu]` on Linux)'))
+
+
+def _backend_packages() -> list[str]:
+    lines = ["## Backend packages", "",
+             "Each implements the whole op protocol; `ember.set_backend(name)` selects one.", ""]
+    for name, needs in BACKEND_PACKAGES:
+        lines += [f"::: ember.backends.{name}", "    options:",
+                  f"      heading: \"ember.backends.{name}\"", f"      toc_label: \"{name} backend\"",
+                  "      members: false", "", f"Needs {needs}.", ""]
+    return lines
+
+
 def api_pages() -> dict[str, str]:
     """``{path relative to docs/: markdown}`` for every API page and the API index."""
     import ember
@@ -121,6 +137,8 @@ def api_pages() -> dict[str, str]:
             body = [f"# {title}: `{namespace}`", "", f"::: {namespace}", "    options:", "      members: false",
                     "      show_root_heading: false", ""]
             body += [_block(namespace, name) + "\n" for name in names]
+            if namespace == "ember.backends":
+                body += _backend_packages()
             pages[f"api/{page}.md"] = "\n".join(body)
             index.append(f"- [`{namespace}`]({page}.md): {len(names)} names")
         pages["api/index.md"] = "\n".join(index) + "\n"
