@@ -100,9 +100,28 @@ def _defining_module(name: str, value: object) -> str | None:
 _MISSING = object()
 
 
-def _block(namespace: str, name: str) -> str:
+def _home_pages() -> dict[str, str]:
+    """``{target: "namespace.name"}``: where an object re-exported by several namespaces is rendered in
+    full (its first namespace after the top level, which only points there), so that every object
+    has one primary anchor for cross-references."""
+    homes: dict[str, str] = {}
+    for _, namespace, _ in NAMESPACES[1:] + NAMESPACES[:1]:
+        module = None if namespace in OP_SPECS else importlib.import_module(namespace)
+        for name in public_names(namespace):
+            value = None if module is None else getattr(module, name)
+            homes.setdefault(_target(namespace, name, value), f"{namespace}.{name}")
+    return homes
+
+
+def _block(namespace: str, name: str, homes: dict[str, str]) -> str:
     value = None if namespace in OP_SPECS else getattr(importlib.import_module(namespace), name)
-    lines = [f"::: {_target(namespace, name, value)}", "    options:", f"      heading: \"{namespace}.{name}\"",
+    target = _target(namespace, name, value)
+    home = homes.get(target, f"{namespace}.{name}")
+    if home != f"{namespace}.{name}":
+        page = next(page for page, ns, _ in NAMESPACES if home.startswith(ns + ".") and home.count(".") == ns.count(".") + 1)
+        return (f"## `{namespace}.{name}`\n\nThe same object as [`{home}`]({page}.md#{target}); "
+                f"documented there.")
+    lines = [f"::: {target}", "    options:", f"      heading: \"{namespace}.{name}\"",
              f"      toc_label: \"{name}\""]
     if isinstance(value, types.ModuleType):
         lines.append("      members: false")
@@ -132,11 +151,12 @@ def api_pages() -> dict[str, str]:
     with ember.using_backend("numpy"):
         pages = {}
         index = ["# API reference", "", "Every public name of every namespace, generated from the docstrings.", ""]
+        homes = _home_pages()
         for page, namespace, title in NAMESPACES:
             names = public_names(namespace)
             body = [f"# {title}: `{namespace}`", "", f"::: {namespace}", "    options:", "      members: false",
                     "      show_root_heading: false", ""]
-            body += [_block(namespace, name) + "\n" for name in names]
+            body += [_block(namespace, name, homes) + "\n" for name in names]
             if namespace == "ember.backends":
                 body += _backend_packages()
             pages[f"api/{page}.md"] = "\n".join(body)

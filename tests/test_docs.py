@@ -66,8 +66,9 @@ def test_api_pages_are_current():
 
 def test_every_public_name_has_an_example_and_a_page():
     pages = gen_api.api_pages()
-    headings = {line.split('"')[1] for text in pages.values() for line in text.splitlines()
-                if line.strip().startswith("heading:")}
+    lines = [line.strip() for text in pages.values() for line in text.splitlines()]
+    headings = {line.split('"')[1] for line in lines if line.startswith("heading:")}
+    headings |= {line.strip("#` ") for line in lines if line.startswith("## `")}  # re-exports: a pointer
     missing_page, missing_example = [], []
     for namespace in CHECKED:
         for name in gen_api.public_names(namespace):
@@ -135,9 +136,30 @@ def test_site_builds_offline_in_strict_mode_without_torch_or_mlx(tmp_path):
     check = subprocess.run([sys.executable, "docs/gen_api.py", "--check"], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=300)
     assert check.returncode == 0, check.stdout + check.stderr
-    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir",
+    # Not --quiet: it drops the warnings that strict mode counts.
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
                             str(tmp_path / "site")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     page = (tmp_path / "site" / "api" / "ops" / "index.html").read_text(encoding="utf-8")
     assert "ember.ops.add" in page and "Example" in page
+    assert '<span class="gp">&gt;&gt;&gt; </span>' in page  # examples render as code, not quoted text
     assert (tmp_path / "site" / "api" / "backends" / "index.html").exists()
+
+
+def test_strict_build_fails_on_a_broken_cross_reference(tmp_path):
+    """The site's strict mode turns a link to a missing page or an unknown API name into a failure."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    config = config.split("\nnav:", 1)[0].replace("docs_dir: docs", f"docs_dir: {docs}")
+    config = config.replace('paths: ["."]', f'paths: ["{ROOT}"]').replace("base_path: [\".\"]", f'base_path: ["{ROOT}"]')
+    config = config.replace("- docs/griffe_examples.py", f"- {ROOT}/docs/griffe_examples.py")
+    (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    for text in ("See [the guide](missing.md).", "See [Dense][ember.layers.NoSuchLayer]."):
+        (docs / "index.md").write_text(f"# Page\n\n{text}\n", encoding="utf-8")
+        build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                                str(tmp_path / "site")], cwd=tmp_path, env=env, capture_output=True, text=True,
+                               timeout=300)
+        assert build.returncode != 0, text
+        assert "missing.md" in build.stderr or "NoSuchLayer" in build.stderr, build.stderr[-2000:]
