@@ -118,7 +118,8 @@ def _block(namespace: str, name: str, homes: dict[str, str]) -> str:
     target = _target(namespace, name, value)
     home = homes.get(target, f"{namespace}.{name}")
     if home != f"{namespace}.{name}":
-        page = next(page for page, ns, _ in NAMESPACES if home.startswith(ns + ".") and home.count(".") == ns.count(".") + 1)
+        home_namespace = home.rsplit(".", 1)[0]
+        page = next(page for page, ns, _ in NAMESPACES if ns == home_namespace)
         return (f"## `{namespace}.{name}`\n\nThe same object as [`{home}`]({page}.md#{target}); "
                 f"documented there.")
     lines = [f"::: {target}", "    options:", f"      heading: \"{namespace}.{name}\"",

@@ -152,7 +152,8 @@ def test_strict_build_fails_on_a_broken_cross_reference(tmp_path):
     docs.mkdir()
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     config = config.split("\nnav:", 1)[0].replace("docs_dir: docs", f"docs_dir: {docs}")
-    config = config.replace('paths: ["."]', f'paths: ["{ROOT}"]').replace("base_path: [\".\"]", f'base_path: ["{ROOT}"]')
+    config = config.replace('paths: ["."]', f'paths: ["{ROOT}"]')
+    config = config.replace('base_path: ["."]', f'base_path: ["{ROOT}"]')
     config = config.replace("- docs/griffe_examples.py", f"- {ROOT}/docs/griffe_examples.py")
     (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
