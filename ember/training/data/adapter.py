@@ -14,16 +14,6 @@
 
 Batches are ``(x, y, sample_weight)`` with ``y``/``sample_weight`` possibly ``None``, every
 array native to the active backend, floats cast to ``floatx()``.
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import ops
-    >>> from ember.training.data import get_adapter
-    >>> ember.set_backend("numpy")
-    >>> adapter = get_adapter(np.zeros((10, 3)), np.arange(10), batch_size=4)
-    >>> [ops.shape(x)[0] for x, y, sw in adapter.batches(epoch=0)]
-    [4, 4, 2]
 """
 
 from __future__ import annotations
@@ -88,6 +78,15 @@ class ArrayAdapter(DataAdapter):
             order of contiguous batches) or False.
         class_weight: ``{class: weight}`` folded into the sample weights.
         seed: seeds the shuffling; epoch ``e`` uses the permutation of ``(seed, e)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import ops
+        >>> from ember.training.data import get_adapter
+        >>> adapter = get_adapter(np.zeros((10, 3)), np.arange(10), batch_size=4)
+        >>> [ops.shape(x)[0] for x, y, sw in adapter.batches(epoch=0)]
+        [4, 4, 2]
     """
 
     def __init__(self, x: Any, y: Any = None, sample_weight: Any = None, batch_size: int = 32,

@@ -23,7 +23,15 @@ from ember.training.data.convert import is_array_like, to_native, to_numpy_host
 
 
 class DataAdapter:
-    """Base: ``num_batches`` (None when unknown) and ``batches(epoch)`` yielding native batches."""
+    """Base: ``num_batches`` (None when unknown) and ``batches(epoch)`` yielding native batches.
+
+    Example:
+        >>> import numpy as np
+        >>> from ember import data
+        >>> adapter = data.ArrayAdapter(np.zeros((5, 2), "float32"), np.zeros(5), batch_size=2)
+        >>> isinstance(adapter, data.DataAdapter), adapter.num_batches
+        (True, 3)
+    """
 
     num_batches: int | None = None
     reiterable: bool = True
