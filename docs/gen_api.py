@@ -10,7 +10,7 @@ imports Ember only to list the names (with the NumPy backend, which is always in
 
 Example:
     >>> pages = api_pages()
-    >>> "::: ember.layers.Dense" in pages["api/layers.md"]
+    >>> 'heading: "ember.layers.Dense"' in pages["api/layers.md"]
     True
 """
 
