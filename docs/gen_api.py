@@ -1,7 +1,7 @@
 """Generate the API reference pages (``docs/api/*.md``) from Ember's public names.
 
 Run ``python docs/gen_api.py`` after adding a public name (a name in a namespace's ``__all__``, or
-an op in ``ember/ops/_spec/``) and commit the pages it writes; ``tests/test_docs.py`` fails while a
+an op in ``ember/backends/_spec/``) and commit the pages it writes; ``tests/test_docs.py`` fails while a
 page is missing or stale. ``python docs/gen_api.py --check`` only reports the difference.
 
 The pages hold one mkdocstrings block per name; mkdocstrings reads the docstrings from the source
@@ -61,7 +61,7 @@ def public_names(namespace: str) -> list[str]:
     """The public names of ``namespace``: its ``__all__``, the protocol's ops for an ops namespace,
     else every public function and class the module itself defines."""
     if namespace in OP_SPECS:
-        from ember.ops._spec import op_names
+        from ember.backends._spec import op_names
 
         return sorted(op_names(OP_SPECS[namespace]))
     module = importlib.import_module(namespace)
@@ -77,7 +77,7 @@ def _target(namespace: str, name: str, value: object) -> str:
     lazily loaded names are not followed statically), or the op protocol for an op."""
     if namespace in OP_SPECS:
         spec = OP_SPECS[namespace]
-        return f"ember.ops._spec.{spec}.{spec}.{name}"
+        return f"ember.backends._spec.{spec}.{spec}.{name}"
     if isinstance(value, types.ModuleType):
         return value.__name__
     module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)

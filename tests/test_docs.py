@@ -22,7 +22,7 @@ import yaml
 
 import ember
 from ember import ops
-from ember.ops._spec import NAMESPACES as OP_SPECS
+from ember.backends._spec import NAMESPACES as OP_SPECS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs"))
