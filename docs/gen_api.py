@@ -42,6 +42,7 @@ NAMESPACES = (
     ("wirings", "ember.wirings", "Wirings"),
     ("features", "ember.features", "Features"),
     ("data", "ember.data", "Data"),
+    ("distribute", "ember.distribute", "Distributed training"),
     ("initializers", "ember.initializers", "Initializers"),
     ("activations", "ember.activations", "Activations"),
     ("regularizers", "ember.regularizers", "Regularizers"),
