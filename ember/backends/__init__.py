@@ -70,6 +70,13 @@ class Choice(NamedTuple):
 
     ``source`` is ``"call"`` (``set_backend``), ``"env"`` (an environment variable),
     ``"config"`` (the config file) or ``"auto"`` (auto-detection).
+
+    Example:
+        >>> from ember import backends
+        >>> with backends.using_backend("numpy"):
+        ...     choice = backends.active_choice()
+        >>> isinstance(choice, backends.Choice), choice.backend, choice.source
+        (True, 'numpy', 'call')
     """
 
     backend: str
