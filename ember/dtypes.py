@@ -307,3 +307,40 @@ def to_numpy_dtype(dtype: Any) -> np.dtype:
 
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(name)
+
+
+_NON_NUMERIC_KINDS = {"U": "strings", "S": "bytes", "O": "Python objects", "V": "structured records",
+                      "M": "datetimes", "m": "timedeltas"}
+
+
+def check_numeric_labels(value: Any, owner: str, argument: str = "y") -> None:
+    """``TypeError`` naming ``owner``, ``argument``, the dtype and the fix when ``value`` is host
+    data (a NumPy array, a list or a scalar) of strings, bytes or Python objects.
+
+    Backends reject such data each in their own words; training code calls this first so that
+    string labels give the same message on every backend. Native arrays of a backend are numeric
+    by construction and pass without a copy.
+
+    Example:
+        >>> import numpy as np
+        >>> check_numeric_labels(np.array([0, 2, 1]), "fit")
+        >>> check_numeric_labels(["cat", "dog"], "fit")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: fit: y holds strings (dtype <U3), but labels must be numbers; encode them as integers first, ...
+    """
+    if isinstance(value, np.ndarray):
+        kind = value.dtype.kind
+    elif isinstance(value, (list, tuple, str, bytes, np.generic)):
+        try:
+            value = np.asarray(value)
+        except ValueError:  # ragged nesting: the conversion that follows reports it
+            return
+        kind = value.dtype.kind
+    else:
+        return
+    if kind in _NON_NUMERIC_KINDS:
+        raise TypeError(
+            f"{owner}: {argument} holds {_NON_NUMERIC_KINDS[kind]} (dtype {value.dtype}), but labels must be "
+            f"numbers; encode them as integers first, e.g. with a StringLookup layer or "
+            f"numpy.unique({argument}, return_inverse=True)[1]")

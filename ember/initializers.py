@@ -149,7 +149,17 @@ def compute_fans(shape: tuple[int, ...]) -> tuple[float, float]:
 
 @dataclasses.dataclass(frozen=True)
 class Initializer:
-    """Base class: ``initializer(shape, dtype=None, seed=None)`` returns a native array."""
+    """Base class: ``initializer(shape, dtype=None, seed=None)`` returns a native array.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> class Halves(initializers.Initializer):
+        ...     def sample(self, shape, seed):
+        ...         import numpy as np
+        ...         return np.full(shape, 0.5)
+        >>> ops.to_numpy(Halves()((2,))).tolist()
+        [0.5, 0.5]
+    """
 
     def __call__(self, shape: Any, dtype: Any = None, seed: int | None = None) -> Any:
         shape = _shape(shape)
@@ -172,7 +182,13 @@ class Initializer:
 @register_serializable("ember")
 @dataclasses.dataclass(frozen=True)
 class Zeros(Initializer):
-    """All zeros."""
+    """All zeros.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> ops.to_numpy(initializers.Zeros()((2,), dtype="int32")).tolist()
+        [0, 0]
+    """
 
     def sample(self, shape, seed):
         return np.zeros(shape)
@@ -181,7 +197,13 @@ class Zeros(Initializer):
 @register_serializable("ember")
 @dataclasses.dataclass(frozen=True)
 class Ones(Initializer):
-    """All ones."""
+    """All ones.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> ops.to_numpy(initializers.Ones()((2, 2))).tolist()
+        [[1.0, 1.0], [1.0, 1.0]]
+    """
 
     def sample(self, shape, seed):
         return np.ones(shape)
@@ -190,7 +212,13 @@ class Ones(Initializer):
 @register_serializable("ember")
 @dataclasses.dataclass(frozen=True)
 class Constant(Initializer):
-    """Every entry ``value``."""
+    """Every entry ``value``.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> ops.to_numpy(initializers.Constant(0.5)((3,))).tolist()
+        [0.5, 0.5, 0.5]
+    """
 
     value: float = 0.0
 
@@ -201,7 +229,15 @@ class Constant(Initializer):
 @register_serializable("ember")
 @dataclasses.dataclass(frozen=True)
 class RandomNormal(Initializer):
-    """Normal with ``mean`` and ``stddev``."""
+    """Normal with ``mean`` and ``stddev``.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> init = initializers.RandomNormal(stddev=1.0, seed=0)
+        >>> w = init((1000,))
+        >>> ops.shape(w), abs(float(ops.to_numpy(w).std()) - 1.0) < 0.1
+        ((1000,), True)
+    """
 
     mean: float = 0.0
     stddev: float = 0.05
@@ -214,7 +250,14 @@ class RandomNormal(Initializer):
 @register_serializable("ember")
 @dataclasses.dataclass(frozen=True)
 class RandomUniform(Initializer):
-    """Uniform in ``[minval, maxval)``."""
+    """Uniform in ``[minval, maxval)``.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> w = ops.to_numpy(initializers.RandomUniform(-1.0, 1.0, seed=0)((100,)))
+        >>> bool((w >= -1.0).all() and (w < 1.0).all())
+        True
+    """
 
     minval: float = -0.05
     maxval: float = 0.05
@@ -237,7 +280,14 @@ def _truncated_normal(rng: np.random.Generator, shape: tuple[int, ...], stddev: 
 @register_serializable("ember")
 @dataclasses.dataclass(frozen=True)
 class TruncatedNormal(Initializer):
-    """Normal with ``mean``/``stddev``, redrawn beyond two standard deviations."""
+    """Normal with ``mean``/``stddev``, redrawn beyond two standard deviations.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> w = ops.to_numpy(initializers.TruncatedNormal(stddev=1.0, seed=0)((1000,)))
+        >>> bool((abs(w) <= 2.0).all())
+        True
+    """
 
     mean: float = 0.0
     stddev: float = 0.05
@@ -256,6 +306,13 @@ class VarianceScaling(Initializer):
         scale: positive scaling factor.
         mode: ``"fan_in"``, ``"fan_out"`` or ``"fan_avg"``.
         distribution: ``"truncated_normal"``, ``"untruncated_normal"`` or ``"uniform"``.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> init = initializers.VarianceScaling(scale=2.0, mode="fan_in", distribution="uniform", seed=0)
+        >>> w = ops.to_numpy(init((8, 4)))
+        >>> bool((abs(w) <= (3 * 2.0 / 8) ** 0.5).all())
+        True
     """
 
     scale: float = 1.0
@@ -295,6 +352,14 @@ def _scaling(cls_name: str, scale: float, mode: str, distribution: str, doc: str
     def get_config(self) -> dict:
         return {"seed": self.seed}
 
+    doc += f"""
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> w = initializers.{cls_name}(seed=0)((3, 4))
+        >>> ops.shape(w), ops.dtype(w)
+        ((3, 4), 'float32')
+    """
     cls = type(cls_name, (VarianceScaling,), {"__init__": __init__, "get_config": get_config, "__doc__": doc})
     return register_serializable("ember")(cls)
 
@@ -314,6 +379,13 @@ class Orthogonal(Initializer):
 
     The shape is flattened to ``(prod(shape[:-1]), shape[-1])``; for a non-square
     matrix the rows (or columns, whichever are fewer) are orthonormal.
+
+    Example:
+        >>> import numpy as np
+        >>> from ember import initializers, ops
+        >>> q = ops.to_numpy(initializers.Orthogonal(seed=0)((4, 4))).astype(float)
+        >>> bool(np.allclose(q.T @ q, np.eye(4), atol=1e-6))
+        True
     """
 
     gain: float = 1.0
@@ -336,7 +408,13 @@ class Orthogonal(Initializer):
 @register_serializable("ember")
 @dataclasses.dataclass(frozen=True)
 class Identity(Initializer):
-    """``gain`` times the identity (rectangular allowed); 2-D shapes only."""
+    """``gain`` times the identity (rectangular allowed); 2-D shapes only.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> ops.to_numpy(initializers.Identity(gain=2.0)((2, 3))).tolist()
+        [[2.0, 0.0, 0.0], [0.0, 2.0, 0.0]]
+    """
 
     gain: float = 1.0
 

@@ -27,6 +27,20 @@ PROPERTY = settings(
 # Default float32 tolerances (DESIGN.md "Testing and benchmarks").
 RTOL = 1e-5
 ATOL = 1e-6
+EPS32 = float(np.finfo(np.float32).eps)
+EPS64 = float(np.finfo(np.float64).eps)
+
+
+def adam_step_atol(learning_rate, beta_1=0.9, beta_2=0.999, eps=EPS32, safety=2.0):
+    """Absolute error bound of one Adam-family step ``p - lr * m_hat / (sqrt(v_hat) + epsilon)``
+    computed in a dtype with machine epsilon ``eps``, against the exact value.
+
+    The bias corrections ``1 - beta**t`` cancel: each loses ``log2(1 / (1 - beta))`` bits, so
+    ``m_hat`` carries a relative error up to ``eps / (1 - beta_1)`` and ``sqrt(v_hat)`` up to
+    ``eps / (2 (1 - beta_2))``; the step ``lr * m_hat / sqrt(v_hat)`` (of size up to ``lr``) inherits
+    their sum, and ``safety`` covers the remaining few roundings of order ``eps``.
+    """
+    return safety * learning_rate * eps * (1.0 / (1.0 - beta_1) + 0.5 / (1.0 - beta_2) + 2.0)
 
 
 def native(x, dtype=None):

@@ -49,6 +49,14 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool
     Returns:
         A function with ``fn``'s signature. ``grads`` has the structure of the chosen
         argument, or a tuple of them when ``argnums`` is a sequence.
+
+    Example:
+        >>> import ember
+        >>> from ember import ops
+        >>> loss_and_grad = ember.value_and_grad(lambda w: ops.sum(ops.square(w)))
+        >>> value, grad = loss_and_grad(ops.convert_to_tensor([1.0, -2.0]))
+        >>> ops.to_numpy(value).tolist(), ops.to_numpy(grad).tolist()
+        (5.0, [2.0, -4.0])
     """
 
     if not callable(fn):
@@ -145,6 +153,13 @@ def jacobian(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """Make a function returning the Jacobian of ``fn`` (one array output) w.r.t. ``argnums``.
 
     Each Jacobian has shape ``output.shape + argument.shape``.
+
+    Example:
+        >>> import ember
+        >>> from ember import ops
+        >>> jac = ember.jacobian(lambda x: ops.multiply(x, x))
+        >>> ops.to_numpy(jac(ops.convert_to_tensor([1.0, 2.0]))).tolist()
+        [[2.0, 0.0], [0.0, 4.0]]
     """
 
     @functools.wraps(fn)
@@ -165,6 +180,14 @@ def vjp(fn: Callable, *primals: Any) -> tuple[Any, Callable]:
 
     ``vjp_fn(cotangents)`` returns a tuple with one gradient per primal (each with the
     primal's pytree structure). It may be called more than once.
+
+    Example:
+        >>> import ember
+        >>> from ember import ops
+        >>> outputs, vjp_fn = ember.vjp(lambda x: ops.multiply(x, 3.0), ops.convert_to_tensor([1.0, 2.0]))
+        >>> (grad,) = vjp_fn(ops.ones((2,)))
+        >>> ops.to_numpy(outputs).tolist(), ops.to_numpy(grad).tolist()
+        ([3.0, 6.0], [3.0, 3.0])
     """
     with GradientTape(persistent=True) as tape:
         tape.watch(list(primals))

@@ -46,7 +46,18 @@ _IMPORT_NAME = {"numpy": "numpy", "torch": "torch", "mlx": "mlx.core"}
 
 
 class BackendNotAvailableError(ImportError):
-    """Raised when a backend is requested whose library is not installed."""
+    """Raised when a backend is requested whose library is not installed.
+
+    Example:
+        >>> import ember
+        >>> issubclass(ember.BackendNotAvailableError, ImportError)
+        True
+        >>> try:
+        ...     ember.set_backend("jax")
+        ... except ValueError as error:
+        ...     print("unknown backend")
+        unknown backend
+    """
 
 
 _active: ModuleType | None = None
@@ -59,6 +70,13 @@ class Choice(NamedTuple):
 
     ``source`` is ``"call"`` (``set_backend``), ``"env"`` (an environment variable),
     ``"config"`` (the config file) or ``"auto"`` (auto-detection).
+
+    Example:
+        >>> from ember import backends
+        >>> with backends.using_backend("numpy"):
+        ...     choice = backends.active_choice()
+        >>> isinstance(choice, backends.Choice), choice.backend, choice.source
+        (True, 'numpy', 'call')
     """
 
     backend: str
@@ -127,6 +145,14 @@ def set_backend(name: str, persist: bool = False) -> None:
     Raises:
         ValueError: unknown name, or an existing config file that is not a JSON object.
         BackendNotAvailableError: not installed.
+
+    Example:
+        >>> import ember
+        >>> previous = ember.get_backend()
+        >>> ember.set_backend("numpy")
+        >>> ember.get_backend()
+        'numpy'
+        >>> ember.set_backend(previous)
     """
     global _choice
     if not isinstance(persist, bool):
@@ -163,7 +189,14 @@ def _activate(name: str) -> None:
 
 
 def get_backend() -> str:
-    """Name of the active backend."""
+    """Name of the active backend.
+
+    Example:
+        >>> import ember
+        >>> with ember.using_backend("numpy"):
+        ...     ember.get_backend()
+        'numpy'
+    """
     return current().name
 
 
@@ -226,7 +259,13 @@ def on_backend_change(listener: Callable[[ModuleType], None]) -> Callable[[Modul
 
 
 def available_devices(backend: str | None = None) -> list[str]:
-    """Devices the given (default: active) backend can place arrays on, e.g. ``["cpu", "cuda:0"]``."""
+    """Devices the given (default: active) backend can place arrays on, e.g. ``["cpu", "cuda:0"]``.
+
+    Example:
+        >>> import ember
+        >>> "cpu" in ember.available_devices("numpy")
+        True
+    """
     module = current() if backend is None else load(backend)
     return module.devices()
 

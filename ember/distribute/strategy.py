@@ -44,7 +44,16 @@ _REDUCE_OPS = ("sum", "mean")
 
 
 class RankFailureError(RuntimeError):
-    """A collective failed: another rank died, hangs past the timeout, or left the group."""
+    """A collective failed: another rank died, hangs past the timeout, or left the group.
+
+    Example:
+        >>> from ember import distribute
+        >>> try:
+        ...     raise distribute.RankFailureError("rank 1 stopped answering")
+        ... except RuntimeError as error:
+        ...     print(type(error).__name__, error)
+        RankFailureError rank 1 stopped answering
+    """
 
 
 # Messages by which the engines report a lost or silent peer (gloo, NCCL, MLX ring).

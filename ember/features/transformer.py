@@ -19,18 +19,6 @@ Inputs may be NumPy arrays, nested lists, native arrays of the active backend or
 ``ember.Tensor``s; results are native arrays of the active backend. Fitted arrays made
 on one backend are converted when used on another (``fit`` on NumPy, ``transform`` on
 torch works). Attribute names (``mean_``, ``components_``, ...) are scikit-learn's.
-
-Example:
-    >>> import ember, optree
-    >>> from ember import features, ops
-    >>> ember.set_backend("numpy")
-    >>> scaler = features.StandardScaler().fit([[0.0, 1.0], [2.0, 3.0]])
-    >>> sorted(scaler.state)
-    ['mean_', 'n_features_in_', 'n_samples_seen_', 'scale_', 'var_']
-    >>> leaves, treedef = optree.tree_flatten(scaler, namespace="ember")
-    >>> copy = optree.tree_unflatten(treedef, leaves)
-    >>> ops.to_numpy(copy.transform([[1.0, 2.0]])).tolist()
-    [[0.0, 0.0]]
 """
 
 from __future__ import annotations
@@ -54,6 +42,17 @@ class NotFittedError(ValueError, AttributeError):
 
     Subclasses both ``ValueError`` and ``AttributeError``, like scikit-learn's, so
     ``hasattr(pca, "components_")`` is False on an unfitted PCA.
+
+    Example:
+        >>> from ember import features
+        >>> pca = features.PCA(2)
+        >>> hasattr(pca, "components_")
+        False
+        >>> try:
+        ...     pca.transform([[1.0, 2.0, 3.0]])
+        ... except features.NotFittedError:
+        ...     print("fit first")
+        fit first
     """
 
 
@@ -115,6 +114,17 @@ class Transformer:
     list the state keys ``fit`` always produces in ``_required_state`` (and those it
     may produce in ``_optional_state``), and implement ``_fit(x) -> state`` and
     ``transform``.
+
+    Example:
+        >>> import ember, optree
+        >>> from ember import features, ops
+        >>> scaler = features.StandardScaler().fit([[0.0, 1.0], [2.0, 3.0]])
+        >>> sorted(scaler.state)
+        ['mean_', 'n_features_in_', 'n_samples_seen_', 'scale_', 'var_']
+        >>> leaves, treedef = optree.tree_flatten(scaler, namespace="ember")
+        >>> copy = optree.tree_unflatten(treedef, leaves)
+        >>> ops.to_numpy(copy.transform([[1.0, 2.0]])).tolist()
+        [[0.0, 0.0]]
     """
 
     _required_state: ClassVar[tuple[str, ...]] = ()

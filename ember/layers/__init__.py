@@ -1,4 +1,13 @@
-"""``ember.layers``: immutable layers with explicit state (see :mod:`ember.layers.layer`)."""
+"""``ember.layers``: immutable layers with explicit state (see :mod:`ember.layers.layer`).
+
+Example:
+    >>> from ember import layers, ops
+    >>> dense = layers.Dense(3)
+    >>> state = dense.build((None, 2), seed=0)
+    >>> outputs, state = dense.apply(state, ops.ones((4, 2)))
+    >>> ops.shape(outputs)
+    (4, 3)
+"""
 
 from ember.layers.attention import AdditiveAttention, Attention, MultiHeadAttention
 from ember.layers.conv import (

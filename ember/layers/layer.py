@@ -93,7 +93,17 @@ def add_loss(value) -> None:
 
 
 def clear_session() -> None:
-    """Reset automatic layer naming (``dense``, ``dense_1``, ...) back to the start."""
+    """Reset automatic layer naming (``dense``, ``dense_1``, ...) back to the start.
+
+    Example:
+        >>> from ember import layers
+        >>> layers.clear_session()
+        >>> layers.Dense(2).name, layers.Dense(2).name
+        ('dense', 'dense_1')
+        >>> layers.clear_session()
+        >>> layers.Dense(2).name
+        'dense'
+    """
     _name_counts.clear()
 
 
@@ -128,6 +138,20 @@ class Layer:
         name: unique name; generated from the class name when omitted.
         trainable: False freezes the layer's params (no gradient, state kept).
         dtype: dtype of the layer's variables; ``None`` means ``floatx()`` at build time.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> class Scale(layers.Layer):
+        ...     factor: float = 2.0
+        ...     def call(self, params, inputs):
+        ...         return ops.multiply(inputs, self.factor)
+        ...     def compute_output_shape(self, input_shape):
+        ...         return input_shape
+        >>> scale = Scale(factor=3.0)
+        >>> outputs, _ = scale.apply(scale.build((None, 2)), ops.ones((1, 2)))
+        >>> ops.to_numpy(outputs).tolist()
+        [[3.0, 3.0]]
     """
 
     name: str | None = dataclasses.field(default=None, kw_only=True)

@@ -78,6 +78,19 @@ class Model(TrainingAPI, Layer):
         ValueError: an output that does not depend only on ``inputs`` (the message
             names the missing input and the layer that needs it), or two different
             layers with the same name.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import layers
+        >>> inputs = ember.Input((3,))
+        >>> hidden = layers.Dense(4, activation="relu")(inputs)
+        >>> model = ember.Model(inputs, [layers.Dense(1)(hidden), layers.Dense(2, activation="softmax")(hidden)])
+        >>> model.compile(optimizer="adam", loss=["mse", "sparse_categorical_crossentropy"])
+        >>> x = np.zeros((8, 3), "float32")
+        >>> _ = model.fit(x, [np.zeros((8, 1)), np.zeros(8, "int32")], epochs=1, verbose=0)
+        >>> [p.shape for p in model.predict(x, verbose=0)]
+        [(8, 1), (8, 2)]
     """
 
     _config_dataclass = False  # the architecture comes from the graph, not from fields

@@ -35,6 +35,16 @@ class Sequential(Model):
 
     The input shape comes from the leading ``Input`` or from ``build(input_shape)``.
     ``add`` and ``pop`` change the architecture and drop the current state.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import layers
+        >>> model = ember.Sequential([ember.Input((4,)), layers.Dense(8, activation="relu"), layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> history = model.fit(np.ones((16, 4), "float32"), np.ones((16, 1), "float32"), epochs=2, verbose=0)
+        >>> len(history.history["loss"]), model.predict(np.ones((2, 4), "float32"), verbose=0).shape
+        (2, (2, 1))
     """
 
     _linear_stack = True  # its summary lists no per-layer inputs: the order says them

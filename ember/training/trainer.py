@@ -109,6 +109,16 @@ class Trainer:
     Raises:
         ValueError: an unknown optimizer/loss/metric name (the message lists the valid ones), losses
             or metrics that do not match the model's outputs.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import layers
+        >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> trainer = ember.Trainer(model, optimizer=ember.optimizers.SGD(0.1), loss="mse")
+        >>> isinstance(trainer, ember.Trainer)
+        True
     """
 
     def __init__(self, model: Any, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,

@@ -13,7 +13,18 @@ import scipy.special
 from hypothesis import given
 
 from ember import ops
-from tests.helpers import PROPERTY, logsumexp, assert_close, f32, f64, float_arrays, native, same_padding
+from tests.helpers import (
+    ATOL,
+    EPS32,
+    PROPERTY,
+    assert_close,
+    f32,
+    f64,
+    float_arrays,
+    logsumexp,
+    native,
+    same_padding,
+)
 
 # ----------------------------------------------------------------- activations
 
@@ -55,15 +66,20 @@ def test_activation(backend, label):
     reference, kwargs = ACTIVATIONS[label]
     name = label.split("(")[0]
 
+    def close(x):
+        # The float32 intermediates are of size |x| (x * sigmoid(x), 0.5 * x * (1 + erf(x / sqrt 2)))
+        # and cancel where the result is small: a few (4) eps32 of |x| on top of the default bound.
+        atol = ATOL + 4 * EPS32 * float(np.abs(x).max(initial=0.0))
+        assert_close(getattr(ops.nn, name)(native(x), **kwargs), reference(f64(x)), atol=atol, dtype="float32")
+
     @PROPERTY
     @given(x=float_arrays(low=-8.0, high=8.0))
     def check(x):
-        assert_close(getattr(ops.nn, name)(native(x), **kwargs), reference(f64(x)), dtype="float32")
+        close(x)
 
     check()
     # the kinks and defaults are hit exactly, not just by chance
-    x = f32([-6.5, -3.0, -1.0, -0.0, 0.0, 0.5, 3.0, 6.0, 7.5])
-    assert_close(getattr(ops.nn, name)(native(x), **kwargs), reference(f64(x)), dtype="float32")
+    close(f32([-6.5, -3.0, -1.0, -0.0, 0.0, 0.5, 3.0, 6.0, 7.5]))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])

@@ -17,6 +17,7 @@ import json
 import warnings
 
 import numpy as np
+import optree
 import pytest
 import sklearn.metrics as skm
 import torch
@@ -569,3 +570,45 @@ def test_sparse_crossentropy_with_many_classes(backend):
     assert_close(grad, tp.grad.numpy())
     with pytest.raises(ValueError, match=r"class indices must be in \[0, 1100\).*1100"):
         loss(np.array([0, 1100, 3]), logits.astype(np.float32))
+
+
+# --- string / object labels --------------------------------------------------------------------
+
+_LABEL_FIX = "encode them as integers first, e.g. with a StringLookup layer or numpy.unique("
+
+
+@pytest.mark.parametrize("labels, dtype_text", [
+    (np.array(["cat", "dog", "cat"]), "strings (dtype <U3)"),
+    (np.array([b"cat", b"dog", b"cat"]), "bytes (dtype |S3)"),
+    (np.array(["cat", 1, 2.0], dtype=object), "Python objects (dtype object)"),
+    (["cat", "dog", "cat"], "strings (dtype <U3)"),
+])
+@pytest.mark.parametrize("loss", [losses.sparse_categorical_crossentropy, losses.SparseCategoricalCrossentropy(),
+                                  losses.MeanSquaredError()])
+def test_non_numeric_labels_give_one_message_on_every_backend(backend, labels, dtype_text, loss):
+    y_pred = np.full((3, 2), 0.5, dtype="float32")
+    if loss is losses.sparse_categorical_crossentropy or isinstance(loss, losses.SparseCategoricalCrossentropy):
+        owner = "sparse_categorical_crossentropy"
+    else:
+        owner, y_pred = "mean_squared_error", y_pred[:, 0]
+    with pytest.raises(TypeError) as info:
+        loss(labels, y_pred)
+    assert str(info.value) == (f"{owner}: y_true holds {dtype_text}, but labels must be numbers; "
+                               f"{_LABEL_FIX}y_true, return_inverse=True)[1]")
+
+
+def test_fit_with_string_labels_names_y_and_the_fix_and_leaves_the_model_untrained(backend):
+    model = ember.Sequential([ember.Input((4,)), ember.layers.Dense(2, activation="softmax")])
+    model.compile(loss="sparse_categorical_crossentropy", optimizer="sgd")
+    model.build((None, 4))
+    before = [ops.to_numpy(w) for w in optree.tree_leaves(model.state)]
+    with pytest.raises(TypeError) as info:
+        model.fit(np.zeros((3, 4), "float32"), np.array(["cat", "dog", "cat"]), verbose=0)
+    assert str(info.value) == ("fit: y holds strings (dtype <U3), but labels must be numbers; "
+                               f"{_LABEL_FIX}y, return_inverse=True)[1]")
+    for old, new in zip(before, optree.tree_leaves(model.state), strict=True):
+        np.testing.assert_array_equal(old, ops.to_numpy(new))
+    # The suggested fix works: integer codes train.
+    codes = np.unique(np.array(["cat", "dog", "cat"]), return_inverse=True)[1]
+    history = model.fit(np.ones((3, 4), "float32"), codes, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()

@@ -9,8 +9,17 @@ import pytest
 import ember
 from ember import ops, optimizers
 from ember.training.optimizers import base
+from tests.helpers import EPS32, adam_step_atol
 
-FAST_RTOL, FAST_ATOL = 1e-6, 1e-7  # the fused kernels reorder a few float32 roundings
+# The fused kernels reorder the float32 roundings of each step: per step and element the two paths
+# can differ by a few (at most FAST_ROUNDINGS) units of eps32 of the largest magnitude in that
+# update (the leaf's scale, not the element: p - lr * g cancels), and the differences add up over
+# the steps.
+FAST_ROUNDINGS = 4
+
+
+def _fast_path_atol(want, steps):
+    return FAST_ROUNDINGS * steps * EPS32 * float(np.abs(want).max(initial=0.0))
 SHAPES = [(5, 4), (4,), (3, 2, 2)]
 
 
@@ -62,7 +71,7 @@ def _compare_fast_and_generic(make, steps=8, drop=None):
         fast_params, fast_state = opt.apply_gradients_inplace(_native(g), fast_state, fast_params)
     for got, want in zip(optree.tree_leaves(_numpy((fast_params, fast_state))),
                          optree.tree_leaves(_numpy((generic_params, generic_state)))):
-        np.testing.assert_allclose(got, want, rtol=FAST_RTOL, atol=FAST_ATOL)
+        np.testing.assert_allclose(got, want, rtol=0, atol=_fast_path_atol(want, steps))
     return fast_params, fast_state
 
 
@@ -129,7 +138,7 @@ def test_fast_path_only_on_torch(backend, monkeypatch):
     opt = optimizers.Adam(0.1)
     params = {"w": ops.ones((2,))}
     new, state = opt.apply_gradients_inplace({"w": ops.ones((2,))}, opt.init(params), params)
-    np.testing.assert_allclose(ops.to_numpy(new["w"]), [0.9, 0.9], rtol=1e-6)
+    np.testing.assert_allclose(ops.to_numpy(new["w"]), [0.9, 0.9], rtol=0, atol=adam_step_atol(0.1))
     assert len(calls) == (1 if backend == "torch" else 0)
     assert base._fast_path(backend) is (None if backend != "torch" else base._fast_path("torch"))
     if backend != "torch":  # the pure path: the caller's arrays are untouched

@@ -12,49 +12,142 @@ class nn:
         """``max(x, 0)``: integers keep their dtype, bool gives ``int32`` (weak-scalar rule).
 
         The other activations cast integer and bool inputs to ``floatx()``.
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.relu([-1.0, 2.0])).tolist()
+            [0.0, 2.0]
         """
 
     def relu6(x):
-        """``min(max(x, 0), 6)``: integers keep their dtype, bool gives ``int32``."""
+        """``min(max(x, 0), 6)``: integers keep their dtype, bool gives ``int32``.
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.relu6([-1.0, 3.0, 8.0])).tolist()
+            [0.0, 3.0, 6.0]
+        """
 
     def leaky_relu(x, negative_slope=0.2):
-        """``x`` if positive else ``negative_slope * x`` (Keras default slope 0.2)."""
+        """``x`` if positive else ``negative_slope * x`` (Keras default slope 0.2).
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.leaky_relu([-1.0, 2.0])).astype(float).round(4).tolist()
+            [-0.2, 2.0]
+        """
 
     def elu(x, alpha=1.0):
-        """``x`` if positive else ``alpha * (exp(x) - 1)``."""
+        """``x`` if positive else ``alpha * (exp(x) - 1)``.
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.elu([-1.0, 2.0])).astype(float).round(4).tolist()
+            [-0.6321, 2.0]
+        """
 
     def selu(x):
-        """Scaled ELU with Klambauer et al.'s constants."""
+        """Scaled ELU with Klambauer et al.'s constants.
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.selu([-1.0, 1.0])).astype(float).round(4).tolist()
+            [-1.1113, 1.0507]
+        """
 
     def gelu(x, approximate=True):
-        """GELU; tanh approximation when ``approximate`` (Keras default), else exact erf form."""
+        """GELU; tanh approximation when ``approximate`` (Keras default), else exact erf form.
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.gelu([-1.0, 1.0])).astype(float).round(4).tolist()
+            [-0.1588, 0.8412]
+            >>> ops.to_numpy(ops.nn.gelu([-1.0, 1.0], approximate=False)).astype(float).round(4).tolist()
+            [-0.1587, 0.8413]
+        """
 
     def silu(x):
-        """``x * sigmoid(x)`` (swish)."""
+        """``x * sigmoid(x)`` (swish).
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.silu([-1.0, 1.0])).astype(float).round(4).tolist()
+            [-0.2689, 0.7311]
+        """
 
     def sigmoid(x):
-        """Logistic function, stable for large ``|x|``."""
+        """Logistic function, stable for large ``|x|``.
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.sigmoid([0.0, 2.0])).astype(float).round(4).tolist()
+            [0.5, 0.8808]
+        """
 
     def hard_sigmoid(x):
-        """``relu6(x + 3) / 6`` (Keras 3)."""
+        """``relu6(x + 3) / 6`` (Keras 3).
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.hard_sigmoid([-4.0, 0.0, 1.5])).astype(float).round(4).tolist()
+            [0.0, 0.5, 0.75]
+        """
 
     def softplus(x):
-        """``log(1 + exp(x))``, stable."""
+        """``log(1 + exp(x))``, stable.
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.softplus([0.0, 1.0])).astype(float).round(4).tolist()
+            [0.6931, 1.3133]
+        """
 
     def softsign(x):
-        """``x / (1 + |x|)``."""
+        """``x / (1 + |x|)``.
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.softsign([-1.0, 3.0])).tolist()
+            [-0.5, 0.75]
+        """
 
     def tanh(x):
-        """Hyperbolic tangent."""
+        """Hyperbolic tangent.
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.tanh([0.0, 1.0])).astype(float).round(4).tolist()
+            [0.0, 0.7616]
+        """
 
     def lecun_tanh(x):
-        """``1.7159 * tanh(0.666 * x)``."""
+        """``1.7159 * tanh(0.666 * x)``.
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.lecun_tanh([0.0, 1.0])).astype(float).round(4).tolist()
+            [0.0, 0.9992]
+        """
 
     def softmax(x, axis=-1):
-        """Softmax, stable (shifted by the max)."""
+        """Softmax, stable (shifted by the max).
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.softmax([[0.0, 0.0]])).tolist()
+            [[0.5, 0.5]]
+            >>> ops.to_numpy(ops.nn.softmax([1.0, 2.0, 3.0])).astype(float).round(4).tolist()
+            [0.09, 0.2447, 0.6652]
+        """
 
     def log_softmax(x, axis=-1):
-        """Log of softmax, stable."""
+        """Log of softmax, stable.
+
+        Example:
+            >>> from ember import ops
+            >>> ops.to_numpy(ops.nn.log_softmax([0.0, 0.0])).astype(float).round(4).tolist()
+            [-0.6931, -0.6931]
+        """
 
     def conv(inputs, kernel, strides=1, padding="valid", data_format="channels_last", dilation_rate=1):
         """N-d convolution (N = 1, 2, 3), cross-correlation as in Keras.
@@ -65,6 +158,13 @@ class nn:
         ``in_channels // kernel.shape[-2]``. ``strides``/``dilation_rate`` are ints
         or tuples; ``padding`` is ``"valid"`` or ``"same"`` (TF/Keras placement: extra
         padding on the right/bottom).
+
+        Example:
+            >>> from ember import ops
+            >>> x = ops.reshape(ops.arange(5.0), (1, 5, 1))
+            >>> k = ops.ones((2, 1, 1))
+            >>> ops.to_numpy(ops.nn.conv(x, k)).tolist()
+            [[[1.0], [3.0], [5.0], [7.0]]]
         """
 
     def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format="channels_last", dilation_rate=1):
@@ -72,16 +172,44 @@ class nn:
 
         ``kernel``: ``(*kernel_spatial, out_channels, in_channels)``. Output size per
         spatial axis follows Keras's ``compute_conv_transpose_output_shape``.
+
+        Example:
+            >>> from ember import ops
+            >>> x = ops.ones((1, 2, 1))
+            >>> k = ops.ones((2, 1, 1))
+            >>> ops.to_numpy(ops.nn.conv_transpose(x, k)).tolist()
+            [[[1.0], [2.0], [1.0]]]
         """
 
     def max_pool(inputs, pool_size, strides=None, padding="valid", data_format="channels_last"):
-        """N-d max pooling (``strides`` defaults to ``pool_size``)."""
+        """N-d max pooling (``strides`` defaults to ``pool_size``).
+
+        Example:
+            >>> from ember import ops
+            >>> x = ops.reshape(ops.arange(4.0), (1, 4, 1))
+            >>> ops.to_numpy(ops.nn.max_pool(x, 2)).tolist()
+            [[[1.0], [3.0]]]
+        """
 
     def avg_pool(inputs, pool_size, strides=None, padding="valid", data_format="channels_last"):
-        """N-d average pooling; with ``"same"`` padding, padded cells are excluded from the mean."""
+        """N-d average pooling; with ``"same"`` padding, padded cells are excluded from the mean.
+
+        Example:
+            >>> from ember import ops
+            >>> x = ops.reshape(ops.arange(4.0), (1, 4, 1))
+            >>> ops.to_numpy(ops.nn.avg_pool(x, 2)).tolist()
+            [[[0.5], [2.5]]]
+        """
 
     def moments(x, axes, keepdims=False):
-        """``(mean, variance)`` over ``axes``."""
+        """``(mean, variance)`` over ``axes``.
+
+        Example:
+            >>> from ember import ops
+            >>> mean, variance = ops.nn.moments([[1.0, 3.0], [5.0, 7.0]], axes=[0])
+            >>> ops.to_numpy(mean).tolist(), ops.to_numpy(variance).tolist()
+            ([3.0, 5.0], [4.0, 4.0])
+        """
 
     def lstm(inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=None, *, go_backwards=False,
              time_major=False):
@@ -104,6 +232,15 @@ class nn:
         CUDA); NumPy a NumPy loop with its own VJP rule; MLX the composite written
         with ``ember.ops`` (:mod:`ember.ops._composite`), which tapes and
         ``mx.compile`` see op by op.
+
+        Example:
+            >>> from ember import ops
+            >>> batch, steps, features, units = 2, 3, 4, 5
+            >>> x = ops.ones((batch, steps, features))
+            >>> h0 = c0 = ops.zeros((batch, units))
+            >>> outputs, h, c = ops.nn.lstm(x, h0, c0, ops.ones((features, 4 * units)), ops.zeros((units, 4 * units)))
+            >>> ops.shape(outputs), ops.shape(h), ops.shape(c)
+            ((2, 3, 5), (2, 5), (2, 5))
         """
 
     def gru(inputs, initial_h, kernel, recurrent_kernel, bias=None, *, go_backwards=False, time_major=False):
@@ -121,4 +258,13 @@ class nn:
 
         torch runs its fused GRU kernel (``torch.gru``; cuDNN on CUDA); NumPy and MLX run
         the composite of :mod:`ember.ops._composite`.
+
+        Example:
+            >>> from ember import ops
+            >>> batch, steps, features, units = 2, 3, 4, 5
+            >>> x = ops.ones((batch, steps, features))
+            >>> h0 = ops.zeros((batch, units))
+            >>> outputs, h = ops.nn.gru(x, h0, ops.ones((features, 3 * units)), ops.zeros((units, 3 * units)))
+            >>> ops.shape(outputs), ops.shape(h)
+            ((2, 3, 5), (2, 5))
         """

@@ -28,6 +28,13 @@ class InputLayer(Layer):
     Args:
         shape: shape of one example, e.g. ``(28, 28, 1)``; ``None`` marks unknown sizes.
         batch_size: a fixed batch size, or None.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> model = ember.Sequential([layers.InputLayer(shape=(3,)), layers.Dense(2)])
+        >>> model.compute_output_shape((None, 3))
+        (None, 2)
     """
 
     shape: tuple = ()

@@ -137,6 +137,14 @@ class RNNCell(Layer):
     Subclasses declare their config fields, implement ``state_size``,
     ``output_size``, ``build`` and ``step``, and may override ``prepare_sequence`` /
     ``prepared_step`` to move per-sequence work out of the time loop.
+
+    Example:
+        >>> from ember import layers, ops
+        >>> rnn = layers.RNN(layers.SimpleRNNCell(4))
+        >>> state = rnn.build((None, 5, 3), seed=0)
+        >>> outputs, _ = rnn.apply(state, ops.ones((2, 5, 3)))
+        >>> ops.shape(outputs), isinstance(layers.SimpleRNNCell(4), layers.RNNCell)
+        ((2, 4), True)
     """
 
     accepts_timespan: ClassVar[bool] = False

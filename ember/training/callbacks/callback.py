@@ -8,23 +8,6 @@ after the current batch/epoch) and ``self.params`` holds ``{"verbose", "epochs",
 batch level it is a read-only mapping whose values are computed on first access:
 reading one costs a device sync (and a small computation), so a callback that does not
 read it costs nothing.
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import callbacks, layers
-    >>> ember.set_backend("numpy")
-    >>> class CountBatches(callbacks.Callback):
-    ...     def on_train_begin(self, logs=None):
-    ...         self.count = 0
-    ...     def on_train_batch_end(self, batch, logs=None):
-    ...         self.count += 1
-    >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> counter = CountBatches()
-    >>> _ = model.fit(np.zeros((10, 2)), np.zeros((10, 1)), batch_size=4, epochs=2, verbose=0, callbacks=[counter])
-    >>> counter.count
-    6
 """
 
 from __future__ import annotations
@@ -33,7 +16,24 @@ from typing import Any
 
 
 class Callback:
-    """Base class: every hook is a no-op."""
+    """Base class: every hook is a no-op.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import callbacks, layers
+        >>> class CountBatches(callbacks.Callback):
+        ...     def on_train_begin(self, logs=None):
+        ...         self.count = 0
+        ...     def on_train_batch_end(self, batch, logs=None):
+        ...         self.count += 1
+        >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> counter = CountBatches()
+        >>> _ = model.fit(np.zeros((10, 2)), np.zeros((10, 1)), batch_size=4, epochs=2, verbose=0, callbacks=[counter])
+        >>> counter.count
+        6
+    """
 
     def __init__(self) -> None:
         self.model: Any = None

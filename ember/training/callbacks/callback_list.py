@@ -4,12 +4,6 @@
 :class:`~ember.training.callbacks.History` and, unless ``verbose=0``, a
 :class:`~ember.training.callbacks.ProgbarLogger` (as Keras does). Batch hooks are only
 called on callbacks that override them, so an unused hook costs nothing per step.
-
-Example:
-    >>> from ember.training.callbacks.callback_list import BatchLogs
-    >>> logs = BatchLogs(lambda: {"loss": 0.5})
-    >>> logs["loss"], dict(logs)
-    (0.5, {'loss': 0.5})
 """
 
 from __future__ import annotations
@@ -38,7 +32,14 @@ def _to_float(value: Any) -> Any:
 
 
 class BatchLogs(collections.abc.Mapping):
-    """Batch-level logs: ``{name: float}`` computed from ``compute()`` on first access, then cached."""
+    """Batch-level logs: ``{name: float}`` computed from ``compute()`` on first access, then cached.
+
+    Example:
+        >>> from ember.training.callbacks.callback_list import BatchLogs
+        >>> logs = BatchLogs(lambda: {"loss": 0.5})
+        >>> logs["loss"], dict(logs)
+        (0.5, {'loss': 0.5})
+    """
 
     __slots__ = ("_compute", "_values")
 
@@ -84,6 +85,14 @@ class CallbackList:
         add_progbar: append a :class:`ProgbarLogger` unless one is given.
         model: set on every callback.
         **params: ``verbose``, ``epochs``, ``steps`` passed to ``set_params``.
+
+    Example:
+        >>> from ember import callbacks
+        >>> seen = []
+        >>> hooks = callbacks.CallbackList([callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(epoch))])
+        >>> hooks.on_epoch_end(0, {"loss": 1.0})
+        >>> seen
+        [0]
     """
 
     def __init__(self, callbacks: Any = None, add_history: bool = False, add_progbar: bool = False,

@@ -1,17 +1,4 @@
 """``CSVLogger``: write every epoch's logs as a row of a CSV file.
-
-Example:
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import callbacks, layers
-    >>> ember.set_backend("numpy")
-    >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> path = os.path.join(tempfile.mkdtemp(), "log.csv")
-    >>> _ = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=2, verbose=0, callbacks=[callbacks.CSVLogger(path)])
-    >>> open(path).read().splitlines()[0]
-    'epoch,loss'
 """
 
 from __future__ import annotations
@@ -25,7 +12,20 @@ from ember.training.callbacks.callback import Callback
 
 
 class CSVLogger(Callback):
-    """Args: filename; separator (``","``); append (add to an existing file instead of overwriting)."""
+    """Args: filename; separator (``","``); append (add to an existing file instead of overwriting).
+
+    Example:
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import callbacks, layers
+        >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> path = os.path.join(tempfile.mkdtemp(), "log.csv")
+        >>> _ = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=2, verbose=0, callbacks=[callbacks.CSVLogger(path)])
+        >>> open(path).read().splitlines()[0]
+        'epoch,loss'
+    """
 
     def __init__(self, filename: str, separator: str = ",", append: bool = False) -> None:
         super().__init__()

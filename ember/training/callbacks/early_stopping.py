@@ -1,16 +1,4 @@
 """``EarlyStopping``: stop training when a monitored quantity stops improving.
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import callbacks, layers
-    >>> ember.set_backend("numpy")
-    >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> stop = callbacks.EarlyStopping(monitor="loss", patience=0, min_delta=10.0)
-    >>> history = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=20, verbose=0, callbacks=[stop])
-    >>> len(history.epoch), stop.stopped_epoch
-    (2, 1)
 """
 
 from __future__ import annotations
@@ -35,6 +23,17 @@ class EarlyStopping(Callback):
         restore_best_weights: at the end of training, put back the weights of the best epoch
             (even if training was not stopped early, as Keras 3 does).
         start_from_epoch: epochs to wait before watching at all.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import callbacks, layers
+        >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> stop = callbacks.EarlyStopping(monitor="loss", patience=0, min_delta=10.0)
+        >>> history = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=20, verbose=0, callbacks=[stop])
+        >>> len(history.epoch), stop.stopped_epoch
+        (2, 1)
     """
 
     def __init__(self, monitor: str = "val_loss", min_delta: float = 0.0, patience: int = 0, verbose: int = 0,

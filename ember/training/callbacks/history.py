@@ -1,15 +1,4 @@
 """``History``: records every epoch's logs; ``fit`` returns it (and sets ``model.history``).
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import layers
-    >>> ember.set_backend("numpy")
-    >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> history = model.fit(np.zeros((8, 2)), np.zeros((8, 1)), epochs=3, verbose=0)
-    >>> history.epoch, sorted(history.history), model.history is history
-    ([0, 1, 2], ['loss'], True)
 """
 
 from __future__ import annotations
@@ -20,7 +9,18 @@ from ember.training.callbacks.callback import Callback
 
 
 class History(Callback):
-    """``history.history``: ``{log name: [value per epoch]}``; ``history.epoch``: the epochs run."""
+    """``history.history``: ``{log name: [value per epoch]}``; ``history.epoch``: the epochs run.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import layers
+        >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> history = model.fit(np.zeros((8, 2)), np.zeros((8, 1)), epochs=3, verbose=0)
+        >>> history.epoch, sorted(history.history), model.history is history
+        ([0, 1, 2], ['loss'], True)
+    """
 
     def __init__(self) -> None:
         super().__init__()

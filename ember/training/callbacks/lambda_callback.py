@@ -1,17 +1,4 @@
 """``LambdaCallback``: a callback from plain functions.
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import callbacks, layers
-    >>> ember.set_backend("numpy")
-    >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> seen = []
-    >>> cb = callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(epoch))
-    >>> _ = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=3, verbose=0, callbacks=[cb])
-    >>> seen
-    [0, 1, 2]
 """
 
 from __future__ import annotations
@@ -30,6 +17,18 @@ class LambdaCallback(Callback):
     """Each keyword names a hook (``on_epoch_end=lambda epoch, logs: ...``, ``on_train_begin=lambda logs: ...``).
 
     Epoch and batch hooks take ``(index, logs)``; begin/end hooks take ``(logs)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import callbacks, layers
+        >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> seen = []
+        >>> cb = callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(epoch))
+        >>> _ = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=3, verbose=0, callbacks=[cb])
+        >>> seen
+        [0, 1, 2]
     """
 
     def __init__(self, **hooks: Callable) -> None:

@@ -1,16 +1,4 @@
 """``LearningRateScheduler``: set the learning rate at the start of every epoch from a function.
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import callbacks, layers
-    >>> ember.set_backend("numpy")
-    >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> scheduler = callbacks.LearningRateScheduler(lambda epoch, lr: 0.1 / (epoch + 1))
-    >>> history = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=2, verbose=0, callbacks=[scheduler])
-    >>> [round(v, 4) for v in history.history["learning_rate"]]
-    [0.1, 0.05]
 """
 
 from __future__ import annotations
@@ -29,6 +17,17 @@ class LearningRateScheduler(Callback):
     Args:
         schedule: the function; ``epoch`` is 0-based, ``lr`` the current learning rate.
         verbose: 1 prints each change.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import callbacks, layers
+        >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> scheduler = callbacks.LearningRateScheduler(lambda epoch, lr: 0.1 / (epoch + 1))
+        >>> history = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=2, verbose=0, callbacks=[scheduler])
+        >>> [round(v, 4) for v in history.history["learning_rate"]]
+        [0.1, 0.05]
     """
 
     def __init__(self, schedule: Callable, verbose: int = 0) -> None:

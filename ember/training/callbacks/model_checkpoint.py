@@ -6,13 +6,6 @@ never damages the previous best file). The path must end with ``.h5``; this is c
 training begins.
 
 ``filepath`` may contain ``{epoch}`` (1-based) and log names (``"ckpt-{epoch:02d}-{val_loss:.2f}.h5"``).
-
-Example:
-    >>> from ember import callbacks
-    >>> checkpoint = callbacks.ModelCheckpoint("best.weights.h5", monitor="val_loss", save_best_only=True,
-    ...                                        save_weights_only=True)
-    >>> checkpoint.monitor, checkpoint.mode
-    ('val_loss', 'min')
 """
 
 from __future__ import annotations
@@ -38,6 +31,13 @@ class ModelCheckpoint(Callback):
         mode: ``"min"``, ``"max"`` or ``"auto"``.
         save_freq: ``"epoch"`` or a number of batches.
         initial_value_threshold: the value ``monitor`` must beat for the first save.
+
+    Example:
+        >>> from ember import callbacks
+        >>> checkpoint = callbacks.ModelCheckpoint("best.weights.h5", monitor="val_loss", save_best_only=True,
+        ...                                        save_weights_only=True)
+        >>> checkpoint.monitor, checkpoint.mode
+        ('val_loss', 'min')
     """
 
     def __init__(self, filepath: str, monitor: str = "val_loss", verbose: int = 0, save_best_only: bool = False,

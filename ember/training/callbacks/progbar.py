@@ -2,17 +2,6 @@
 
 On a terminal the bar is redrawn in place (carriage return); elsewhere (a log file, a
 pipe, CI) only the final line of each bar is written, so logs are not flooded.
-
-Example:
-    >>> import io
-    >>> from ember.training.callbacks.progbar import Progbar
-    >>> out = io.StringIO()
-    >>> bar = Progbar(target=4, output=out, dynamic=False)
-    >>> bar.update(4, [("loss", 0.25)], finalize=True)
-    >>> out.getvalue().startswith("4/4 [")
-    True
-    >>> "loss: 0.2500" in out.getvalue()
-    True
 """
 
 from __future__ import annotations
@@ -61,6 +50,17 @@ class Progbar:
         unit_name: the unit of the per-step time (``"step"``).
         output: where to write (``sys.stdout`` when None, looked up at each write).
         dynamic: redraw in place; defaults to whether ``output`` is a terminal.
+
+    Example:
+        >>> import io
+        >>> from ember.training.callbacks.progbar import Progbar
+        >>> out = io.StringIO()
+        >>> bar = Progbar(target=4, output=out, dynamic=False)
+        >>> bar.update(4, [("loss", 0.25)], finalize=True)
+        >>> out.getvalue().startswith("4/4 [")
+        True
+        >>> "loss: 0.2500" in out.getvalue()
+        True
     """
 
     def __init__(self, target: int | None, width: int = 30, verbose: int = 1, unit_name: str = "step",

@@ -7,17 +7,6 @@
 * ``verbose="auto"`` (the default of ``fit``/``evaluate``/``predict``): 1 on a terminal, and
   nothing at all when standard output is not a terminal (logs, CI); ask for 1 or 2 explicitly
   to get output there (verbose=1 then writes each bar's final line only).
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import layers
-    >>> ember.set_backend("numpy")
-    >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> _ = model.fit(np.zeros((8, 2)), np.zeros((8, 1)), epochs=1, verbose=2)  # doctest: +ELLIPSIS
-    Epoch 1/1
-    1/1 - 0s - ...s/step - loss: 0.0000
 """
 
 from __future__ import annotations
@@ -39,7 +28,18 @@ def _items(logs: Any) -> list[tuple[str, Any]]:
 
 
 class ProgbarLogger(Callback):
-    """Progress output for ``fit``, ``evaluate`` and ``predict`` (see the module docstring)."""
+    """Progress output for ``fit``, ``evaluate`` and ``predict`` (see the module docstring).
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import layers
+        >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> _ = model.fit(np.zeros((8, 2)), np.zeros((8, 1)), epochs=1, verbose=2)  # doctest: +ELLIPSIS
+        Epoch 1/1
+        1/1 - 0s - ...s/step - loss: 0.0000
+    """
 
     def __init__(self) -> None:
         super().__init__()

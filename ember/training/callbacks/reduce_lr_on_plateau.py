@@ -3,18 +3,6 @@
 It sets ``model.optimizer.learning_rate``; the running training step picks the new value up
 without recompiling, and ``logs["learning_rate"]`` records the rate each epoch ran with (as
 Keras: read before that epoch's reduction).
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import callbacks, layers
-    >>> ember.set_backend("numpy")
-    >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
-    >>> model.compile(optimizer=ember.optimizers.SGD(0.1), loss="mse")
-    >>> reduce = callbacks.ReduceLROnPlateau(monitor="loss", factor=0.5, patience=0, min_delta=10.0)
-    >>> history = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=3, verbose=0, callbacks=[reduce])
-    >>> history.history["learning_rate"]
-    [0.10000000149011612, 0.10000000149011612, 0.05000000074505806]
 """
 
 from __future__ import annotations
@@ -46,6 +34,17 @@ class ReduceLROnPlateau(Callback):
         min_delta: threshold for counting an improvement.
         cooldown: epochs to wait after a reduction before watching again.
         min_lr: the lower bound of the learning rate.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import callbacks, layers
+        >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
+        >>> model.compile(optimizer=ember.optimizers.SGD(0.1), loss="mse")
+        >>> reduce = callbacks.ReduceLROnPlateau(monitor="loss", factor=0.5, patience=0, min_delta=10.0)
+        >>> history = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=3, verbose=0, callbacks=[reduce])
+        >>> history.history["learning_rate"]
+        [0.10000000149011612, 0.10000000149011612, 0.05000000074505806]
     """
 
     def __init__(self, monitor: str = "val_loss", factor: float = 0.1, patience: int = 10, verbose: int = 0,

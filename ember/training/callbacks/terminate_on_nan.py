@@ -4,20 +4,6 @@ It reads the loss after every batch (one device sync per step) and, on a non-fin
 value, stops training, says at which epoch/batch/step it happened, and puts the model
 (weights and optimizer state) back to what it was *before* that batch, so the NaN
 update never reaches ``model.state``.
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import callbacks, layers
-    >>> ember.set_backend("numpy")
-    >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> x = np.array([[1.0], [np.nan]], dtype="float32")
-    >>> history = model.fit(x, np.ones((2, 1)), batch_size=1, epochs=3, shuffle=False, verbose=0,
-    ...                     callbacks=[callbacks.TerminateOnNaN()])
-    TerminateOnNaN: invalid loss (nan) at epoch 1, batch 1 (training step 2); training stopped, weights restored to before that batch
-    >>> bool(np.isfinite(ember.ops.to_numpy(model.state["params"][model.layers[0].name]["kernel"])).all())
-    True
 """
 
 from __future__ import annotations
@@ -29,7 +15,21 @@ from ember.training.callbacks.callback import Callback
 
 
 class TerminateOnNaN(Callback):
-    """Stop on a NaN/inf loss (see the module docstring); ``stopped_step`` records where (0-based)."""
+    """Stop on a NaN/inf loss (see the module docstring); ``stopped_step`` records where (0-based).
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import callbacks, layers
+        >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x = np.array([[1.0], [np.nan]], dtype="float32")
+        >>> history = model.fit(x, np.ones((2, 1)), batch_size=1, epochs=3, shuffle=False, verbose=0,
+        ...                     callbacks=[callbacks.TerminateOnNaN()])
+        TerminateOnNaN: invalid loss (nan) at epoch 1, batch 1 (training step 2); training stopped, weights restored to before that batch
+        >>> bool(np.isfinite(ember.ops.to_numpy(model.state["params"][model.layers[0].name]["kernel"])).all())
+        True
+    """
 
     # Tells fit to keep the state from before each batch, so it can be restored.
     keeps_previous_state = True

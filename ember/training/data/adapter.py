@@ -14,16 +14,6 @@
 
 Batches are ``(x, y, sample_weight)`` with ``y``/``sample_weight`` possibly ``None``, every
 array native to the active backend, floats cast to ``floatx()``.
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import ops
-    >>> from ember.training.data import get_adapter
-    >>> ember.set_backend("numpy")
-    >>> adapter = get_adapter(np.zeros((10, 3)), np.arange(10), batch_size=4)
-    >>> [ops.shape(x)[0] for x, y, sw in adapter.batches(epoch=0)]
-    [4, 4, 2]
 """
 
 from __future__ import annotations
@@ -88,6 +78,15 @@ class ArrayAdapter(DataAdapter):
             order of contiguous batches) or False.
         class_weight: ``{class: weight}`` folded into the sample weights.
         seed: seeds the shuffling; epoch ``e`` uses the permutation of ``(seed, e)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import ops
+        >>> from ember.training.data import get_adapter
+        >>> adapter = get_adapter(np.zeros((10, 3)), np.arange(10), batch_size=4)
+        >>> [ops.shape(x)[0] for x, y, sw in adapter.batches(epoch=0)]
+        [4, 4, 2]
     """
 
     exact_order = True  # epoch e's batches depend only on (seed, e): a resumed fit can skip to batch k
@@ -97,7 +96,8 @@ class ArrayAdapter(DataAdapter):
         self.num_samples = check_cardinality(x, y, sample_weight)
         if class_weight is not None:
             _, _, sample_weight = native_batch(None, y, sample_weight, class_weight)
-        self.x, self.y, self.sample_weight = to_native(x), to_native(y), to_native(sample_weight)
+        self.x, self.y = to_native(x, "x"), to_native(y, "y")
+        self.sample_weight = to_native(sample_weight, "sample_weight")
         self._flat = optree.tree_flatten((self.x, self.y, self.sample_weight), none_is_leaf=False)
         self.batch_size = int(batch_size)
         self.shuffle = shuffle
@@ -134,7 +134,7 @@ def split_validation(x: Any, y: Any, sample_weight: Any, validation_split: float
         raise ValueError(
             f"validation_split={validation_split} leaves {split_at} training and {n - split_at} validation "
             f"samples out of {n}; use a split that leaves samples on both sides")
-    native = to_native((x, y, sample_weight))
+    native = (to_native(x, "x"), to_native(y, "y"), to_native(sample_weight, "sample_weight"))
     train = tuple(_slice(v, 0, split_at) for v in native)
     val = tuple(_slice(v, split_at, n) for v in native)
     return train, val

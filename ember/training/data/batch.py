@@ -23,7 +23,15 @@ from ember.training.data.convert import is_array_like, to_native, to_numpy_host
 
 
 class DataAdapter:
-    """Base: ``num_batches`` (None when unknown) and ``batches(epoch)`` yielding native batches."""
+    """Base: ``num_batches`` (None when unknown) and ``batches(epoch)`` yielding native batches.
+
+    Example:
+        >>> import numpy as np
+        >>> from ember import data
+        >>> adapter = data.ArrayAdapter(np.zeros((5, 2), "float32"), np.zeros(5), batch_size=2)
+        >>> isinstance(adapter, data.DataAdapter), adapter.num_batches
+        (True, 3)
+    """
 
     num_batches: int | None = None
     reiterable: bool = True
@@ -77,7 +85,7 @@ def native_batch(x: Any, y: Any, sample_weight: Any, class_weight: dict | None =
         if sample_weight is not None:
             weights = weights * to_numpy_host(sample_weight).astype(np.float32).reshape(weights.shape[0], -1)[:, 0]
         sample_weight = weights
-    return to_native(x), to_native(y), to_native(sample_weight)
+    return to_native(x, "x"), to_native(y, "y"), to_native(sample_weight, "sample_weight")
 
 
 def check_class_weight(class_weight: Any) -> dict | None:

@@ -100,28 +100,33 @@ def _target_dtype(dtype_name: str) -> str | None:
     return None
 
 
-def to_native(value: Any) -> Any:
-    """A structure of arrays as the active backend's native arrays (floats as ``floatx()``)."""
-    return map_structure(_leaf_to_native, value)
+def to_native(value: Any, argument: str = "data") -> Any:
+    """A structure of arrays as the active backend's native arrays (floats as ``floatx()``);
+    ``TypeError`` naming ``argument`` (``"x"``, ``"y"``, ...) for strings or Python objects."""
+    return map_structure(lambda leaf: _leaf_to_native(leaf, argument), value)
 
 
-def _leaf_to_native(value: Any) -> Any:
+def _leaf_to_native(value: Any, argument: str) -> Any:
     if getattr(type(value), "__ember_tensor__", False):
         value = value._native
+    if argument == "y":
+        dtypes.check_numeric_labels(value, "fit", argument)
+    if isinstance(value, np.ndarray) and value.dtype.kind not in "biufc":
+        raise TypeError(f"{argument} must be numeric arrays, received dtype {value.dtype}")
     if ops.is_array(value):
         name = ops.dtype(value)
         if dtypes.is_complex(name):  # one rule on every backend (layers and losses are real-valued)
-            raise TypeError(f"data must be real numeric arrays, received dtype {name} (complex data is not "
+            raise TypeError(f"{argument} must be real numeric arrays, received dtype {name} (complex data is not "
                             "supported by fit/evaluate/predict)")
         target = _target_dtype(name)
         return value if target is None else ops.cast(value, target)
     array = to_numpy_host(value)
     if array.dtype == object:
-        raise TypeError(f"data must be numeric arrays, received an array of Python objects (shape {array.shape})")
+        raise TypeError(f"{argument} must be numeric arrays, received an array of Python objects (shape {array.shape})")
     name = dtypes.standardize_dtype(array.dtype) if array.dtype.kind in "biuf" else None
     if name is None:
         detail = " (complex data is not supported by fit/evaluate/predict)" if array.dtype.kind == "c" else ""
-        raise TypeError(f"data must be real numeric arrays, received dtype {array.dtype}{detail}")
+        raise TypeError(f"{argument} must be real numeric arrays, received dtype {array.dtype}{detail}")
     target = _target_dtype(name)
     return ops.convert_to_tensor(array, dtype=target or name)
 

@@ -6,24 +6,6 @@ returning one batch: ``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``.
 ``shuffle=True``, ``fit`` visits the batches in a seeded random order each epoch.
 ``workers > 1`` prefetches batches with that many threads (useful when ``__getitem__``
 reads files or releases the GIL); multiprocessing is not offered.
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember import layers
-    >>> ember.set_backend("numpy")
-    >>> class Squares(ember.data.Dataset):
-    ...     def __len__(self):
-    ...         return 4
-    ...     def __getitem__(self, index):
-    ...         x = np.arange(8, dtype="float32").reshape(8, 1) / 8 + index
-    ...         return x, 2 * x
-    >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
-    >>> _ = model.build(seed=0)
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> history = model.fit(Squares(), epochs=2, verbose=0)
-    >>> len(history.history["loss"])
-    2
 """
 
 from __future__ import annotations
@@ -45,6 +27,23 @@ class Dataset:
         workers: threads that prefetch batches (1: load in the training loop).
         use_multiprocessing: must stay False (Ember never pickles data across processes).
         max_queue_size: batches prefetched ahead when ``workers > 1``.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember import layers
+        >>> class Squares(ember.data.Dataset):
+        ...     def __len__(self):
+        ...         return 4
+        ...     def __getitem__(self, index):
+        ...         x = np.arange(8, dtype="float32").reshape(8, 1) / 8 + index
+        ...         return x, 2 * x
+        >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
+        >>> _ = model.build(seed=0)
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> history = model.fit(Squares(), epochs=2, verbose=0)
+        >>> len(history.history["loss"])
+        2
     """
 
     def __init__(self, workers: int = 1, use_multiprocessing: bool = False, max_queue_size: int = 10) -> None:
@@ -78,7 +77,20 @@ class Dataset:
 
 
 class DatasetAdapter(DataAdapter):
-    """Iterates a :class:`Dataset` batch by batch (seeded order with ``shuffle``)."""
+    """Iterates a :class:`Dataset` batch by batch (seeded order with ``shuffle``).
+
+    Example:
+        >>> import numpy as np
+        >>> from ember import data, ops
+        >>> class Pairs(data.Dataset):
+        ...     def __len__(self):
+        ...         return 3
+        ...     def __getitem__(self, index):
+        ...         return np.full((2, 1), index, "float32"), np.zeros((2, 1), "float32")
+        >>> adapter = data.DatasetAdapter(Pairs())
+        >>> [ops.to_numpy(x)[0, 0].item() for x, y, w in adapter.batches(0)]
+        [0.0, 1.0, 2.0]
+    """
 
     def __init__(self, dataset: Dataset, shuffle: bool = False, class_weight: dict | None = None,
                  seed: int = 0) -> None:

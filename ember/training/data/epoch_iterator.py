@@ -4,18 +4,6 @@ Without ``steps_per_epoch`` an epoch is one pass over the data. With it, an epoc
 many batches, drawn from one iterator that persists across epochs and restarts only when
 the data is exhausted at an epoch boundary; data that runs out in the middle of an epoch
 ends it early and sets :attr:`EpochIterator.ran_out` (``fit`` then stops with a warning).
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember.training.data import get_adapter
-    >>> from ember.training.data.epoch_iterator import EpochIterator
-    >>> ember.set_backend("numpy")
-    >>> it = EpochIterator(get_adapter(np.zeros((10, 1)), batch_size=2), steps_per_epoch=3)
-    >>> [[step for step, _ in it.epoch(e)] for e in range(2)]  # 5 batches: the second epoch runs out
-    [[0, 1, 2], [0, 1]]
-    >>> it.ran_out
-    True
 """
 
 from __future__ import annotations
@@ -35,7 +23,19 @@ def check_steps(value: Any, name: str) -> int | None:
 
 
 class EpochIterator:
-    """Yields ``(step, batch)`` for each epoch (see the module docstring)."""
+    """Yields ``(step, batch)`` for each epoch (see the module docstring).
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember.training.data import get_adapter
+        >>> from ember.training.data.epoch_iterator import EpochIterator
+        >>> it = EpochIterator(get_adapter(np.zeros((10, 1)), batch_size=2), steps_per_epoch=3)
+        >>> [[step for step, _ in it.epoch(e)] for e in range(2)]  # 5 batches: the second epoch runs out
+        [[0, 1, 2], [0, 1]]
+        >>> it.ran_out
+        True
+    """
 
     def __init__(self, adapter: DataAdapter, steps_per_epoch: int | None = None) -> None:
         self.adapter = adapter

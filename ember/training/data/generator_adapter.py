@@ -6,16 +6,6 @@ backend per batch. A re-iterable source (a list, a DataLoader, any object whose
 ``__iter__`` returns a fresh iterator) is iterated anew every epoch; a one-shot iterator
 (a generator) is consumed across epochs, as Keras does: give ``steps_per_epoch`` to
 spread it over several epochs.
-
-Example:
-    >>> import numpy as np
-    >>> import ember
-    >>> from ember.training.data.generator_adapter import GeneratorAdapter
-    >>> ember.set_backend("numpy")
-    >>> batches = [(np.zeros((2, 3)), np.ones(2))] * 3
-    >>> adapter = GeneratorAdapter(batches)
-    >>> adapter.num_batches, len(list(adapter.batches(epoch=0)))
-    (3, 3)
 """
 
 from __future__ import annotations
@@ -32,6 +22,15 @@ class GeneratorAdapter(DataAdapter):
     Args:
         source: a generator/iterator, an iterable, or a torch ``DataLoader``.
         class_weight: ``{class: weight}`` folded into each batch's sample weights.
+
+    Example:
+        >>> import numpy as np
+        >>> import ember
+        >>> from ember.training.data.generator_adapter import GeneratorAdapter
+        >>> batches = [(np.zeros((2, 3)), np.ones(2))] * 3
+        >>> adapter = GeneratorAdapter(batches)
+        >>> adapter.num_batches, len(list(adapter.batches(epoch=0)))
+        (3, 3)
     """
 
     def __init__(self, source: Any, class_weight: dict | None = None) -> None:

@@ -76,9 +76,16 @@ def as_float(x: Any, owner: str, argument: str = "y_pred") -> Any:
     return x if dtypes.is_float(name) else ops.cast(x, dtypes.floatx())
 
 
+def labels_to_tensor(y_true: Any, owner: str) -> Any:
+    """``y_true`` as a native array; ``TypeError`` naming ``owner`` and the fix for string or
+    object labels (the same message on every backend)."""
+    dtypes.check_numeric_labels(y_true, owner, "y_true")
+    return ops.convert_to_tensor(y_true)
+
+
 def labels_like(y_true: Any, y_pred: Any, owner: str) -> Any:
     """``y_true`` as a native array with ``y_pred``'s (floating) dtype."""
-    y_true = ops.convert_to_tensor(y_true)
+    y_true = labels_to_tensor(y_true, owner)
     name = ops.dtype(y_true)
     if dtypes.is_complex(name):
         raise TypeError(f"{owner}: y_true must be real-valued, received dtype {name}")

@@ -30,6 +30,7 @@ from ember.training.losses.base import (
     check_fraction,
     check_same_shape,
     concrete,
+    labels_to_tensor,
     values_checked,
     prepare,
 )
@@ -107,7 +108,7 @@ def categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False
     axis = check_axis(owner, axis)
     label_smoothing = check_fraction(owner, "label_smoothing", label_smoothing)
     y_pred = as_float(y_pred, owner)
-    y_true = ops.convert_to_tensor(y_true)
+    y_true = labels_to_tensor(y_true, owner)
     check_same_shape(owner, y_true, y_pred, hint=" (integer class indices go to sparse_categorical_crossentropy)")
     y_true = prepare(y_true, y_pred, owner)[0]
     shape = ops.shape(y_pred)
@@ -164,7 +165,7 @@ def sparse_crossentropy_with_mask(y_true: Any, y_pred: Any, from_logits: bool = 
     owner = "sparse_categorical_crossentropy"
     axis = check_axis(owner, axis)
     y_pred = as_float(y_pred, owner)
-    y_true = ops.convert_to_tensor(y_true)
+    y_true = labels_to_tensor(y_true, owner)
     pred_shape, true_shape = ops.shape(y_pred), ops.shape(y_true)
     if not pred_shape:
         raise ValueError(f"{owner}: y_pred must have a class axis, received a scalar (shape ())")

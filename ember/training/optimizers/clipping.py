@@ -39,7 +39,13 @@ def clip_by_norm(grad: Any, clipnorm: float) -> Any:
 
 
 def global_norm(grads: list) -> Any:
-    """The L2 norm of all arrays in ``grads`` together (``None`` entries skipped)."""
+    """The L2 norm of all arrays in ``grads`` together (``None`` entries skipped).
+
+    Example:
+        >>> from ember import ops, optimizers
+        >>> float(optimizers.global_norm([ops.convert_to_tensor([3.0]), None, ops.convert_to_tensor([4.0])]))
+        5.0
+    """
     total = None
     for g in grads:
         if g is None:

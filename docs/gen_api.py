@@ -1,0 +1,207 @@
+"""Generate the API reference pages (``docs/api/*.md``) from Ember's public names.
+
+Run ``python docs/gen_api.py`` after adding a public name (a name in a namespace's ``__all__``, or
+an op in ``ember/backends/_spec/``) and commit the pages it writes; ``tests/test_docs.py`` fails while a
+page is missing or stale. ``python docs/gen_api.py --check`` only reports the difference.
+
+The pages hold one mkdocstrings block per name; mkdocstrings reads the docstrings from the source
+files without importing Ember, so building the site needs neither torch nor MLX. This script
+imports Ember only to list the names (with the NumPy backend, which is always installed).
+
+Example:
+    >>> pages = api_pages()
+    >>> 'heading: "ember.layers.Dense"' in pages["api/layers.md"]
+    True
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pathlib
+import re
+import sys
+import types
+
+DOCS = pathlib.Path(__file__).resolve().parent
+
+# (page, namespace, title): every public namespace of Ember, in the order of the site's navigation.
+NAMESPACES = (
+    ("ember", "ember", "Top level"),
+    ("layers", "ember.layers", "Layers"),
+    ("models", "ember.models", "Models"),
+    ("ops", "ember.ops", "Ops"),
+    ("ops_linalg", "ember.ops.linalg", "Ops: linalg"),
+    ("ops_nn", "ember.ops.nn", "Ops: nn"),
+    ("ops_stats", "ember.ops.stats", "Ops: stats"),
+    ("ops_random", "ember.ops.random", "Ops: random"),
+    ("optimizers", "ember.optimizers", "Optimizers"),
+    ("losses", "ember.losses", "Losses"),
+    ("metrics", "ember.metrics", "Metrics"),
+    ("callbacks", "ember.callbacks", "Callbacks"),
+    ("wirings", "ember.wirings", "Wirings"),
+    ("features", "ember.features", "Features"),
+    ("data", "ember.data", "Data"),
+    ("distribute", "ember.distribute", "Distributed training"),
+    ("initializers", "ember.initializers", "Initializers"),
+    ("activations", "ember.activations", "Activations"),
+    ("regularizers", "ember.regularizers", "Regularizers"),
+    ("constraints", "ember.constraints", "Constraints"),
+    ("saving", "ember.saving", "Saving"),
+    ("dtypes", "ember.dtypes", "Dtypes"),
+    ("backends", "ember.backends", "Backends"),
+    ("utils", "ember.utils", "Utilities"),
+)
+
+# The namespaces the ops are bound into at run time; their docstrings live in the op protocol.
+OP_SPECS = {"ember.ops": "core", "ember.ops.linalg": "linalg", "ember.ops.nn": "nn",
+            "ember.ops.stats": "stats", "ember.ops.random": "random"}
+
+
+def public_names(namespace: str) -> list[str]:
+    """The public names of ``namespace``: its ``__all__``, the protocol's ops for an ops namespace,
+    else every public function and class the module itself defines."""
+    if namespace in OP_SPECS:
+        from ember.backends._spec import op_names
+
+        return sorted(op_names(OP_SPECS[namespace]))
+    module = importlib.import_module(namespace)
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [name for name, value in vars(module).items()
+                 if not name.startswith("_") and callable(value) and getattr(value, "__module__", None) == namespace]
+    return sorted(names, key=lambda name: (name.lower(), name))
+
+
+def _target(namespace: str, name: str, value: object) -> str:
+    """Where mkdocstrings reads ``namespace.name`` from: the module that defines it (re-exports and
+    lazily loaded names are not followed statically), or the op protocol for an op."""
+    if namespace in OP_SPECS:
+        spec = OP_SPECS[namespace]
+        return f"ember.backends._spec.{spec}.{spec}.{name}"
+    if isinstance(value, types.ModuleType):
+        return value.__name__
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if isinstance(module, str) and module.startswith("ember") and qualname and "<" not in qualname:
+        return f"{module}.{qualname}"
+    return f"{_defining_module(name, value) or namespace}.{name}"
+
+
+def _defining_module(name: str, value: object) -> str | None:
+    """The ``ember`` module whose source assigns ``name`` at top level (for constants)."""
+    for module_name, module in sorted(sys.modules.items()):
+        if not module_name.startswith("ember") or vars(module).get(name, _MISSING) is not value:
+            continue
+        path = getattr(module, "__file__", None)
+        if path and re.search(rf"^{re.escape(name)}\s*[:=]", pathlib.Path(path).read_text(encoding="utf-8"), re.M):
+            return module_name
+    return None
+
+
+_MISSING = object()
+
+
+def _home_pages() -> dict[str, str]:
+    """``{target: "namespace.name"}``: where an object re-exported by several namespaces is rendered in
+    full (its first namespace after the top level, which only points there), so that every object
+    has one primary anchor for cross-references."""
+    homes: dict[str, str] = {}
+    for _, namespace, _ in NAMESPACES[1:] + NAMESPACES[:1]:
+        module = None if namespace in OP_SPECS else importlib.import_module(namespace)
+        for name in public_names(namespace):
+            value = None if module is None else getattr(module, name)
+            homes.setdefault(_target(namespace, name, value), f"{namespace}.{name}")
+    return homes
+
+
+def _block(namespace: str, name: str, homes: dict[str, str]) -> str:
+    value = None if namespace in OP_SPECS else getattr(importlib.import_module(namespace), name)
+    target = _target(namespace, name, value)
+    home = homes.get(target, f"{namespace}.{name}")
+    if home != f"{namespace}.{name}":
+        home_namespace = home.rsplit(".", 1)[0]
+        page = next(page for page, ns, _ in NAMESPACES if ns == home_namespace)
+        return (f"## `{namespace}.{name}`\n\nThe same object as [`{home}`]({page}.md#{target}); "
+                f"documented there.")
+    lines = [f"::: {target}", "    options:", f"      heading: \"{namespace}.{name}\"",
+             f"      toc_label: \"{name}\""]
+    if isinstance(value, types.ModuleType):
+        lines.append("      members: false")
+    return "\n".join(lines)
+
+
+# The backend packages and what each needs installed (read from source: the site builds without them).
+BACKEND_PACKAGES = (("numpy", "nothing beyond Ember's core dependencies"),
+                    ("torch", '`pip install "ember[torch]"`'),
+                    ("mlx", '`pip install "ember[mlx]"` (`mlx[cpu]` on Linux)'))
+
+
+def _backend_packages() -> list[str]:
+    lines = ["## Backend packages", "",
+             "Each implements the whole op protocol; `ember.set_backend(name)` selects one.", ""]
+    for name, needs in BACKEND_PACKAGES:
+        lines += [f"::: ember.backends.{name}", "    options:",
+                  f"      heading: \"ember.backends.{name}\"", f"      toc_label: \"{name} backend\"",
+                  "      members: false", "", f"Needs {needs}.", ""]
+    return lines
+
+
+def api_pages() -> dict[str, str]:
+    """``{path relative to docs/: markdown}`` for every API page and the API index."""
+    import ember
+
+    with ember.using_backend("numpy"):
+        pages = {}
+        index = ["# API reference", "", "Every public name of every namespace, generated from the docstrings.", ""]
+        homes = _home_pages()
+        for page, namespace, title in NAMESPACES:
+            names = public_names(namespace)
+            body = [f"# {title}: `{namespace}`", "", f"::: {namespace}", "    options:", "      members: false",
+                    "      show_root_heading: false", ""]
+            body += [_block(namespace, name, homes) + "\n" for name in names]
+            if namespace == "ember.backends":
+                body += _backend_packages()
+            pages[f"api/{page}.md"] = "\n".join(body)
+            index.append(f"- [`{namespace}`]({page}.md): {len(names)} names")
+        pages["api/index.md"] = "\n".join(index) + "\n"
+    pages.update(tutorial_pages())
+    return pages
+
+
+def tutorial_pages() -> dict[str, str]:
+    """One page per tutorial script (its source, included at build time) and the tutorials' index."""
+    pages = {"tutorials/index.md": '--8<-- "tutorials/README.md"\n'}
+    for script in sorted((DOCS.parent / "tutorials").glob("[0-9]*.py")):
+        title = script.stem.replace("_", " ", 1)
+        pages[f"tutorials/{script.stem}.md"] = (f"# Tutorial {title}\n\n"
+                                                f"Run it: `python tutorials/{script.name} --help`.\n\n"
+                                                f"```python\n--8<-- \"tutorials/{script.name}\"\n```\n")
+    return pages
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="report stale or missing pages, write nothing")
+    args = parser.parse_args(argv)
+    pages = api_pages()
+    stale = [path for path, text in pages.items()
+             if not (DOCS / path).exists() or (DOCS / path).read_text(encoding="utf-8") != text]
+    existing = [p.relative_to(DOCS).as_posix() for folder in ("api", "tutorials") for p in (DOCS / folder).glob("*.md")]
+    extra = sorted(path for path in existing if path not in pages)
+    if args.check:
+        for path in stale + extra:
+            print(f"stale: docs/{path}")
+        return 1 if stale or extra else 0
+    for folder in ("api", "tutorials"):
+        (DOCS / folder).mkdir(exist_ok=True)
+    for path in extra:
+        (DOCS / path).unlink()
+    for path in stale:
+        (DOCS / path).write_text(pages[path], encoding="utf-8")
+    print(f"wrote {len(stale)} page(s), removed {len(extra)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(DOCS.parent))
+    sys.exit(main())
