@@ -25,7 +25,6 @@ import contextlib
 import contextvars
 import dataclasses
 import math
-import zlib
 from typing import Any, Iterator
 
 import numpy as np
@@ -33,6 +32,7 @@ import numpy as np
 from ember import dtypes
 from ember.serialization import register_serializable
 from ember import ops
+from ember.seeds import derive_seed, is_seed_array, sub_seed  # noqa: F401 (public here too)
 from ember.serialization import deserialize
 from ember.serialization import serialize as _serialize
 
@@ -71,42 +71,6 @@ def shapes_only() -> Iterator[None]:
         yield
     finally:
         _SHAPES_ONLY.reset(token)
-
-
-def is_seed_array(value: Any) -> bool:
-    """True for a native 0-d integer array used as a seed (the trainer's step seed on MLX,
-    which must stay an array inside ``mx.compile`` instead of becoming a constant)."""
-    if value is None or isinstance(value, (bool, int, np.integer)):
-        return False
-
-    return ops.is_array(value) and ops.ndim(value) == 0 and dtypes.is_integer(ops.dtype(value))
-
-
-def derive_seed(seed: Any, *names: Any) -> Any:
-    """A stable seed for a named sub-part (same on every run and platform).
-
-    ``seed`` is an int, or a 0-d integer array (:func:`is_seed_array`): then the child seed is
-    computed with ops, without reading the array on the host, as
-    ``(seed * 1000003 + crc32(names)) % 2**31`` in int64 (so an int seed and the same value as an
-    array give different, but each reproducible, child seeds).
-
-    Example:
-        >>> import ember
-        >>> from ember import ops
-        >>> from ember.initializers import derive_seed
-        >>> ember.set_backend("numpy")
-        >>> derive_seed(7, "dense") == derive_seed(7, "dense")
-        True
-        >>> int(derive_seed(ops.convert_to_tensor(7, dtype="int64"), "dense")) < 2**31
-        True
-    """
-    if isinstance(seed, int) or not is_seed_array(seed):
-        text = "/".join(str(n) for n in (seed, *names)).encode()
-        return zlib.crc32(text) & 0x7FFFFFFF
-
-    salt = zlib.crc32("/".join(str(n) for n in names).encode()) & 0x7FFFFFFF
-    wide = seed if ops.dtype(seed) == "int64" else ops.cast(seed, "int64")
-    return ops.mod(ops.add(ops.multiply(wide, 1000003), salt), 2**31)
 
 
 def _generator(seed: int | None, own_seed: int | None) -> np.random.Generator:

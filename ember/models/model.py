@@ -31,7 +31,7 @@ from typing import Any, Iterator
 import numpy as np
 import optree
 
-from ember.initializers import derive_seed, is_seed_array
+from ember.seeds import derive_seed, is_seed_array, sub_seed
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
 from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
@@ -218,7 +218,7 @@ class Model(TrainingAPI, Layer):
             if layer.name in params or layer.name in buffers:
                 continue
             shapes = optree.tree_map(lambda t: t.shape, node.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
-            child_seed = None if seed is None else derive_seed(seed, layer.name)
+            child_seed = sub_seed(seed, layer.name)
             child = layer.build(shapes, seed=child_seed)
             if child["params"]:
                 params[layer.name] = child["params"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
@@ -145,7 +145,7 @@ class Sequential(Model):
         buffers: dict = {}
         current = shape
         for layer in self._layers:
-            child = layer.build(current, seed=None if seed is None else derive_seed(seed, layer.name))
+            child = layer.build(current, seed=sub_seed(seed, layer.name))
             if child["params"]:
                 params[layer.name] = child["params"]
             if child["buffers"]:

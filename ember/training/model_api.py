@@ -48,7 +48,7 @@ from ember.training.distributed import ShardedAdapter, check_same_weights
 from ember.training.loops import FitLoop, evaluate_state, predict_state, to_floats
 from ember.training.trainer import Trainer
 from ember import ops
-from ember.initializers import derive_seed
+from ember.seeds import derive_seed
 from ember.training.data.convert import flatten
 from ember.saving.training_state import step_rng
 from ember.training.data.adapter import check_class_weight, native_batch

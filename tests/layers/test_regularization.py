@@ -82,7 +82,7 @@ def test_spatial_dropout_bad_input(backend):
         layers.SpatialDropout2D(1.0, name="sd_bad")
     with pytest.raises(ValueError, match=r"sd_bad: data_format must be one of .* received 'NHWC'"):
         layers.SpatialDropout2D(0.1, data_format="NHWC", name="sd_bad")
-    with pytest.raises(TypeError, match=r"sd_bad: seed must be an int or None"):
+    with pytest.raises(TypeError, match=r"sd_bad: seed must be an int seed or None"):
         layers.SpatialDropout1D(0.1, seed=1.5, name="sd_bad")
     layer = layers.SpatialDropout2D(0.5, name="sd_rank")
     with pytest.raises(ValueError, match=r"'sd_rank' expects inputs of rank 4, received shape \(None, 3, 4\)"):
@@ -147,7 +147,7 @@ def test_gaussian_layers_bad_input(backend):
         layers.GaussianNoise(-0.1, name="noise_bad")
     with pytest.raises(ValueError, match=r"gd_bad: rate must be a number in \[0, 1\), received 1"):
         layers.GaussianDropout(1, name="gd_bad")
-    with pytest.raises(TypeError, match=r"gd_bad: seed must be an int or None"):
+    with pytest.raises(TypeError, match=r"gd_bad: seed must be an int seed or None"):
         layers.GaussianDropout(0.1, seed="0", name="gd_bad")
 
 

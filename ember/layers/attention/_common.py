@@ -8,13 +8,12 @@ NaN, and gradients stay finite.
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 from ember.distribute import batch_window
 from ember import dtypes
 from ember import ops
-from ember.initializers import is_seed_array
+from ember.seeds import call_seed
 
 
 def large_negative(dtype: str) -> float:
@@ -70,36 +69,10 @@ def combine_masks(*masks: Any) -> Any:
     return out
 
 
-def check_rate(layer_name: str, rate: Any) -> float:
-    """``rate`` as a float in ``[0, 1)``; ValueError naming the layer otherwise."""
-    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= float(rate) < 1.0:
-        raise ValueError(f"{layer_name}: dropout must be a number in [0, 1), received {rate!r}")
-    return float(rate)
-
-
-def check_seed(value: Any, argument: str) -> int | None:
-    """An int seed or None; TypeError naming ``argument`` otherwise."""
-    if value is None:
-        return None
-
-    if is_seed_array(value):  # a trainer's step seed (an array under mx.compile)
-        return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{argument} must be an int or None, received {value!r}")
-    return int(value)
-
-
 def dropout_weights(layer: Any, weights: Any, training: bool, rng: Any) -> Any:
     """Dropout on attention weights while training (seed: ``rng``, else the layer's ``seed``)."""
     if not training or layer.dropout == 0.0:
         return weights
 
-    seed = check_seed(rng, f"layer {layer.name!r}: rng") if rng is not None else layer.seed
+    seed = call_seed(layer, rng)
     return batch_window.apply_rows(lambda w: ops.random.dropout(w, layer.dropout, seed=seed), weights)
-
-
-def check_flag(layer_name: str, argument: str, value: Any) -> bool:
-    """A Python bool call argument (``use_causal_mask``, ``return_attention_scores``)."""
-    if not isinstance(value, bool):
-        raise TypeError(f"layer {layer_name!r}: {argument} must be a bool, received {value!r}")
-    return value

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.initializers import derive_seed, get as get_initializer
-from ember.layers.attention._common import check_rate, check_seed
+from ember.validation import check_rate
+from ember.seeds import check_seed, sub_seed
+from ember.initializers import get as get_initializer
 from ember.layers.attention.base_dense_attention import BaseDenseAttention
 from ember import ops
 
@@ -51,7 +52,7 @@ class AdditiveAttention(BaseDenseAttention):
         super().__post_init__()
         if not isinstance(self.use_scale, bool):
             raise TypeError(f"{self.name}: use_scale must be a bool, received {self.use_scale!r}")
-        self._normalize("dropout", check_rate(self.name, self.dropout))
+        self._normalize("dropout", check_rate(self.name, "dropout", self.dropout))
         self._normalize("seed", check_seed(self.seed, f"{self.name}: seed"))
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
@@ -59,7 +60,7 @@ class AdditiveAttention(BaseDenseAttention):
         params = {}
         if self.use_scale:
             params["scale"] = get_initializer("glorot_uniform")(
-                (query[-1],), self.variable_dtype, None if seed is None else derive_seed(seed, "scale"))
+                (query[-1],), self.variable_dtype, sub_seed(seed, "scale"))
         return self.make_state(params=params)
 
     def _calculate_scores(self, params: dict, query: Any, key: Any) -> Any:

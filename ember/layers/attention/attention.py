@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.initializers import derive_seed, get as get_initializer
-from ember.layers.attention._common import check_rate, check_seed
+from ember.validation import check_rate
+from ember.seeds import check_seed, sub_seed
+from ember.initializers import get as get_initializer
 from ember.layers.attention.base_dense_attention import BaseDenseAttention
 from ember import ops
 
@@ -65,7 +66,7 @@ class Attention(BaseDenseAttention):
             raise TypeError(f"{self.name}: use_scale must be a bool, received {self.use_scale!r}")
         if self.score_mode not in _SCORE_MODES:
             raise ValueError(f"{self.name}: score_mode must be one of {_SCORE_MODES}, received {self.score_mode!r}")
-        self._normalize("dropout", check_rate(self.name, self.dropout))
+        self._normalize("dropout", check_rate(self.name, "dropout", self.dropout))
         self._normalize("seed", check_seed(self.seed, f"{self.name}: seed"))
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
@@ -73,10 +74,10 @@ class Attention(BaseDenseAttention):
         ones = get_initializer("ones")
         params = {}
         if self.use_scale:
-            params["scale"] = ones((), self.variable_dtype, None if seed is None else derive_seed(seed, "scale"))
+            params["scale"] = ones((), self.variable_dtype, sub_seed(seed, "scale"))
         if self.score_mode == "concat":
             params["concat_score_weight"] = ones(
-                (), self.variable_dtype, None if seed is None else derive_seed(seed, "concat_score_weight"))
+                (), self.variable_dtype, sub_seed(seed, "concat_score_weight"))
         return self.make_state(params=params)
 
     def _calculate_scores(self, params: dict, query: Any, key: Any) -> Any:

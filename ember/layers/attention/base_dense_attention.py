@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.validation import check_bool
 from ember.layers.attention._common import (
     as_bool_mask,
     causal_mask,
-    check_flag,
     combine_masks,
     dropout_weights,
     masked_softmax,
@@ -133,8 +133,8 @@ class BaseDenseAttention(Layer):
             return_attention_scores: also return the attention weights ``(batch, Tq, Tv)``.
             use_causal_mask: query position ``i`` attends only to value positions ``j <= i``.
         """
-        check_flag(self.name, "return_attention_scores", return_attention_scores)
-        check_flag(self.name, "use_causal_mask", use_causal_mask)
+        check_bool(f"layer {self.name!r}", "return_attention_scores", return_attention_scores)
+        check_bool(f"layer {self.name!r}", "use_causal_mask", use_causal_mask)
         if not isinstance(inputs, (list, tuple)) or ops.is_array(inputs):
             raise self._input_error(type(inputs).__name__)
         if not 2 <= len(inputs) <= 3:

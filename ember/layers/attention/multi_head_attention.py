@@ -20,14 +20,12 @@ import math
 import numbers
 from typing import Any
 
+from ember.validation import check_bool, check_positive_int, check_rate
 from ember import initializers
-from ember.initializers import derive_seed
+from ember.seeds import check_seed, sub_seed
 from ember.layers.attention._common import (
     as_bool_mask,
     causal_mask,
-    check_flag,
-    check_rate,
-    check_seed,
     combine_masks,
     dropout_weights,
     masked_softmax,
@@ -35,12 +33,6 @@ from ember.layers.attention._common import (
 from ember.layers.layer import Layer
 from ember.symbolic import is_shape
 from ember import ops
-
-
-def _positive_int(layer_name: str, argument: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ValueError(f"{layer_name}: {argument} must be a positive int, received {value!r}")
-    return int(value)
 
 
 class MultiHeadAttention(Layer):
@@ -116,17 +108,17 @@ class MultiHeadAttention(Layer):
     def __post_init__(self) -> None:
         super().__post_init__()
         name = self.name
-        self._normalize("num_heads", _positive_int(name, "num_heads", self.num_heads))
-        self._normalize("key_dim", _positive_int(name, "key_dim", self.key_dim))
+        self._normalize("num_heads", check_positive_int(name, "num_heads", self.num_heads))
+        self._normalize("key_dim", check_positive_int(name, "key_dim", self.key_dim))
         if self.value_dim is not None:
-            self._normalize("value_dim", _positive_int(name, "value_dim", self.value_dim))
-        self._normalize("dropout", check_rate(name, self.dropout))
+            self._normalize("value_dim", check_positive_int(name, "value_dim", self.value_dim))
+        self._normalize("dropout", check_rate(name, "dropout", self.dropout))
         if not isinstance(self.use_bias, bool):
             raise TypeError(f"{name}: use_bias must be a bool, received {self.use_bias!r}")
         if self.output_shape is not None:
             shape = (self.output_shape,) if isinstance(self.output_shape, numbers.Integral) else self.output_shape
             try:
-                shape = tuple(_positive_int(name, "output_shape entries", d) for d in shape)
+                shape = tuple(check_positive_int(name, "output_shape entries", d) for d in shape)
             except TypeError:
                 raise TypeError(f"{name}: output_shape must be an int or a tuple of ints, received {self.output_shape!r}") from None
             if not shape:
@@ -245,7 +237,7 @@ class MultiHeadAttention(Layer):
         out_dims = self._output_dims(query)
 
         def init(initializer: Any, shape: tuple, *path: str) -> Any:
-            return initializer(shape, dtype, None if seed is None else derive_seed(seed, *path))
+            return initializer(shape, dtype, sub_seed(seed, *path))
 
         params = {}
         for name, dim, head_dim in (("query", query[-1], self.key_dim), ("key", key[-1], self.key_dim),
@@ -333,8 +325,8 @@ class MultiHeadAttention(Layer):
         propagates them (Keras's implicit masks, e.g. from ``Embedding(mask_zero=True)``);
         the explicit ``query_mask=``/``value_mask=``/``key_mask=`` take precedence.
         """
-        check_flag(self.name, "use_causal_mask", use_causal_mask)
-        check_flag(self.name, "return_attention_scores", return_attention_scores)
+        check_bool(f"layer {self.name!r}", "use_causal_mask", use_causal_mask)
+        check_bool(f"layer {self.name!r}", "return_attention_scores", return_attention_scores)
         if not isinstance(inputs, (list, tuple)) or ops.is_array(inputs) or not 2 <= len(inputs) <= 3:
             received = f"{len(inputs)} inputs" if isinstance(inputs, (list, tuple)) else type(inputs).__name__
             raise ValueError(

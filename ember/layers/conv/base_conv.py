@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ember.validation import check_positive_int
 from ember import activations, initializers, ops
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.conv import _args
 from ember.layers.conv._regularized import RegularizedLayer
 
@@ -82,9 +83,7 @@ class BaseConv(RegularizedLayer):
         super().__post_init__()
         name, rank = self.name, self.rank
         for field in ("filters", "groups"):
-            value = getattr(self, field)
-            if not _args.is_int(value) or value <= 0:
-                raise ValueError(f"{name}: {field} must be a positive int, received {value!r}")
+            self._normalize(field, check_positive_int(name, field, getattr(self, field)))
         if self.filters % self.groups:
             raise ValueError(f"{name}: filters ({self.filters}) must be divisible by groups ({self.groups})")
         self._normalize("kernel_size", _args.standardize_tuple(name, self.kernel_size, rank, "kernel_size"))
@@ -125,10 +124,10 @@ class BaseConv(RegularizedLayer):
         self.compute_output_shape(input_shape)
         shape = self.kernel_size + (channels // self.groups, self.filters)
         params = {"kernel": self.kernel_initializer(
-            shape, self.variable_dtype, None if seed is None else derive_seed(seed, "kernel"))}
+            shape, self.variable_dtype, sub_seed(seed, "kernel"))}
         if self.use_bias:
             params["bias"] = self.bias_initializer(
-                (self.filters,), self.variable_dtype, None if seed is None else derive_seed(seed, "bias"))
+                (self.filters,), self.variable_dtype, sub_seed(seed, "bias"))
         return self.make_state(params=params)
 
     # --- computation ------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ember.validation import check_positive_int
 from ember import activations, initializers, ops
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.conv import _args
 from ember.layers.conv._regularized import RegularizedLayer
 from ember.layers.conv.base_conv import add_bias, check_input
@@ -63,8 +64,7 @@ class BaseConvTranspose(RegularizedLayer):
     def __post_init__(self) -> None:
         super().__post_init__()
         name, rank = self.name, self.rank
-        if not _args.is_int(self.filters) or self.filters <= 0:
-            raise ValueError(f"{name}: filters must be a positive int, received {self.filters!r}")
+        self._normalize("filters", check_positive_int(name, "filters", self.filters))
         self._normalize("kernel_size", _args.standardize_tuple(name, self.kernel_size, rank, "kernel_size"))
         self._normalize("strides", _args.standardize_tuple(name, self.strides, rank, "strides"))
         self._normalize("dilation_rate", _args.standardize_tuple(name, self.dilation_rate, rank, "dilation_rate"))
@@ -99,10 +99,10 @@ class BaseConvTranspose(RegularizedLayer):
         channels = _args.known_channels(self, input_shape, self.data_format)
         shape = self.kernel_size + (self.filters, channels)
         params = {"kernel": self.kernel_initializer(
-            shape, self.variable_dtype, None if seed is None else derive_seed(seed, "kernel"))}
+            shape, self.variable_dtype, sub_seed(seed, "kernel"))}
         if self.use_bias:
             params["bias"] = self.bias_initializer(
-                (self.filters,), self.variable_dtype, None if seed is None else derive_seed(seed, "bias"))
+                (self.filters,), self.variable_dtype, sub_seed(seed, "bias"))
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:

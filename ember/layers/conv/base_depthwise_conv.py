@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ember.validation import check_positive_int
 from ember import activations, initializers, ops
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.conv import _args
 from ember.layers.conv._regularized import RegularizedLayer
 from ember.layers.conv.base_conv import add_bias, check_input
@@ -28,8 +29,7 @@ def depthwise_conv(layer: Any, inputs: Any, kernel: Any) -> Any:
 def validate_depthwise(layer: Any) -> None:
     """Normalize the fields shared by the depthwise and separable convolutions."""
     name, rank = layer.name, layer.rank
-    if not _args.is_int(layer.depth_multiplier) or layer.depth_multiplier <= 0:
-        raise ValueError(f"{name}: depth_multiplier must be a positive int, received {layer.depth_multiplier!r}")
+    layer._normalize("depth_multiplier", check_positive_int(name, "depth_multiplier", layer.depth_multiplier))
     layer._normalize("kernel_size", _args.standardize_tuple(name, layer.kernel_size, rank, "kernel_size"))
     layer._normalize("strides", _args.standardize_tuple(name, layer.strides, rank, "strides"))
     layer._normalize("dilation_rate", _args.standardize_tuple(name, layer.dilation_rate, rank, "dilation_rate"))
@@ -105,11 +105,11 @@ class BaseDepthwiseConv(RegularizedLayer):
         self.compute_output_shape(input_shape)
         params = {"kernel": self.depthwise_initializer(
             self.kernel_size + (channels, self.depth_multiplier), self.variable_dtype,
-            None if seed is None else derive_seed(seed, "kernel"))}
+            sub_seed(seed, "kernel"))}
         if self.use_bias:
             params["bias"] = self.bias_initializer(
                 (channels * self.depth_multiplier,), self.variable_dtype,
-                None if seed is None else derive_seed(seed, "bias"))
+                sub_seed(seed, "bias"))
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ember.validation import check_positive_int
 from ember import activations, initializers, ops
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.conv import _args
 from ember.layers.conv._regularized import RegularizedLayer
 from ember.layers.conv.base_conv import add_bias, check_input
@@ -65,8 +66,7 @@ class BaseSeparableConv(RegularizedLayer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not _args.is_int(self.filters) or self.filters <= 0:
-            raise ValueError(f"{self.name}: filters must be a positive int, received {self.filters!r}")
+        self._normalize("filters", check_positive_int(self.name, "filters", self.filters))
         validate_depthwise(self)
         for field in ("depthwise_initializer", "pointwise_initializer", "bias_initializer"):
             self._normalize(field, initializers.get(getattr(self, field)))
@@ -81,19 +81,16 @@ class BaseSeparableConv(RegularizedLayer):
         channels = _args.known_channels(self, input_shape, self.data_format)
         self.compute_output_shape(input_shape)
 
-        def sub_seed(name: str) -> int | None:
-            return None if seed is None else derive_seed(seed, name)
-
         params = {
             "depthwise_kernel": self.depthwise_initializer(
                 self.kernel_size + (channels, self.depth_multiplier), self.variable_dtype,
-                sub_seed("depthwise_kernel")),
+                sub_seed(seed, "depthwise_kernel")),
             "pointwise_kernel": self.pointwise_initializer(
                 (1,) * self.rank + (channels * self.depth_multiplier, self.filters), self.variable_dtype,
-                sub_seed("pointwise_kernel")),
+                sub_seed(seed, "pointwise_kernel")),
         }
         if self.use_bias:
-            params["bias"] = self.bias_initializer((self.filters,), self.variable_dtype, sub_seed("bias"))
+            params["bias"] = self.bias_initializer((self.filters,), self.variable_dtype, sub_seed(seed, "bias"))
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:

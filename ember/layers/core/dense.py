@@ -4,22 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.validation import check_last_dim, check_positive_int
 from ember import activations, constraints, initializers, regularizers
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.layer import Layer, add_loss
 from ember import ops
-
-
-def check_last_dim(layer: Layer, input_shape: Any, expected: int | None = None, min_rank: int = 2) -> int:
-    """The (known) last dimension of ``input_shape``; ValueError naming the layer otherwise."""
-    if not isinstance(input_shape, tuple) or len(input_shape) < min_rank:
-        raise ValueError(f"layer {layer.name!r} expects inputs of rank >= {min_rank}, received shape {input_shape}")
-    last = input_shape[-1]
-    if last is None:
-        raise ValueError(f"layer {layer.name!r} needs a known last dimension, received shape {input_shape}")
-    if expected is not None and last != expected:
-        raise ValueError(f"layer {layer.name!r} expects a last dimension of {expected}, received shape {input_shape}")
-    return last
 
 
 class Dense(Layer):
@@ -62,8 +51,7 @@ class Dense(Layer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.units, int) or isinstance(self.units, bool) or self.units <= 0:
-            raise ValueError(f"{self.name}: units must be a positive int, received {self.units!r}")
+        self._normalize("units", check_positive_int(self.name, "units", self.units))
         if not isinstance(self.use_bias, bool):
             raise TypeError(f"{self.name}: use_bias must be True or False, received {self.use_bias!r}")
         self._normalize("activation", activations.standardize(self.activation, f"{self.name}: activation"))
@@ -77,10 +65,10 @@ class Dense(Layer):
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         fan_in = check_last_dim(self, tuple(input_shape))
         params = {"kernel": self.kernel_initializer(
-            (fan_in, self.units), self.variable_dtype, None if seed is None else derive_seed(seed, "kernel"))}
+            (fan_in, self.units), self.variable_dtype, sub_seed(seed, "kernel"))}
         if self.use_bias:
             params["bias"] = self.bias_initializer(
-                (self.units,), self.variable_dtype, None if seed is None else derive_seed(seed, "bias"))
+                (self.units,), self.variable_dtype, sub_seed(seed, "bias"))
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 from ember.distribute import batch_window
-from ember.initializers import is_seed_array
+from ember.validation import check_rate
+from ember.seeds import call_seed, check_seed
 from ember.layers.layer import Layer
 from ember import ops
-
-
-def _check_seed(value: Any, argument: str) -> Any:
-    """An int seed or None; a 0-d integer array (a trainer's step seed) passes through."""
-    if value is None:
-        return None
-    if is_seed_array(value):
-        return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{argument} must be an int or None, received {value!r}")
-    return int(value)
 
 
 class Dropout(Layer):
@@ -60,10 +49,7 @@ class Dropout(Layer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        rate = self.rate
-        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= float(rate) < 1.0:
-            raise ValueError(f"{self.name}: rate must be a number in [0, 1), received {rate!r}")
-        self._normalize("rate", float(rate))
+        self._normalize("rate", check_rate(self.name, "rate", self.rate))
         if self.noise_shape is not None:
             try:
                 shape = tuple(self.noise_shape)
@@ -73,7 +59,7 @@ class Dropout(Layer):
                 if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d <= 0):
                     raise ValueError(f"{self.name}: noise_shape entries must be positive ints or None, received {shape}")
             self._normalize("noise_shape", shape)
-        self._normalize("seed", _check_seed(self.seed, f"{self.name}: seed"))
+        self._normalize("seed", check_seed(self.seed, f"{self.name}: seed"))
 
     def _check_noise_shape(self, input_shape: tuple) -> None:
         if self.noise_shape is None:
@@ -91,7 +77,7 @@ class Dropout(Layer):
             return inputs
 
         self._check_noise_shape(tuple(ops.shape(inputs)))
-        seed = _check_seed(rng, f"layer {self.name!r}: rng") if rng is not None else self.seed
+        seed = call_seed(self, rng)
         # Under ember.distribute the mask is drawn for the global batch (independent of the world size).
         return batch_window.apply_rows(lambda x: ops.random.dropout(x, self.rate, self.noise_shape, seed=seed), inputs)
 

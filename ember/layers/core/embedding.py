@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.validation import check_positive_int
 from ember import constraints, initializers, regularizers
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer, add_loss
 from ember import ops
@@ -67,9 +68,7 @@ class Embedding(Layer):
     def __post_init__(self) -> None:
         super().__post_init__()
         for field in ("input_dim", "output_dim"):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{self.name}: {field} must be a positive int, received {value!r}")
+            self._normalize(field, check_positive_int(self.name, field, getattr(self, field)))
         if not isinstance(self.mask_zero, bool):
             raise TypeError(f"{self.name}: mask_zero must be a bool, received {self.mask_zero!r}")
         initializer = self.embeddings_initializer
@@ -85,7 +84,7 @@ class Embedding(Layer):
         self.compute_output_shape(input_shape)
         table = self.embeddings_initializer(
             (self.input_dim, self.output_dim), self.variable_dtype,
-            None if seed is None else derive_seed(seed, "embeddings"))
+            sub_seed(seed, "embeddings"))
         return self.make_state(params={"embeddings": table})
 
     def call(self, params: dict, inputs: Any) -> Any:

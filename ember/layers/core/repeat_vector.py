@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.validation import check_positive_int
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember import ops
@@ -29,8 +30,7 @@ class RepeatVector(Layer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n <= 0:
-            raise ValueError(f"{self.name}: n must be a positive int, received {self.n!r}")
+        self._normalize("n", check_positive_int(self.name, "n", self.n))
 
     def call(self, params: dict, inputs: Any) -> Any:
         input_shape_of(self, ops.shape(inputs), rank=2)

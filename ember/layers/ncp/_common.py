@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.layer import Layer
 from ember.layers.layer import unique_name
 from ember.wirings import Wiring
@@ -78,10 +78,6 @@ def to_mask(matrix: np.ndarray, dtype: str) -> Any:
 def to_array(matrix: np.ndarray, dtype: str) -> Any:
     """``matrix`` (e.g. synapse polarities) as a backend array of ``dtype``."""
     return ops.convert_to_tensor(np.asarray(matrix).astype(dtypes.to_numpy_dtype(dtype)), dtype=dtype)
-
-
-def sub_seed(seed: int | None, *names: str) -> int | None:
-    return None if seed is None else derive_seed(seed, *names)
 
 
 def dense_params(layer: Layer, fan_in: int, units: int, seed: int | None, *path: str) -> dict:

@@ -61,7 +61,8 @@ from ember.layers.ncp._common import (
     pure_params,
     split_rows,
 )
-from ember.layers.rnn.cell import RNNCell, check_rate, check_seed, check_units, dropout_mask
+from ember.layers.rnn.cell import RNNCell, check_rate, check_units, dropout_mask
+from ember.seeds import check_seed
 from ember import ops
 
 

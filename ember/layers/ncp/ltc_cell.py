@@ -58,6 +58,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, ClassVar
 
+from ember.validation import check_positive_int
 from ember import constraints as constraints_module
 from ember.initializers import RandomUniform
 from ember.layers.ncp._common import (
@@ -65,11 +66,11 @@ from ember.layers.ncp._common import (
     built_wiring,
     check_features,
     normalize_wiring,
-    sub_seed,
     to_array,
     to_mask,
 )
 from ember.layers.rnn.cell import RNNCell
+from ember.seeds import sub_seed
 from ember import ops
 
 MAPPINGS = ("affine", "linear", None)
@@ -134,10 +135,7 @@ class LTCCell(RNNCell):
                 self._normalize(field, None)
             elif not (value is None or (isinstance(value, str) and value in MAPPINGS)):
                 raise ValueError(f"{self.name}: {field} must be one of {MAPPINGS} (or 'none'), received {value!r}")
-        unfolds = self.ode_unfolds
-        if isinstance(unfolds, bool) or not isinstance(unfolds, numbers.Integral) or unfolds < 1:
-            raise ValueError(f"{self.name}: ode_unfolds must be a positive int, received {unfolds!r}")
-        self._normalize("ode_unfolds", int(unfolds))
+        self._normalize("ode_unfolds", check_positive_int(self.name, "ode_unfolds", self.ode_unfolds))
         eps = self.epsilon
         if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps >= 0.0:
             raise ValueError(f"{self.name}: epsilon must be a number >= 0, received {eps!r}")

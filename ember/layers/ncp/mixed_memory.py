@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.ncp._common import compact_repr
 from ember.layers.rnn.cell import RNNCell
 from ember.layers.rnn.lstm import LSTMCell
@@ -89,8 +89,8 @@ class MixedMemoryCell(RNNCell):
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         x_shape = self.step_input_shape(input_shape)
-        memory = self.memory_cell.build(x_shape, None if seed is None else derive_seed(seed, "memory"))
-        inner = self.cell.build(x_shape, None if seed is None else derive_seed(seed, "cell"))
+        memory = self.memory_cell.build(x_shape, sub_seed(seed, "memory"))
+        inner = self.cell.build(x_shape, sub_seed(seed, "cell"))
         buffers = {name: s["buffers"] for name, s in (("memory", memory), ("cell", inner)) if s["buffers"]}
         return self.make_state(params={"memory": memory["params"], "cell": inner["params"]}, buffers=buffers)
 

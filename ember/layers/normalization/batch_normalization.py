@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import initializers
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
@@ -106,7 +106,7 @@ class BatchNormalization(Layer):
         dims = _common.known_dims(self, shape, (axis,))
 
         def make(field: str, name: str) -> Any:
-            return getattr(self, field)(dims, self.variable_dtype, None if seed is None else derive_seed(seed, name))
+            return getattr(self, field)(dims, self.variable_dtype, sub_seed(seed, name))
 
         params = {}
         if self.scale:

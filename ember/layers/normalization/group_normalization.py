@@ -6,7 +6,7 @@ import numbers
 from typing import Any
 
 from ember import initializers
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
@@ -90,10 +90,10 @@ class GroupNormalization(Layer):
         params = {}
         if self.scale:
             params["gamma"] = self.gamma_initializer(
-                (channels,), self.variable_dtype, None if seed is None else derive_seed(seed, "gamma"))
+                (channels,), self.variable_dtype, sub_seed(seed, "gamma"))
         if self.center:
             params["beta"] = self.beta_initializer(
-                (channels,), self.variable_dtype, None if seed is None else derive_seed(seed, "beta"))
+                (channels,), self.variable_dtype, sub_seed(seed, "beta"))
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:

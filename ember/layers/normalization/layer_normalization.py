@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import initializers
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
@@ -82,10 +82,10 @@ class LayerNormalization(Layer):
         params = {}
         if has_gamma:
             params["gamma"] = self.gamma_initializer(
-                dims, self.variable_dtype, None if seed is None else derive_seed(seed, "gamma"))
+                dims, self.variable_dtype, sub_seed(seed, "gamma"))
         if has_beta:
             params["beta"] = self.beta_initializer(
-                dims, self.variable_dtype, None if seed is None else derive_seed(seed, "beta"))
+                dims, self.variable_dtype, sub_seed(seed, "beta"))
         return self.make_state(params=params)
 
     def call(self, params: dict, inputs: Any) -> Any:

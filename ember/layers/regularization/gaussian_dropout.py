@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 from ember.distribute import batch_window
-from ember.layers.core.dropout import _check_seed
+from ember.validation import check_rate
+from ember.seeds import call_seed, check_seed
 from ember.layers.layer import Layer
 from ember import ops
 
@@ -43,11 +43,8 @@ class GaussianDropout(Layer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        rate = self.rate
-        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= float(rate) < 1.0:
-            raise ValueError(f"{self.name}: rate must be a number in [0, 1), received {rate!r}")
-        self._normalize("rate", float(rate))
-        self._normalize("seed", _check_seed(self.seed, f"{self.name}: seed"))
+        self._normalize("rate", check_rate(self.name, "rate", self.rate))
+        self._normalize("seed", check_seed(self.seed, f"{self.name}: seed"))
 
     def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
         if not training or self.rate == 0.0:
@@ -56,7 +53,7 @@ class GaussianDropout(Layer):
         dtype = ops.dtype(inputs)
         if not dtype.startswith(("float", "bfloat")):
             raise TypeError(f"layer {self.name!r} adds Gaussian noise to floating-point inputs, received dtype {dtype}")
-        seed = _check_seed(rng, f"layer {self.name!r}: rng") if rng is not None else self.seed
+        seed = call_seed(self, rng)
         stddev = math.sqrt(self.rate / (1.0 - self.rate))
         noise = batch_window.draw_rows(  # drawn for the global batch under ember.distribute
             lambda shape: ops.random.normal(shape, mean=1.0, stddev=stddev, dtype=dtype, seed=seed),

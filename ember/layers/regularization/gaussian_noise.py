@@ -6,7 +6,7 @@ import numbers
 from typing import Any
 
 from ember.distribute import batch_window
-from ember.layers.core.dropout import _check_seed
+from ember.seeds import call_seed, check_seed
 from ember.layers.layer import Layer
 from ember import ops
 
@@ -46,7 +46,7 @@ class GaussianNoise(Layer):
         if isinstance(stddev, bool) or not isinstance(stddev, numbers.Real) or not 0.0 <= float(stddev) < float("inf"):
             raise ValueError(f"{self.name}: stddev must be a finite number >= 0, received {stddev!r}")
         self._normalize("stddev", float(stddev))
-        self._normalize("seed", _check_seed(self.seed, f"{self.name}: seed"))
+        self._normalize("seed", check_seed(self.seed, f"{self.name}: seed"))
 
     def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
         if not training or self.stddev == 0.0:
@@ -55,7 +55,7 @@ class GaussianNoise(Layer):
         dtype = ops.dtype(inputs)
         if not dtype.startswith(("float", "bfloat")):
             raise TypeError(f"layer {self.name!r} adds Gaussian noise to floating-point inputs, received dtype {dtype}")
-        seed = _check_seed(rng, f"layer {self.name!r}: rng") if rng is not None else self.seed
+        seed = call_seed(self, rng)
         noise = batch_window.draw_rows(  # drawn for the global batch under ember.distribute
             lambda shape: ops.random.normal(shape, mean=0.0, stddev=self.stddev, dtype=dtype, seed=seed),
             tuple(ops.shape(inputs)))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, ClassVar
 
 from ember.distribute import batch_window
+from ember.validation import check_rate
 from ember.layers.core._checks import input_shape_of
-from ember.layers.core.dropout import _check_seed
+from ember.seeds import call_seed, check_seed
 from ember.layers.layer import Layer
 from ember import ops
 
@@ -26,15 +26,12 @@ class _SpatialDropout(Layer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        rate = self.rate
-        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= float(rate) < 1.0:
-            raise ValueError(f"{self.name}: rate must be a number in [0, 1), received {rate!r}")
-        self._normalize("rate", float(rate))
+        self._normalize("rate", check_rate(self.name, "rate", self.rate))
         data_format = "channels_last" if self.data_format is None else self.data_format
         if data_format not in _DATA_FORMATS:
             raise ValueError(f"{self.name}: data_format must be one of {_DATA_FORMATS}, received {self.data_format!r}")
         self._normalize("data_format", data_format)
-        self._normalize("seed", _check_seed(self.seed, f"{self.name}: seed"))
+        self._normalize("seed", check_seed(self.seed, f"{self.name}: seed"))
 
     def noise_shape(self, input_shape: tuple) -> tuple:
         """The mask's shape: batch and channels kept, every spatial axis 1."""
@@ -49,7 +46,7 @@ class _SpatialDropout(Layer):
             raise ValueError(f"layer {self.name!r} expects inputs of rank {self._rank}, received shape {shape}")
         if not training or self.rate == 0.0:
             return inputs
-        seed = _check_seed(rng, f"layer {self.name!r}: rng") if rng is not None else self.seed
+        seed = call_seed(self, rng)
         return batch_window.apply_rows(  # global-batch masks under ember.distribute
             lambda x: ops.random.dropout(x, self.rate, self.noise_shape(tuple(ops.shape(x))), seed=seed), inputs)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.initializers import derive_seed
+from ember.seeds import sub_seed
 from ember.layers.layer import Layer
 from ember.layers.rnn.rnn import first_mask, sequence_shape, state_shapes
 from ember import ops
@@ -170,7 +170,7 @@ class Bidirectional(Layer):
         self.compute_output_shape(sequence)
         params, buffers = {}, {}
         for layer in (self.layer, self.backward_layer):
-            child = layer.build(sequence, None if seed is None else derive_seed(seed, layer.name))
+            child = layer.build(sequence, sub_seed(seed, layer.name))
             params[layer.name] = child["params"]
             if child["buffers"]:
                 buffers[layer.name] = child["buffers"]
@@ -206,7 +206,7 @@ class Bidirectional(Layer):
                     kwargs[key] = value
             child = {"params": state["params"].get(layer.name, {}), "buffers": state["buffers"].get(layer.name, {})}
             out, child = layer.apply(child, sequences, training=training,
-                                     rng=None if rng is None else derive_seed(rng, layer.name), **kwargs)
+                                     rng=sub_seed(rng, layer.name), **kwargs)
             if child["buffers"]:
                 new_buffers[layer.name] = child["buffers"]
             results.append(out)

@@ -80,42 +80,25 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, ClassVar
 
 from ember.distribute import batch_window
-from ember.initializers import derive_seed
+from ember import validation
+from ember.validation import check_positive_int
+from ember.seeds import call_seed, check_seed, sub_seed
 from ember.layers.layer import Layer
 from ember.symbolic import is_shape
-from ember.initializers import is_seed_array
 from ember import ops
 from ember import activations, constraints, initializers, regularizers
 
 
 def check_rate(layer: Layer, field: str) -> None:
     """Validate (and store as float) a dropout rate field in ``[0, 1)``."""
-    rate = getattr(layer, field)
-    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= float(rate) < 1.0:
-        raise ValueError(f"{layer.name}: {field} must be a number in [0, 1), received {rate!r}")
-    layer._normalize(field, float(rate))
-
-
-def check_seed(value: Any, argument: str) -> int | None:
-    """An int seed or None; TypeError naming ``argument`` otherwise."""
-    if value is None:
-        return None
-
-    if is_seed_array(value):  # a trainer's step seed (an array under mx.compile)
-        return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{argument} must be an int seed or None, received {value!r}")
-    return int(value)
+    layer._normalize(field, validation.check_rate(layer.name, field, getattr(layer, field)))
 
 
 def check_units(layer: Layer) -> None:
-    units = getattr(layer, "units")
-    if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
-        raise ValueError(f"{layer.name}: units must be a positive int, received {units!r}")
+    layer._normalize("units", check_positive_int(layer.name, "units", layer.units))
 
 
 def dropout_mask(layer: Layer, shape: tuple, rate: float, rng: Any, which: str, dtype: str) -> Any:
@@ -125,8 +108,8 @@ def dropout_mask(layer: Layer, shape: tuple, rate: float, rng: Any, which: str, 
     backend's global stream; ``which`` names the mask (``"dropout"``,
     ``"recurrent_dropout"``) so the two differ.
     """
-    base = check_seed(rng, f"layer {layer.name!r}: rng") if rng is not None else getattr(layer, "seed", None)
-    seed = None if base is None else derive_seed(base, which)
+    base = call_seed(layer, rng)
+    seed = sub_seed(base, which)
     return batch_window.draw_rows(lambda full: ops.random.dropout(ops.ones(full, dtype=dtype), rate, seed=seed),
                                   tuple(shape))
 
@@ -390,4 +373,4 @@ def project_inputs(cell: Layer, params: dict, x: Any, training: bool, rng: Any, 
 
 def init_weight(cell: Layer, initializer: Any, shape: tuple, seed: int | None, name: str) -> Any:
     """``initializer(shape)`` in the cell's variable dtype, seeded per variable name."""
-    return initializer(shape, cell.variable_dtype, None if seed is None else derive_seed(seed, name))
+    return initializer(shape, cell.variable_dtype, sub_seed(seed, name))

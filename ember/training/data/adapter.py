@@ -25,6 +25,7 @@ from typing import Any, Iterator
 import numpy as np
 import optree
 
+from ember.validation import check_positive_int
 from ember.training.data.convert import flatten, is_array_like, num_samples, to_native
 from ember import ops
 from ember.training.data.batch import (  # noqa: F401  (re-exported: the old home of these names)
@@ -170,9 +171,8 @@ def get_adapter(x: Any, y: Any = None, sample_weight: Any = None, batch_size: in
     class_weight = check_class_weight(class_weight)
     if x is None:
         raise ValueError(f"{caller}: x is required, received None")
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
-                                   or batch_size <= 0):
-        raise ValueError(f"{caller}: batch_size must be a positive int, received {batch_size!r}")
+    if batch_size is not None:
+        check_positive_int(caller, "batch_size", batch_size)
     if shuffle not in (True, False, "batch"):
         raise ValueError(f"{caller}: shuffle must be True, False or 'batch', received {shuffle!r}")
     batches_list = (y is None and isinstance(x, list) and len(x) > 0

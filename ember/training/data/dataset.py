@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ember.validation import check_positive_int
 from ember.training.data.batch import DataAdapter, native_batch, unpack_batch
 
 
@@ -49,8 +50,7 @@ class Dataset:
     def __init__(self, workers: int = 1, use_multiprocessing: bool = False, max_queue_size: int = 10) -> None:
         owner = type(self).__name__
         for name, value in (("workers", workers), ("max_queue_size", max_queue_size)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{owner}: {name} must be a positive int, received {value!r}")
+            check_positive_int(owner, name, value)
         if use_multiprocessing:
             raise NotImplementedError(
                 f"{owner}: use_multiprocessing=True is not supported (it would pickle the data); use workers=N "

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.validation import check_positive_int
 from ember import dtypes, ops
 from ember.serialization import register_serializable
 from ember.training.losses.base import (
@@ -129,9 +130,7 @@ def _in_top_k(targets: Any, predictions: Any, k: int) -> Any:
 
 
 def _check_k(owner: str, k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"{owner}: k must be a positive int, received k={k!r}")
-    return int(k)
+    return check_positive_int(owner, "k", k)
 
 
 @register_serializable(package="ember.metrics")

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.validation import check_positive_int
 from ember import ops
 from ember.serialization import register_serializable
 from ember.training.losses.base import EPSILON, divide_no_nan
@@ -105,8 +106,7 @@ class AUC(Metric):
         if num_labels is not None:
             if not self.multi_label:
                 raise ValueError("AUC: num_labels is needed only when multi_label=True")
-            if isinstance(num_labels, bool) or not isinstance(num_labels, (int, np.integer)) or num_labels < 1:
-                raise ValueError(f"AUC: num_labels must be a positive int, received num_labels={num_labels!r}")
+            check_positive_int("AUC", "num_labels", num_labels)
         self.num_labels = None if num_labels is None else int(num_labels)
         if label_weights is not None:
             weights = np.asarray(label_weights, dtype=np.float64)

@@ -1,0 +1,88 @@
+"""Argument and shape checks shared by every layer, loss, metric and data adapter.
+
+Each check returns the value normalized (``numbers.Integral`` → ``int``, ``numbers.Real`` →
+``float``) or raises a ValueError/TypeError that names the owner (a layer name or a class
+name), the argument, what was expected and what was received. Pure Python: no ops, so any
+package may use them.
+
+Example:
+    >>> from ember.validation import check_positive_int
+    >>> check_positive_int("dense", "units", 4)
+    4
+    >>> check_positive_int("dense", "units", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: dense: units must be a positive int, received 0
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+
+def is_int(value: Any) -> bool:
+    """True for an integer that is not a bool (``True`` is not a count)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_positive_int(owner: str, argument: str, value: Any) -> int:
+    """``value`` as an int > 0; ValueError naming ``owner`` and ``argument`` otherwise.
+
+    Example:
+        >>> check_positive_int("repeat", "n", 3)
+        3
+    """
+    if not is_int(value) or value <= 0:
+        raise ValueError(f"{owner}: {argument} must be a positive int, received {value!r}")
+    return int(value)
+
+
+def check_rate(owner: str, argument: str, value: Any) -> float:
+    """``value`` as a float in ``[0, 1)`` (a dropout rate); ValueError naming the argument.
+
+    Example:
+        >>> check_rate("drop", "rate", 0.5)
+        0.5
+        >>> check_rate("drop", "rate", 1)
+        Traceback (most recent call last):
+        ...
+        ValueError: drop: rate must be a number in [0, 1), received 1
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) < 1.0:
+        raise ValueError(f"{owner}: {argument} must be a number in [0, 1), received {value!r}")
+    return float(value)
+
+
+def check_bool(owner: str, argument: str, value: Any) -> bool:
+    """``value`` if it is a Python bool; TypeError naming the argument otherwise.
+
+    Example:
+        >>> check_bool("mha", "use_causal_mask", True)
+        True
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"{owner}: {argument} must be a bool, received {value!r}")
+    return value
+
+
+def check_last_dim(layer: Any, input_shape: Any, expected: int | None = None, min_rank: int = 2) -> int:
+    """The (known) last dimension of ``input_shape``; ValueError naming the layer otherwise.
+
+    Example:
+        >>> import types
+        >>> check_last_dim(types.SimpleNamespace(name="dense"), (None, 3))
+        3
+        >>> check_last_dim(types.SimpleNamespace(name="dense"), (None, 3), expected=4)
+        Traceback (most recent call last):
+        ...
+        ValueError: layer 'dense' expects a last dimension of 4, received shape (None, 3)
+    """
+    if not isinstance(input_shape, tuple) or len(input_shape) < min_rank:
+        raise ValueError(f"layer {layer.name!r} expects inputs of rank >= {min_rank}, received shape {input_shape}")
+    last = input_shape[-1]
+    if last is None:
+        raise ValueError(f"layer {layer.name!r} needs a known last dimension, received shape {input_shape}")
+    if expected is not None and last != expected:
+        raise ValueError(f"layer {layer.name!r} expects a last dimension of {expected}, received shape {input_shape}")
+    return last

@@ -1,0 +1,61 @@
+"""The shared argument checks (ember.validation) and seed helpers (ember.seeds)."""
+
+import numpy as np
+import pytest
+
+from ember import ops
+from ember.seeds import call_seed, check_seed, derive_seed, sub_seed
+from ember.validation import check_bool, check_last_dim, check_positive_int, check_rate
+
+
+class _Named:
+    name = "lyr"
+    seed = 5
+
+
+@pytest.mark.parametrize("value", [0, -1, 2.0, True, "3", None])
+def test_positive_int_rejects(value):
+    with pytest.raises(ValueError, match=r"^lyr: units must be a positive int, received "):
+        check_positive_int("lyr", "units", value)
+
+
+def test_positive_int_normalizes_numpy_ints():
+    out = check_positive_int("lyr", "units", np.int64(3))
+    assert out == 3 and type(out) is int
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.0, 1, False, "0.5"])
+def test_rate_rejects(value):
+    with pytest.raises(ValueError, match=r"^lyr: rate must be a number in \[0, 1\)"):
+        check_rate("lyr", "rate", value)
+
+
+def test_rate_and_bool():
+    assert check_rate("lyr", "rate", np.float32(0.25)) == 0.25
+    assert check_bool("lyr", "flag", False) is False
+    with pytest.raises(TypeError, match="lyr: flag must be a bool, received 1"):
+        check_bool("lyr", "flag", 1)
+
+
+@pytest.mark.parametrize("shape, expected, message", [
+    ((3,), None, r"layer 'lyr' expects inputs of rank >= 2, received shape \(3,\)"),
+    ((2, None), None, "layer 'lyr' needs a known last dimension"),
+    ((2, 3), 4, "layer 'lyr' expects a last dimension of 4"),
+])
+def test_last_dim_errors(shape, expected, message):
+    with pytest.raises(ValueError, match=message):
+        check_last_dim(_Named(), shape, expected)
+
+
+def test_last_dim_known():
+    assert check_last_dim(_Named(), (None, 7), expected=7) == 7
+
+
+def test_seed_helpers(backend):
+    assert sub_seed(None, "kernel") is None
+    assert sub_seed(3, "kernel") == derive_seed(3, "kernel")
+    assert call_seed(_Named(), None) == 5 and call_seed(_Named(), np.int32(2)) == 2
+    with pytest.raises(TypeError, match="layer 'lyr': rng must be an int seed or None, received 1.5"):
+        call_seed(_Named(), 1.5)
+    array_seed = ops.convert_to_tensor(4, dtype="int32")
+    assert check_seed(array_seed, "seed") is array_seed
