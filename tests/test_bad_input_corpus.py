@@ -390,7 +390,7 @@ def _files(directory):
 
 def _snapshot(model):
     as_numpy = lambda tree: optree.tree_map(lambda a: np.array(ops.to_numpy(a)), tree)  # noqa: E731
-    opt_state = model._training.get("opt_state")
+    opt_state = model._training.opt_state
     return as_numpy(model.state), None if opt_state is None else as_numpy(opt_state)
 
 

@@ -36,6 +36,7 @@ from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
 from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 from ember.layers.state_check import check_state_dict, raise_if_mismatched
+from ember.training.handle import TrainingHandle
 from ember.training.model_api import TrainingAPI
 from ember.utils.naming import to_snake_case
 from ember import ops
@@ -108,7 +109,7 @@ class Model(TrainingAPI, Layer):
         set_(self, "_nodes", self._topological_nodes())
         set_(self, "_layers", self._collect_layers())
         set_(self, "state", None)
-        set_(self, "_training", {})
+        set_(self, "_training", TrainingHandle())
         set_(self, "stop_training", False)
         set_(self, "history", None)
 

@@ -20,6 +20,7 @@ from ember.layers.layer import Layer, unique_name
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.models.model import Model, _check_compatible, _child_rng, makes_mask, takes_mask
 from ember.symbolic import SymbolicTensor, is_shape
+from ember.training.handle import TrainingHandle
 from ember import ops
 from ember.serialization import serialize
 from ember.serialization import deserialize
@@ -58,7 +59,7 @@ class Sequential(Model):
         set_(self, "_layers", [])
         set_(self, "_build_shape", None)
         set_(self, "state", None)
-        set_(self, "_training", {})
+        set_(self, "_training", TrainingHandle())
         set_(self, "stop_training", False)
         set_(self, "history", None)
         for layer in layers or []:

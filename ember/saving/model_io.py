@@ -60,10 +60,10 @@ def compile_config(model: Any) -> dict | None:
         TypeError: an argument cannot be serialized (an unregistered function or class).
     """
     training = getattr(model, "_training", None)
-    trainer = training.get("trainer") if isinstance(training, dict) else None
+    trainer = getattr(training, "trainer", None)
     if trainer is None:
         return None
-    arguments = dict(training.get("compile_config") or {"loss": trainer.loss})
+    arguments = dict(training.compile_config or {"loss": trainer.loss})
     arguments["optimizer"] = trainer.optimizer
     return serialize(arguments)
 

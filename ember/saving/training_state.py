@@ -20,9 +20,10 @@ epoch (array data, whose seeded batch order repeats exactly; other data is refus
 clear error). :class:`ember.callbacks.BackupAndRestore` uses the same state to
 resume an interrupted ``fit`` by itself.
 
-The trainer keeps this state in ``model._training``: ``"trainer"``, ``"opt_state"``,
-``"live_state"`` (the running fit loop), ``"last_fit"`` (``{"seed", "rng", "epoch"}`` of the
-last fit) and ``"resume"`` (set here, consumed by the next ``fit``).
+The trainer keeps this state on the model's training handle (``model._training``, an
+``ember.training.handle.TrainingHandle``, read here by field name): ``trainer``, ``opt_state``,
+``live_state`` (the running fit loop), ``last_fit`` (``{"seed", "rng", "epoch"}`` of the last
+fit) and ``resume`` (set here, consumed by the next ``fit``).
 
 Example:
     >>> import numpy as np
@@ -47,11 +48,6 @@ from ember.saving import _arrays
 import optree
 
 
-def _training(model: Any) -> dict:
-    training = getattr(model, "_training", None)
-    return training if isinstance(training, dict) else {}
-
-
 def _as_int(value: Any) -> int | None:
     if value is None:
         return None
@@ -68,24 +64,24 @@ def capture(model: Any) -> tuple[Any, dict | None]:
     During ``fit`` (a callback saving) they come from the running loop; after it, from the
     state ``fit`` left on the model.
     """
-    training = _training(model)
-    trainer = training.get("trainer")
+    training = getattr(model, "_training", None)
+    trainer = getattr(training, "trainer", None)
     if trainer is None:
         return None, None
-    live = training.get("live_state")
-    resume = training.get("resume")
+    live = training.live_state
+    resume = training.resume
     fits = int(getattr(trainer, "_fits", 0))
     if live is not None:
         opt_state = live.state["optimizer"]
         rng, seed, epoch = live.state["rng"], getattr(live, "seed", None), getattr(live, "epoch", None)
         step = getattr(live, "step_in_epoch", 0)
     elif resume is not None:  # loaded and saved again before any fit: keep what was loaded
-        opt_state = training.get("opt_state")
+        opt_state = training.opt_state
         rng, seed, epoch, step = resume["rng"], resume["seed"], resume["epoch"], resume.get("step", 0)
         fits += 1  # (restore counted the saved fit as the next one)
     else:
-        opt_state = training.get("opt_state")
-        last = training.get("last_fit") or {}
+        opt_state = training.opt_state
+        last = training.last_fit or {}
         rng, seed, epoch, step = last.get("rng"), last.get("seed"), last.get("epoch"), last.get("step", 0)
     document = {"fits": fits, "seed": _as_int(seed), "rng": _as_int(rng),
                 "epoch": None if epoch is None else int(epoch), "step": int(step or 0)}
@@ -103,7 +99,7 @@ def step_rng(steps: Any, value: int) -> Any:
 
 def optimizer_template(model: Any) -> dict:
     """A fresh optimizer state for the model's trainable params on the active backend."""
-    trainer = _training(model)["trainer"]
+    trainer = model._training.trainer
     core = trainer.core
     core.prepare_mask(model.state["params"])
     trainable, _ = core.split(model.state["params"])
@@ -112,18 +108,18 @@ def optimizer_template(model: Any) -> dict:
 
 def restore(model: Any, opt_state: Any, document: dict | None) -> None:
     """Give a compiled model (its state already loaded) a loaded optimizer state and resume record."""
-    training = _training(model)
-    trainer = training["trainer"]
+    training = model._training
+    trainer = training.trainer
     if opt_state is not None:
         core = trainer.core
         core.prepare_mask(model.state["params"])
         trainable, _ = core.split(model.state["params"])
-        training["opt_state"] = opt_state
-        training["opt_spec"] = optree.tree_structure(trainable)
+        training.opt_state = opt_state
+        training.opt_spec = optree.tree_structure(trainable)
     if document:
         fits = int(document.get("fits") or 0)
         if document.get("seed") is not None and document.get("rng") is not None:
-            training["resume"] = {"seed": int(document["seed"]), "rng": int(document["rng"]),
-                                  "epoch": document.get("epoch"), "step": int(document.get("step") or 0)}
+            training.resume = {"seed": int(document["seed"]), "rng": int(document["rng"]),
+                               "epoch": document.get("epoch"), "step": int(document.get("step") or 0)}
             fits = max(fits - 1, 0)  # the next fit continues the saved one: it is that fit, not a new one
         trainer._fits = fits

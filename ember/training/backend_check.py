@@ -35,6 +35,7 @@ import optree
 
 from ember import backends, ops
 from ember.saving import _arrays
+from ember.training.handle import TrainingHandle
 
 _NO_LEAF = object()
 
@@ -144,38 +145,38 @@ def _opt_state_to_active(trainer: Any, model_state: dict | None, opt_state: Any)
     return tree_to_active(opt_state)  # a stale state (another architecture): fit drops it anyway
 
 
-def training_to_active(model: Any, model_state: dict | None) -> dict:
+def training_to_active(model: Any, model_state: dict | None) -> TrainingHandle:
     """A copy of ``model._training`` whose arrays are on the active backend (see :func:`move_model`)."""
-    training = dict(model._training) if isinstance(model._training, dict) else {}
-    trainer = training.get("trainer")
-    if training.get("opt_state") is not None:
-        training["opt_state"] = _opt_state_to_active(trainer, model_state, training["opt_state"])
-    for key in ("train_metrics", "test_metrics"):
-        if training.get(key) is not None:
-            training[key] = tree_to_active(training[key])
-    if "batch_rng" in training:
-        training["batch_rng"] = _rng_to_active(trainer, training["batch_rng"])
-    if training.get("last_fit"):
-        training["last_fit"] = dict(training["last_fit"], rng=_rng_to_active(trainer, training["last_fit"].get("rng")))
+    training = model._training.copy()
+    trainer = training.trainer
+    if training.opt_state is not None:
+        training.opt_state = _opt_state_to_active(trainer, model_state, training.opt_state)
+    if training.train_metrics is not None:
+        training.train_metrics = tree_to_active(training.train_metrics)
+    if training.test_metrics is not None:
+        training.test_metrics = tree_to_active(training.test_metrics)
+    training.batch_rng = _rng_to_active(trainer, training.batch_rng)
+    if training.last_fit:
+        training.last_fit = dict(training.last_fit, rng=_rng_to_active(trainer, training.last_fit.get("rng")))
     return training
 
 
-def drop_other_steps(training: dict) -> None:
+def drop_other_steps(training: TrainingHandle) -> None:
     """Let the trainers forget the steps of backends other than the active one (rebuilt on use):
     torch's keep the last weights they published, MLX's their compiled functions."""
-    for key in ("trainer", "predict_trainer"):
-        if training.get(key) is not None:
-            training[key].drop_steps(keep=backends.get_backend())
+    for trainer in (training.trainer, training.predict_trainer):
+        if trainer is not None:
+            trainer.drop_steps(keep=backends.get_backend())
 
 
 def training_is_foreign(model: Any) -> bool:
     """Whether a training cache (optimizer state, running metrics, step RNG) is on another backend
     than the active one: a state replaced by ``load_weights`` or by hand after a switch. One leaf each."""
-    training = model._training if isinstance(model._training, dict) else {}
-    for key in ("opt_state", "train_metrics", "test_metrics"):
-        if training.get(key) is not None and _foreign(training[key]) is not None:
+    training = model._training
+    for cache in (training.opt_state, training.train_metrics, training.test_metrics):
+        if cache is not None and _foreign(cache) is not None:
             return True
-    rng = training.get("batch_rng")
+    rng = training.batch_rng
     return rng is not None and not isinstance(rng, int) and _foreign(rng) is not None
 
 
@@ -190,8 +191,7 @@ def move_model(model: Any, name: str | None = None) -> None:
                          f"active backend ({backends.get_backend()!r})")
     target = backends.get_backend() if name is None else name.lower()
     backends.load(target)  # not installed: BackendNotAvailableError naming the extra
-    training = model._training if isinstance(model._training, dict) else {}
-    if training.get("live_state") is not None:
+    if model._training.live_state is not None:
         raise RuntimeError(f"Model {model.name!r}: to_backend cannot move the model while fit is running "
                            "(from a callback); call it before or after fit")
     switch = backends.using_backend(target) if target != backends.get_backend() else contextlib.nullcontext()

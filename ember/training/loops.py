@@ -67,7 +67,7 @@ class FitLoop:
         self.known_lr = None if optimizer.has_schedule else optimizer.learning_rate
         if self.known_lr is not None:
             self.state["optimizer"] = optimizer.set_learning_rate(self.state["optimizer"], self.known_lr)
-        model._training["live_state"] = self
+        model._training.live_state = self
 
     # --- handle sync ------------------------------------------------------------------------
     def publish(self) -> None:
@@ -161,10 +161,10 @@ class FitLoop:
                                       RuntimeWarning, stacklevel=3)
                     break
         finally:
-            model._training["opt_state"] = self.state["optimizer"]
-            model._training["last_fit"] = {"seed": self.seed, "rng": self.state["rng"], "epoch": self.epoch,
-                                           "step": self.step_in_epoch}
-            model._training.pop("live_state", None)
+            model._training.opt_state = self.state["optimizer"]
+            model._training.last_fit = {"seed": self.seed, "rng": self.state["rng"], "epoch": self.epoch,
+                                        "step": self.step_in_epoch}
+            model._training.live_state = None
             self.publish()
             if self.steps.buffers is not None:
                 self.steps.buffers.clear()  # the spare arrays of in-place steps: not needed between fits

@@ -49,6 +49,7 @@ from ember.training.loops import FitLoop, evaluate_state, predict_state, to_floa
 from ember.training.trainer import Trainer
 from ember import ops
 from ember.seeds import derive_seed
+from ember.training.handle import TrainingHandle
 from ember.training.data.convert import flatten
 from ember.saving.training_state import step_rng
 from ember.training.data.adapter import check_class_weight, native_batch
@@ -138,12 +139,12 @@ class TrainingAPI:
         trainer = Trainer(self, optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=loss_weights,
                           weighted_metrics=weighted_metrics, jit_compile=jit_compile, run_eagerly=run_eagerly,
                           seed=seed)
-        self._training = {"trainer": trainer, "compile_config": {  # saved by model.save (ember.saving)
+        self._training = TrainingHandle(trainer=trainer, compile_config={  # saved by model.save (ember.saving)
             "loss": loss, "loss_weights": loss_weights, "metrics": metrics, "weighted_metrics": weighted_metrics,
-            "run_eagerly": run_eagerly, "jit_compile": jit_compile, "seed": seed}}
+            "run_eagerly": run_eagerly, "jit_compile": jit_compile, "seed": seed})
 
     def _trainer(self, caller: str) -> Any:
-        trainer = self._training.get("trainer") if isinstance(self._training, dict) else None
+        trainer = self._training.trainer
         if trainer is None:
             raise ValueError(f"You must call `compile()` before using the model: {caller}() needs an optimizer "
                              "and a loss (e.g. model.compile(optimizer='adam', loss='mse'))")
@@ -152,28 +153,28 @@ class TrainingAPI:
     @property
     def compiled(self) -> bool:
         """Whether :meth:`compile` has been called."""
-        return isinstance(self._training, dict) and "trainer" in self._training
+        return self._training.compiled
 
     @property
     def optimizer(self) -> Any:
         """The optimizer given to :meth:`compile` (None before)."""
-        trainer = self._training.get("trainer") if isinstance(self._training, dict) else None
+        trainer = self._training.trainer
         return None if trainer is None else trainer.optimizer
 
     @property
     def loss(self) -> Any:
         """The ``loss`` given to :meth:`compile` (None before)."""
-        trainer = self._training.get("trainer") if isinstance(self._training, dict) else None
+        trainer = self._training.trainer
         return None if trainer is None else trainer.loss
 
     @property
     def metrics_names(self) -> list[str]:
         """The names :meth:`evaluate` returns values for, in order (``["loss"]`` before any metric)."""
-        trainer = self._training.get("trainer") if isinstance(self._training, dict) else None
+        trainer = self._training.trainer
         return ["loss"] if trainer is None else trainer.metrics_names
 
     def _current_learning_rate(self) -> float:
-        live = self._training.get("live_state")
+        live = self._training.live_state
         if live is not None:
             return live.current_learning_rate()
         optimizer = self._trainer("learning rate")
@@ -208,7 +209,7 @@ class TrainingAPI:
 
     def _snapshot(self) -> dict:
         saved = {key: getattr(self, key) for key in self._handle_attributes()}
-        saved["_training"] = dict(self._training)
+        saved["_training"] = self._training.copy()
         return saved
 
     def _restore(self, saved: dict) -> None:
@@ -221,11 +222,11 @@ class TrainingAPI:
         core.prepare_mask(self.state["params"])
         trainable, _ = core.split(self.state["params"])
         spec = optree.tree_structure(trainable)
-        opt_state = self._training.get("opt_state")
-        if opt_state is not None and self._training.get("opt_spec") != spec:
+        opt_state = self._training.opt_state
+        if opt_state is not None and self._training.opt_spec != spec:
             opt_state = None
         state = trainer.init_state(self.state, seed=seed, opt_state=opt_state)
-        self._training["opt_spec"] = spec
+        self._training.opt_spec = spec
         return state
 
     # --- fit --------------------------------------------------------------------------------
@@ -282,7 +283,7 @@ class TrainingAPI:
         else:
             validation_freq = int(validation_freq)
         seed = trainer.next_seed()
-        resume = self._training.get("resume")  # set by ember.load_model: continue the saved fit exactly
+        resume = self._training.resume  # set by ember.load_model: continue the saved fit exactly
         if resume is not None:
             seed = resume["seed"]
         if validation_split and validation_data is None:
@@ -325,7 +326,7 @@ class TrainingAPI:
                 loop.skip_steps = loop.checked_skip(int(resume["step"]))  # saved mid-epoch: continue there
             loop.restore_point, restore_point = restore_point, None
             del state, first
-            self._training.pop("resume", None)
+            self._training.resume = None
             history = loop.run()
         except BaseException:
             point = restore_point if loop is None else loop.restore_point
@@ -387,12 +388,12 @@ class TrainingAPI:
         self._check_backend("predict")
         verbose = _verbosity(verbose, "predict")
         steps = check_steps(steps, "predict: steps")
-        trainer = self._training.get("trainer") if isinstance(self._training, dict) else None
+        trainer = self._training.trainer
         if trainer is None:
-            trainer = self._training.get("predict_trainer")
+            trainer = self._training.predict_trainer
             if trainer is None:
                 trainer = Trainer(self, optimizer="sgd")
-                self._training["predict_trainer"] = trainer
+                self._training.predict_trainer = trainer
         strategy = distribute.get_strategy()
         _check_single_input(self, x, "predict")
         adapter = sharded(get_adapter(x, None, None, batch_size, False, None, 0, caller="predict"), strategy,
@@ -412,12 +413,12 @@ class TrainingAPI:
     def _batch_state(self, trainer: Any, kind: str) -> dict:
         if kind == "train":
             state = self._train_state(trainer, 0)
-            rng = self._training.get("batch_rng")
+            rng = self._training.batch_rng
             if rng is not None:
                 state["rng"] = rng
         else:
             state = {"model": self.state}
-        metrics = self._training.get(f"{kind}_metrics")
+        metrics = getattr(self._training, f"{kind}_metrics")
         state["metrics"] = metrics if metrics is not None else trainer.reset_metrics({})["metrics"]
         return state
 
@@ -441,9 +442,9 @@ class TrainingAPI:
             self._restore(saved)
             raise
         self.state = trainer.steps.release(new["model"])
-        self._training["opt_state"] = new["optimizer"]
-        self._training["train_metrics"] = new["metrics"]
-        self._training["batch_rng"] = new["rng"]
+        self._training.opt_state = new["optimizer"]
+        self._training.train_metrics = new["metrics"]
+        self._training.batch_rng = new["rng"]
         return _flat_results(trainer, to_floats(trainer.results(new)), return_dict)
 
     def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False) -> Any:
@@ -465,11 +466,10 @@ class TrainingAPI:
         except BaseException:
             self._restore(saved)
             raise
-        self._training["test_metrics"] = new["metrics"]
+        self._training.test_metrics = new["metrics"]
         return _flat_results(trainer, to_floats(trainer.results(new)), return_dict)
 
     def reset_metrics(self) -> None:
         """Restart the running averages that :meth:`train_on_batch`/:meth:`test_on_batch` return."""
-        if isinstance(self._training, dict):
-            self._training.pop("train_metrics", None)
-            self._training.pop("test_metrics", None)
+        self._training.train_metrics = None
+        self._training.test_metrics = None

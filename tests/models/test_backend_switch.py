@@ -82,8 +82,8 @@ def test_every_entry_point_refuses_a_state_of_another_backend(pair):
     model = _compiled()
     model.train_on_batch(X[:8], Y[:8])  # optimizer state, running metrics and step RNG on `source`
     model.test_on_batch(X[:8], Y[:8])
-    state, training = model.state, dict(model._training)
-    fits, weights = model._training["trainer"]._fits, _host_leaves(model.state)
+    state, training = model.state, model._training.copy()
+    fits, weights = model._training.trainer._fits, _host_leaves(model.state)
     ember.set_backend(target)
     for caller, call in _entry_points(model).items():
         with pytest.raises(TypeError) as info:
@@ -94,19 +94,19 @@ def test_every_entry_point_refuses_a_state_of_another_backend(pair):
         assert f"ember.set_backend({source!r})" in message and "model.to_backend()" in message, message
         # A failing call changes nothing: the same state and training caches, the same seed counter.
         assert model.state is state and model._training == training, caller
-        assert model._training["trainer"]._fits == fits, caller
+        assert model._training.trainer._fits == fits, caller
     for before, after in zip(weights, _host_leaves(model.state)):
         np.testing.assert_array_equal(_bits(after), _bits(before))
     # Moved, the training caches come along: train_on_batch and test_on_batch continue their runs.
     model.to_backend()
-    _assert_on([model.state, model._training["opt_state"], model._training["train_metrics"],
-                model._training["test_metrics"]], target)
+    _assert_on([model.state, model._training.opt_state, model._training.train_metrics,
+                model._training.test_metrics], target)
     logs = model.train_on_batch(X[8:16], Y[8:16], return_dict=True)
-    assert int(ops.to_numpy(model._training["opt_state"]["iterations"])) == 2
-    assert float(ops.to_numpy(model._training["train_metrics"]["loss"]["count"])) == 16.0
+    assert int(ops.to_numpy(model._training.opt_state["iterations"])) == 2
+    assert float(ops.to_numpy(model._training.train_metrics["loss"]["count"])) == 16.0
     assert np.isfinite(logs["loss"])
     model.test_on_batch(X[8:16], Y[8:16])
-    assert float(ops.to_numpy(model._training["test_metrics"]["loss"]["count"])) == 16.0
+    assert float(ops.to_numpy(model._training.test_metrics["loss"]["count"])) == 16.0
 
 
 def test_unbuilt_and_weightless_models_have_no_backend_yet(backend):
@@ -168,7 +168,7 @@ def test_fit_continues_on_the_new_backend_with_its_optimizer_state(pair):
         model.fit(X, Y, verbose=0)
     model.to_backend()  # the trainer was made under `source`: fit must still work
     second = _fit(model, 2)
-    opt_state = model._training["opt_state"]
+    opt_state = model._training.opt_state
     assert int(ops.to_numpy(opt_state["iterations"])) == 16  # 4 epochs of 4 steps: the counter went on
     assert ops.dtype(opt_state["iterations"]) == ("int32" if target == "mlx" else "int64")
     assert first[0] > first[1] > second[0] > second[1]
@@ -191,8 +191,8 @@ def test_load_weights_after_a_switch_brings_the_optimizer_state_along(pair, tmp_
     model.load_weights(path)  # the state is on `target` now, the optimizer state still on `source`
     _assert_on(model.state, target)
     _fit(model, 1)
-    _assert_on(model._training["opt_state"], target)
-    assert int(ops.to_numpy(model._training["opt_state"]["iterations"])) == 8
+    _assert_on(model._training.opt_state, target)
+    assert int(ops.to_numpy(model._training.opt_state["iterations"])) == 8
 
 
 def test_to_backend_rejects_unknown_names_and_changes_nothing():

@@ -42,8 +42,8 @@ def test_train_save_load_train_equals_uninterrupted_training(tmp_path, backend):
     history = resumed.fit(X, Y, epochs=4, initial_epoch=2, **FIT)
     assert history.epoch == [2, 3]
     assert_trees_bit_equal(to_numpy_tree(resumed.state), to_numpy_tree(straight.state))
-    assert_trees_bit_equal(to_numpy_tree(resumed._training["opt_state"]),
-                           to_numpy_tree(straight._training["opt_state"]))
+    assert_trees_bit_equal(to_numpy_tree(resumed._training.opt_state),
+                           to_numpy_tree(straight._training.opt_state))
     # ... and the fits after it draw the same seeds as they would have.
     straight.fit(X, Y, epochs=1, **FIT)
     resumed.fit(X, Y, epochs=1, **FIT)
@@ -64,11 +64,11 @@ def test_optimizer_state_and_progress_are_in_the_file(tmp_path, backend):
     for target in ember.backends.available():
         with ember.using_backend(target):
             loaded = ember.load_model(tmp_path / "m.h5")
-            opt = loaded._training["opt_state"]
+            opt = loaded._training.opt_state
             assert int(ops.to_numpy(opt["iterations"])) == 6
             assert ops.dtype(opt["iterations"]) == ops.dtype(loaded.optimizer.init({})["iterations"])
             assert_trees_bit_equal(to_numpy_tree(opt["velocity"]),
-                                   to_numpy_tree(model._training["opt_state"]["velocity"]))
+                                   to_numpy_tree(model._training.opt_state["velocity"]))
 
 
 def test_include_optimizer_false(tmp_path):
@@ -78,7 +78,7 @@ def test_include_optimizer_false(tmp_path):
     with CheckpointReader(tmp_path / "m.h5") as ckpt:
         assert not ckpt.has("training/optimizer") and ckpt.document("training") is None
     loaded = ember.load_model(tmp_path / "m.h5")
-    assert loaded.compiled and loaded._training.get("opt_state") is None
+    assert loaded.compiled and loaded._training.opt_state is None
 
 
 class _Interrupt(callbacks.Callback):
@@ -153,7 +153,7 @@ def test_saving_during_fit_captures_the_running_state(tmp_path):
 
     def save(epoch, logs):
         model.save(tmp_path / f"during{epoch}.h5")
-        saved_epochs.append(to_numpy_tree(model._training["live_state"].state["optimizer"]))
+        saved_epochs.append(to_numpy_tree(model._training.live_state.state["optimizer"]))
 
     model.fit(X, Y, epochs=2, callbacks=[callbacks.LambdaCallback(on_epoch_end=save)], **FIT)
     with CheckpointReader(tmp_path / "during0.h5") as ckpt:
@@ -232,8 +232,8 @@ def test_backup_and_restore_with_save_freq_resumes_mid_epoch(tmp_path, backend):
     history = restarted.fit(X, Y, epochs=3, callbacks=[backup], **FIT)
     assert backup.restored_epoch == 1 and history.epoch == [1, 2]  # backed up after step 4: epoch 1, batch 0
     assert_trees_bit_equal(to_numpy_tree(restarted.state), to_numpy_tree(straight.state))
-    assert_trees_bit_equal(to_numpy_tree(restarted._training["opt_state"]),
-                           to_numpy_tree(straight._training["opt_state"]))
+    assert_trees_bit_equal(to_numpy_tree(restarted._training.opt_state),
+                           to_numpy_tree(straight._training.opt_state))
 
 
 def test_mid_epoch_resume_is_refused_where_the_batch_order_cannot_repeat(tmp_path):

@@ -70,7 +70,7 @@ def test_hook_order_and_logs():
 def test_batch_logs_are_only_computed_when_read(monkeypatch):
     x, y = _xy(8)
     model = _model()
-    trainer = model._training["trainer"]
+    trainer = model._training.trainer
     calls = []
     original = trainer.core.results
     monkeypatch.setattr(trainer.core, "results", lambda state: calls.append(1) or original(state))
@@ -250,4 +250,4 @@ def test_stop_training_from_a_batch_hook():
     model = _model()
     history = model.fit(x, y, batch_size=2, epochs=5, verbose=0, callbacks=[StopAtThree()])
     assert history.epoch == [0]
-    assert int(ops.to_numpy(model._training["opt_state"]["iterations"])) == 3
+    assert int(ops.to_numpy(model._training.opt_state["iterations"])) == 3

@@ -62,7 +62,7 @@ def test_x_and_y_of_different_lengths(backend):
     with pytest.raises(ValueError, match="sample_weight sizes: 5"):
         model.fit(x, y, sample_weight=np.ones(5), verbose=0)
     _assert_same(before, _snapshot(model))
-    assert "opt_state" not in model._training
+    assert model._training.opt_state is None
 
 
 def test_labels_of_the_wrong_shape_for_the_loss(backend):
@@ -70,11 +70,11 @@ def test_labels_of_the_wrong_shape_for_the_loss(backend):
     model.compile("adam", ember.losses.SparseCategoricalCrossentropy(from_logits=True))
     x, y = _data()
     model.fit(x, y, epochs=1, verbose=0)  # a first fit succeeds: optimizer state exists
-    before, opt_before = _snapshot(model), model._training["opt_state"]
+    before, opt_before = _snapshot(model), model._training.opt_state
     with pytest.raises(ValueError, match=r"sparse_categorical_crossentropy.*shape"):
         model.fit(x, np.zeros((16, 3), dtype=np.int64), verbose=0)
     _assert_same(before, _snapshot(model))
-    assert model._training["opt_state"] is opt_before
+    assert model._training.opt_state is opt_before
 
 
 def test_one_hot_labels_of_the_wrong_width(backend):
@@ -168,7 +168,7 @@ def test_nan_loss_terminate_on_nan_stops_says_where_and_restores(backend, capsys
     reference.compile("sgd", ember.losses.SparseCategoricalCrossentropy(from_logits=True))
     reference.fit(x[:8], y[:8], batch_size=4, epochs=1, shuffle=False, verbose=0)
     _assert_same(_snapshot(reference), _snapshot(model))
-    assert int(ops.to_numpy(model._training["opt_state"]["iterations"])) == 2
+    assert int(ops.to_numpy(model._training.opt_state["iterations"])) == 2
 
 
 def test_steps_per_execution_other_than_one_is_refused_with_the_alternative():

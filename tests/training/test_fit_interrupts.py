@@ -47,7 +47,7 @@ def _numpy_tree(tree):
 
 def _train_state(model):
     """(model state, optimizer state) as NumPy; the optimizer state is None before the first fit."""
-    opt_state = model._training.get("opt_state")
+    opt_state = model._training.opt_state
     opt_state = None if opt_state is None else {k: v for k, v in opt_state.items() if k != "learning_rate"}
     return _numpy_tree(model.state), None if opt_state is None else _numpy_tree(opt_state)
 
@@ -60,7 +60,7 @@ class _RecordSteps(ember.callbacks.Callback):
         self.states = []
 
     def on_train_batch_end(self, batch, logs=None):
-        live = self.model._training["live_state"].state
+        live = self.model._training.live_state.state
         opt_state = {k: v for k, v in live["optimizer"].items() if k != "learning_rate"}
         self.states.append((_numpy_tree(live["model"]), _numpy_tree(opt_state)))
 

@@ -96,7 +96,7 @@ def test_frozen_layers_get_no_update(backend):
     for name in ("kernel", "bias"):
         np.testing.assert_array_equal(after["frozen"][name], before["frozen"][name])
     assert not np.allclose(after["head"]["kernel"], before["head"]["kernel"])
-    assert "frozen" not in model._training["opt_state"]["momentum"]  # no optimizer slots for frozen params
+    assert "frozen" not in model._training.opt_state["momentum"]  # no optimizer slots for frozen params
 
 
 def test_frozen_nested_model(backend):
@@ -216,7 +216,7 @@ def test_train_on_batch_and_test_on_batch(backend):
     model.reset_metrics()
     third = model.train_on_batch(x, y)
     assert isinstance(third, list) and len(third) == 2
-    assert int(ops.to_numpy(model._training["opt_state"]["iterations"])) == 3
+    assert int(ops.to_numpy(model._training.opt_state["iterations"])) == 3
     loss, mae = model.test_on_batch(x, y)
     predicted = ops.to_numpy(model.predict_on_batch(x)).astype(np.float64)
     np.testing.assert_allclose(loss, np.mean((predicted - 1) ** 2), rtol=1e-5)
@@ -229,10 +229,10 @@ def test_optimizer_state_carries_over_between_fits():
     x, y = np.ones((8, 3), np.float32), np.ones((8, 1), np.float32)
     model.fit(x, y, batch_size=4, epochs=1, verbose=0)
     model.fit(x, y, batch_size=4, epochs=1, verbose=0)
-    assert int(ops.to_numpy(model._training["opt_state"]["iterations"])) == 4
-    assert model.optimizer is model._training["trainer"].optimizer
+    assert int(ops.to_numpy(model._training.opt_state["iterations"])) == 4
+    assert model.optimizer is model._training.trainer.optimizer
     model.compile("adam", "mse")  # recompiling starts a fresh optimizer
-    assert "opt_state" not in model._training
+    assert model._training.opt_state is None
 
 
 def test_sample_weight_and_class_weight(backend):
@@ -248,7 +248,7 @@ def test_sample_weight_and_class_weight(backend):
     np.testing.assert_allclose(by_sample["loss"], np.sum(per_sample * weights) / 6, rtol=1e-5)
     np.testing.assert_allclose(by_sample["accuracy"],
                                np.sum((logits.argmax(-1) == y) * weights) / weights.sum(), rtol=1e-6)
-    trainer = model._training["trainer"]
+    trainer = model._training.trainer
     state = trainer.init_state()
     a, _ = trainer.train_step(state, (x, y, weights))
     model2 = model  # class_weight {0: 2, 1: 1, 2: 0} gives the same per-sample weights

@@ -73,7 +73,7 @@ def test_dropout_masks_change_from_step_to_step(backend):
 def test_mlx_traces_the_step_once(mlx_backend):
     model = _dropout_model()
     model.compile("adam", "mse", seed=0)
-    trainer = model._training["trainer"]
+    trainer = model._training.trainer
     calls = []
     forward = trainer.core.forward
     trainer.core.forward = lambda *args: calls.append(1) or forward(*args)

@@ -107,7 +107,7 @@ class BackupAndRestore(Callback):
     def on_train_begin(self, logs: Any = None) -> None:
         self.restored_epoch = None
         self._batches = 0
-        live = self.model._training.get("live_state")
+        live = self.model._training.live_state
         if live is None:
             raise RuntimeError("BackupAndRestore works inside model.fit only")
         found = self._read()
@@ -120,7 +120,7 @@ class BackupAndRestore(Callback):
                              "(optimizer state, epoch and RNG); delete it to start afresh")
         live.resume(model_state, opt_state, step_rng(live.steps, progress["rng"]), progress["epoch"],
                     progress.get("seed"), step=int(progress.get("step") or 0))
-        self.model._training["trainer"]._fits = int(progress.get("fits") or 0)
+        self.model._training.trainer._fits = int(progress.get("fits") or 0)
         self.restored_epoch = int(progress["epoch"])
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
