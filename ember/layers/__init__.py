@@ -42,6 +42,7 @@ from ember.layers.core.permute import Permute
 from ember.layers.core.repeat_vector import RepeatVector
 from ember.layers.core.reshape import Reshape
 from ember.layers.layer import Layer, clear_session
+from ember.layers.normalization.auto_contrast import AutoContrast
 from ember.layers.normalization import (
     BatchNormalization,
     GroupNormalization,
@@ -121,6 +122,7 @@ from ember.layers.reshaping import (
 
 __all__ = [
     "ActivityRegularization",
+    "AutoContrast",
     "BatchNormalization",
     "GaussianDropout",
     "GaussianNoise",
