@@ -37,7 +37,7 @@ from sklearn.model_selection import train_test_split
 
 import ember
 from ember import layers, ops
-from ember.initializers import derive_seed
+from ember.initializers import sub_seed
 
 from _common import parse_args, print_results
 
@@ -58,11 +58,10 @@ class GatedDense(layers.Layer):
         fan_in = input_shape[-1]
         init = ember.initializers.get(self.kernel_initializer)
         dtype = self.variable_dtype  # the layer's dtype, or floatx() ("float32")
-        sub = lambda name: None if seed is None else derive_seed(seed, name)  # noqa: E731
         return self.make_state(params={
-            "kernel": init((fan_in, self.units), dtype, sub("kernel")),
+            "kernel": init((fan_in, self.units), dtype, sub_seed(seed, "kernel")),
             "bias": ops.zeros((self.units,), dtype=dtype),
-            "gate_kernel": init((fan_in, self.units), dtype, sub("gate_kernel")),
+            "gate_kernel": init((fan_in, self.units), dtype, sub_seed(seed, "gate_kernel")),
             "gate_bias": ops.zeros((self.units,), dtype=dtype),
         })
 
