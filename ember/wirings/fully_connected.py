@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.validation import check_bool
 from ember.serialization import register_serializable
 from ember.wirings.base import Wiring, check_seed, random_polarity
 
@@ -37,8 +38,7 @@ class FullyConnected(Wiring):
     def __init__(self, units: int, output_dim: int | None = None, self_connections: bool = True,
                  erev_init_seed: int = 1111) -> None:
         super().__init__(units, output_dim)
-        if not isinstance(self_connections, bool):
-            raise TypeError(f"FullyConnected: self_connections must be a bool, received {self_connections!r}")
+        check_bool("FullyConnected", "self_connections", self_connections)
         self.self_connections = self_connections
         self.erev_init_seed = check_seed("FullyConnected", "erev_init_seed", erev_init_seed)
         rng = np.random.default_rng(self.erev_init_seed)

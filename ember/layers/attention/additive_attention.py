@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.validation import check_rate
+from ember.validation import check_bool, check_rate
 from ember.seeds import check_seed, sub_seed
 from ember.initializers import get as get_initializer
 from ember.layers.attention.base_dense_attention import BaseDenseAttention
@@ -50,8 +50,7 @@ class AdditiveAttention(BaseDenseAttention):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.use_scale, bool):
-            raise TypeError(f"{self.name}: use_scale must be a bool, received {self.use_scale!r}")
+        check_bool(self.name, "use_scale", self.use_scale)
         self._normalize("dropout", check_rate(self.name, "dropout", self.dropout))
         self._normalize("seed", check_seed(self.seed, f"{self.name}: seed"))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.validation import check_rate
+from ember.validation import check_bool, check_rate
 from ember.seeds import check_seed, sub_seed
 from ember.initializers import get as get_initializer
 from ember.layers.attention.base_dense_attention import BaseDenseAttention
@@ -62,8 +62,7 @@ class Attention(BaseDenseAttention):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.use_scale, bool):
-            raise TypeError(f"{self.name}: use_scale must be a bool, received {self.use_scale!r}")
+        check_bool(self.name, "use_scale", self.use_scale)
         if self.score_mode not in _SCORE_MODES:
             raise ValueError(f"{self.name}: score_mode must be one of {_SCORE_MODES}, received {self.score_mode!r}")
         self._normalize("dropout", check_rate(self.name, "dropout", self.dropout))

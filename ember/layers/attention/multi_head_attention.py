@@ -113,8 +113,7 @@ class MultiHeadAttention(Layer):
         if self.value_dim is not None:
             self._normalize("value_dim", check_positive_int(name, "value_dim", self.value_dim))
         self._normalize("dropout", check_rate(name, "dropout", self.dropout))
-        if not isinstance(self.use_bias, bool):
-            raise TypeError(f"{name}: use_bias must be a bool, received {self.use_bias!r}")
+        check_bool(name, "use_bias", self.use_bias)
         if self.output_shape is not None:
             shape = (self.output_shape,) if isinstance(self.output_shape, numbers.Integral) else self.output_shape
             try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ember.validation import check_positive_int
+from ember.validation import check_bool, check_positive_int
 from ember import activations, initializers, ops
 from ember.seeds import sub_seed
 from ember.layers.conv import _args
@@ -83,8 +83,7 @@ class BaseConvTranspose(RegularizedLayer):
                 f"{name}: strides > 1 cannot be combined with dilation_rate > 1, received "
                 f"strides={self.strides} and dilation_rate={self.dilation_rate}"
             )
-        if not isinstance(self.use_bias, bool):
-            raise TypeError(f"{name}: use_bias must be a bool, received {self.use_bias!r}")
+        check_bool(name, "use_bias", self.use_bias)
         self._normalize("activation", activations.standardize(self.activation, f"{name}: activation"))
         self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
         self._normalize("bias_initializer", initializers.get(self.bias_initializer))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ember.validation import check_positive_int
+from ember.validation import check_bool, check_positive_int
 from ember import activations, initializers, ops
 from ember.seeds import sub_seed
 from ember.layers.conv import _args
@@ -40,8 +40,7 @@ def validate_depthwise(layer: Any) -> None:
             f"{name}: strides > 1 cannot be combined with dilation_rate > 1, received "
             f"strides={layer.strides} and dilation_rate={layer.dilation_rate}"
         )
-    if not isinstance(layer.use_bias, bool):
-        raise TypeError(f"{name}: use_bias must be a bool, received {layer.use_bias!r}")
+    check_bool(name, "use_bias", layer.use_bias)
     layer._normalize("activation", activations.standardize(layer.activation, f"{name}: activation"))
 
 

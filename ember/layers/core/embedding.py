@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.validation import check_positive_int
+from ember.validation import check_bool, check_positive_int
 from ember import constraints, initializers, regularizers
 from ember.seeds import sub_seed
 from ember.layers.core._checks import input_shape_of
@@ -69,8 +69,7 @@ class Embedding(Layer):
         super().__post_init__()
         for field in ("input_dim", "output_dim"):
             self._normalize(field, check_positive_int(self.name, field, getattr(self, field)))
-        if not isinstance(self.mask_zero, bool):
-            raise TypeError(f"{self.name}: mask_zero must be a bool, received {self.mask_zero!r}")
+        check_bool(self.name, "mask_zero", self.mask_zero)
         initializer = self.embeddings_initializer
         if isinstance(initializer, str) and initializer == "uniform":  # Keras's alias
             initializer = initializers.RandomUniform(-0.05, 0.05)

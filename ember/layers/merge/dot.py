@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ember.validation import check_bool
 from ember.layers.merge.base import Merge
 from ember import ops
 
@@ -56,8 +57,7 @@ class Dot(Merge):
             raise TypeError(f"{self.name}: axes must be an int or a pair of ints, received {self.axes!r}")
         if 0 in values:
             raise ValueError(f"{self.name}: axes cannot include 0, the batch axis; received {self.axes!r}")
-        if not isinstance(self.normalize, bool):
-            raise TypeError(f"{self.name}: normalize must be a bool, received {self.normalize!r}")
+        check_bool(self.name, "normalize", self.normalize)
         self._normalize("axes", axes)
 
     def _axes_for(self, shapes: list[tuple]) -> tuple[int, int]:

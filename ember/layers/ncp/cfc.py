@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ember.validation import check_bool
 from ember.layers.ncp._common import compact_repr, default_name
 from ember.layers.ncp.cfc_cell import CfCCell
 from ember.layers.ncp.mixed_memory import MixedMemoryCell
@@ -81,8 +82,7 @@ class CfC(RNN):
         return compact_repr(self)
 
     def _make_cell(self) -> RNNCell:
-        if not isinstance(self.mixed_memory, bool):
-            raise TypeError(f"{self.name}: mixed_memory must be a bool, received {self.mixed_memory!r}")
+        check_bool(self.name, "mixed_memory", self.mixed_memory)
         common = {"name": self.name, "dtype": self.dtype, "trainable": self.trainable}
         if isinstance(self.units, Wiring):
             given = [f for f in ("backbone_units", "backbone_layers", "backbone_dropout")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ember.validation import check_bool
 from ember.layers.ncp._common import compact_repr
 from ember.layers.ncp.ltc_cell import LTCCell
 from ember.layers.ncp.mixed_memory import MixedMemoryCell
@@ -68,8 +69,7 @@ class LTC(RNN):
         return compact_repr(self)
 
     def _make_cell(self) -> RNNCell:
-        if not isinstance(self.mixed_memory, bool):
-            raise TypeError(f"{self.name}: mixed_memory must be a bool, received {self.mixed_memory!r}")
+        check_bool(self.name, "mixed_memory", self.mixed_memory)
         common = {"name": self.name, "dtype": self.dtype, "trainable": self.trainable}
         cell = LTCCell(self.units, input_mapping=self.input_mapping, output_mapping=self.output_mapping,
                        ode_unfolds=self.ode_unfolds, epsilon=self.epsilon,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.validation import check_bool
 from ember import activations, initializers
 from ember.layers.ncp._common import built_wiring, check_features, compact_repr, normalize_wiring, to_mask
 from ember.layers.rnn.cell import RNNCell, init_weight
@@ -59,8 +60,7 @@ class NCPCell(RNNCell):
         super().__post_init__()
         normalize_wiring(self)
         self._normalize("activation", activations.standardize(self.activation, f"{self.name}: activation"))
-        if not isinstance(self.use_bias, bool):
-            raise TypeError(f"{self.name}: use_bias must be a bool, received {self.use_bias!r}")
+        check_bool(self.name, "use_bias", self.use_bias)
         for field in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
             self._normalize(field, initializers.get(getattr(self, field)))
 

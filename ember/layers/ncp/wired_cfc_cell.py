@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ember.validation import check_bool
 from ember import initializers
 from ember.layers.ncp._common import (
     compact_repr,
@@ -92,8 +93,7 @@ class WiredCfCCell(RNNCell):
         super().__post_init__()
         normalize_wiring(self, allow_units=False)
         check_mode(self)
-        if not isinstance(self.fully_recurrent, bool):
-            raise TypeError(f"{self.name}: fully_recurrent must be a bool, received {self.fully_recurrent!r}")
+        check_bool(self.name, "fully_recurrent", self.fully_recurrent)
         self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
         self._normalize("bias_initializer", initializers.get(self.bias_initializer))
         wiring = self.wiring

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+from ember.validation import check_bool
 from ember import constraints, regularizers
 from ember.layers.layer import Layer
 from ember import ops
@@ -41,8 +42,7 @@ def check_real(layer: Layer, field: str, low: float, high: float | None = None, 
 
 def check_bools(layer: Layer, *fields: str) -> None:
     for field in fields:
-        if not isinstance(getattr(layer, field), bool):
-            raise TypeError(f"{layer.name}: {field} must be a bool, received {getattr(layer, field)!r}")
+        check_bool(layer.name, field, getattr(layer, field))
 
 
 def resolve_weight_options(layer: Layer, prefixes: tuple[str, ...] = ("beta", "gamma")) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ember.validation import check_bool
 from ember import ops
 from ember.layers.conv import _args
 from ember.layers.layer import Layer
@@ -27,8 +28,7 @@ class BaseGlobalPooling(Layer):
     def __post_init__(self) -> None:
         super().__post_init__()
         self._normalize("data_format", _args.standardize_data_format(self.name, self.data_format))
-        if not isinstance(self.keepdims, bool):
-            raise TypeError(f"{self.name}: keepdims must be a bool, received {self.keepdims!r}")
+        check_bool(self.name, "keepdims", self.keepdims)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         shape, spatial, channels = _args.spatial_shape(self, input_shape, self.rank, self.data_format)

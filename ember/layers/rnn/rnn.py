@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+from ember.validation import check_bool
 from ember import dtypes
 from ember.layers.layer import Layer, add_loss
 from ember.layers.rnn.cell import RNNCell
@@ -152,8 +153,7 @@ class RNN(Layer):
             raise TypeError(f"{self.name}: cell must be an RNNCell (a Layer with state_size, output_size, step, "
                             f"get_initial_state), received {cell!r}")
         for flag in _FLAGS:
-            if not isinstance(getattr(self, flag), bool):
-                raise TypeError(f"{self.name}: {flag} must be a bool, received {getattr(self, flag)!r}")
+            check_bool(self.name, flag, getattr(self, flag))
         if self.stateful:
             raise NotImplementedError(
                 f"{self.name}: stateful=True is not supported: ember layers hold no arrays between calls. "
