@@ -35,7 +35,7 @@ from sklearn.model_selection import train_test_split
 
 import ember
 from ember import layers, ops
-from ember.initializers import derive_seed
+from ember.initializers import sub_seed
 
 from _common import parse_args, print_results
 
@@ -66,7 +66,7 @@ class LIFSpiking(layers.Layer):
         init = ember.initializers.get("glorot_uniform")
         dtype = self.variable_dtype
         return self.make_state(params={
-            "kernel": init((input_shape[-1], self.units), dtype, None if seed is None else derive_seed(seed, "kernel")),
+            "kernel": init((input_shape[-1], self.units), dtype, sub_seed(seed, "kernel")),
             "bias": ops.full((self.units,), 0.5, dtype=dtype),
         })
 
