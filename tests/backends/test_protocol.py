@@ -107,3 +107,21 @@ def test_set_backend_switches_functions_seen_through_module_reference(backend):
 
 def test_ember_random_is_ops_random():
     assert ember.random is ops.random
+
+
+CORE_PARTS = ("core", "_base", "_creation", "_elementwise", "_reduce", "_shape", "_index", "_products")
+
+
+def _defining_module(function) -> str:
+    """The backend module (``core``, ``_shape``, ...) where a core op is written."""
+    return getattr(function, "__module__", "").rsplit(".", 1)[-1]
+
+
+@pytest.mark.parametrize("name", _spec.op_names("core"))
+def test_core_op_lives_in_the_same_file_in_every_backend(name):
+    """A maintainer finds e.g. ``getitem`` in ``<backend>/_index.py`` whatever the backend."""
+    homes = {}
+    for backend in backends.available():
+        module = importlib.import_module(f"ember.backends.{backend}.core")
+        homes[backend] = _defining_module(getattr(module, name))
+    assert len(set(homes.values())) == 1 and set(homes.values()) <= set(CORE_PARTS), homes

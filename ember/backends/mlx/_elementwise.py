@@ -25,7 +25,7 @@ from ember.backends.mlx._base import (
     inexact,
     to_mx,
 )
-from ember.backends.mlx._shape import nonzero
+from ember.backends.mlx._index import nonzero
 
 # ------------------------------------------------------------------------ elementwise unary
 

@@ -1,8 +1,9 @@
-"""Core ops of the MLX backend: conversion, dtypes, devices and array creation.
+"""Core ops of the MLX backend: conversion, dtypes, devices.
 
-Element-wise math lives in :mod:`._elementwise`, reductions in :mod:`._reduce`, shape
-and indexing ops in :mod:`._shape`, products in :mod:`.linalg`; they are re-exported
-here because ``ember.ops`` reads the core namespace from this module.
+The core namespace is split the same way in every backend: conversion, dtypes and devices
+here; promotion and converters in ``_base``; then ``_creation``, ``_elementwise``, ``_reduce``,
+``_shape``, ``_index`` (indexing, scatter/gather, sorting, segments) and ``_products``, all
+re-exported here so this module is the whole core namespace.
 
 MLX is lazy: nothing here calls ``mx.eval`` except where a Python value is needed
 (``nonzero``, boolean masks, ``segment_*`` without ``num_segments``).
@@ -10,11 +11,8 @@ MLX is lazy: nothing here calls ``mx.eval`` except where a Python value is neede
 
 from __future__ import annotations
 
-import builtins
-import math
 
 import mlx.core as mx
-import numpy as np
 
 from ember.backends.mlx import _base
 from ember.backends.mlx._base import (  # noqa: F401  (gpu_available: a device hook of the package)
@@ -33,20 +31,28 @@ from ember.backends.mlx._base import (  # noqa: F401  (gpu_available: a device h
     to_mx,
 )
 from ember.backends.mlx._shape import (  # noqa: F401  (re-exported ops)
-    argsort,
     broadcast_to,
     concatenate,
     expand_dims,
     flip,
-    gather,
-    getitem,
     moveaxis,
-    nonzero,
-    one_hot,
     pad,
     ravel,
     repeat,
     reshape,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    tile,
+    transpose,
+)
+from ember.backends.mlx._index import (  # noqa: F401  (re-exported ops)
+    argsort,
+    gather,
+    getitem,
+    nonzero,
+    one_hot,
     scatter,
     scatter_add,
     scatter_update,
@@ -55,15 +61,9 @@ from ember.backends.mlx._shape import (  # noqa: F401  (re-exported ops)
     slice,
     slice_update,
     sort,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
     take,
     take_along_axis,
-    tile,
     top_k,
-    transpose,
 )
 from ember.backends.mlx._elementwise import (  # noqa: F401  (re-exported ops)
     abs,
@@ -143,7 +143,18 @@ from ember.backends.mlx._reduce import (  # noqa: F401  (re-exported ops)
     sum,
     var,
 )
-from ember.backends.mlx.linalg import dot, einsum, matmul, outer, tensordot  # noqa: F401
+from ember.backends.mlx._products import dot, einsum, matmul, outer, tensordot  # noqa: F401
+from ember.backends.mlx._creation import (  # noqa: F401  (re-exported ops)
+    zeros,
+    ones,
+    full,
+    zeros_like,
+    ones_like,
+    full_like,
+    eye,
+    arange,
+    linspace,
+)
 
 __all__ = ["DEVICE", "gpu_available"]
 
@@ -214,116 +225,3 @@ def to_device(x, device):
 
 def stop_gradient(x):
     return mx.stop_gradient(to_mx(x))
-
-
-# ---------------------------------------------------------------------------- creation
-
-
-def _shape_arg(shape, op):
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (int(shape),)
-    try:  # __index__: a str such as '3' or a float is not a dimension (int() would take them)
-        shape = tuple(int(d.__index__()) for d in shape)
-    except (TypeError, AttributeError):
-        raise TypeError(f"{op}: shape must be an int or a sequence of ints, received {shape!r}") from None
-    if builtins.any(d < 0 for d in shape):
-        raise ValueError(f"{op}: shape must not have negative entries, received {shape}")
-    return shape
-
-
-def zeros(shape, dtype=None, device=None):
-    name = check_device(device)
-    return mx.zeros(_shape_arg(shape, "zeros"), dtype=mx_dtype(dtype, "zeros", name), stream=stream_for(name))
-
-
-def ones(shape, dtype=None, device=None):
-    name = check_device(device)
-    return mx.ones(_shape_arg(shape, "ones"), dtype=mx_dtype(dtype, "ones", name), stream=stream_for(name))
-
-
-def full(shape, fill_value, dtype=None, device=None):
-    name = check_device(device)
-    shape = _shape_arg(shape, "full")
-    if dtype is None:
-        value = to_mx(fill_value, "full: fill_value")
-    else:
-        target = mx_dtype(dtype, "full", name)
-        check_int_scalar(fill_value, target)
-        value = convert(fill_value, "full: fill_value", target)
-    return mx.full(shape, value, dtype=value.dtype, stream=stream_for(name))
-
-
-def zeros_like(x, dtype=None):
-    x = to_mx(x)
-    return mx.zeros(x.shape, dtype=x.dtype if dtype is None else mx_dtype(dtype, "zeros_like"))
-
-
-def ones_like(x, dtype=None):
-    x = to_mx(x)
-    return mx.ones(x.shape, dtype=x.dtype if dtype is None else mx_dtype(dtype, "ones_like"))
-
-
-def full_like(x, fill_value, dtype=None):
-    x = to_mx(x)
-    target = x.dtype if dtype is None else mx_dtype(dtype, "full_like")
-    check_int_scalar(fill_value, target)
-    return mx.full(x.shape, convert(fill_value, "full_like: fill_value", target), dtype=target)
-
-
-def eye(N, M=None, k=0, dtype=None, device=None):
-    name = check_device(device)
-    target = mx_dtype(dtype, "eye", name)
-    return mx.eye(int(N), None if M is None else int(M), int(k), dtype=target, stream=stream_for(name))
-
-
-def _is_int_like(value):
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _work_float(target):
-    """Where float creation ops compute: float64 on the CPU (NumPy's precision), else float32."""
-    return mx.float32 if DEVICE.gpu else mx.float64
-
-
-def arange(start, stop=None, step=1, dtype=None, device=None):
-    name = check_device(device)
-    stream = stream_for(name)
-    if stop is None:
-        start, stop = 0, start
-    if step == 0:
-        raise ValueError("arange: step must not be zero")
-    all_ints = builtins.all(_is_int_like(v) for v in (start, stop, step))
-    if dtype is None:
-        target = mx.int32 if all_ints else floatx()
-    else:
-        target = mx_dtype(dtype, "arange", name)
-    if all_ints and (target in INTEGERS or target in FLOATS):
-        out = mx.arange(int(start), int(stop), int(step), dtype=mx.int64 if target is mx.int64 else mx.int32,
-                        stream=stream)
-        return out if out.dtype == target else out.astype(target)
-    # NumPy's rule: start + i * step for i < ceil((stop - start) / step).
-    length = builtins.max(0, math.ceil((float(stop) - float(start)) / float(step)))
-    work = _work_float(target)
-    out = float(start) + mx.arange(length, dtype=work, stream=stream) * float(step)
-    return out if out.dtype == target else out.astype(target)
-
-
-def linspace(start, stop, num=50, endpoint=True, dtype=None, device=None):
-    name = check_device(device)
-    num = int(num)
-    if num < 0:
-        raise ValueError(f"linspace: num must be non-negative, received {num}")
-    target = mx_dtype(dtype, "linspace", name)
-    work = _work_float(target)
-    div = (num - 1) if endpoint else num
-    start_f, stop_f = float(start), float(stop)
-    index = mx.arange(num, dtype=work, stream=stream_for(name))
-    if div > 0:
-        out = start_f + index * ((stop_f - start_f) / div)
-        if endpoint and num > 1:
-            out = mx.where(index == num - 1, mx.array(stop_f, dtype=work), out)
-    else:
-        out = start_f + index * 0.0
-    if target in INTEGERS:
-        out = mx.floor(out)
-    return out if out.dtype == target else out.astype(target)

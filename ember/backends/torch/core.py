@@ -1,8 +1,9 @@
-"""Core ops of the torch backend: conversion, creation, element-wise math.
+"""Core ops of the torch backend: conversion, dtypes, devices.
 
-Reductions live in :mod:`._reduce`, shape manipulation and indexing in
-:mod:`._manip`, matrix products in :mod:`._products`; all are re-exported here so ``core`` holds the whole top-level
-``ember.ops`` namespace. Conversion and dtype promotion are in :mod:`._base`.
+The core namespace is split the same way in every backend: conversion, dtypes and devices
+here; promotion and converters in ``_base``; then ``_creation``, ``_elementwise``, ``_reduce``,
+``_shape``, ``_index`` (indexing, scatter/gather, sorting, segments) and ``_products``, all
+re-exported here so this module is the whole core namespace.
 
 Hot-path pattern: every op first tests ``type(x) is torch.Tensor`` (and, for two
 operands, identical dtypes) and only otherwise calls the slow converter, so an op
@@ -11,47 +12,40 @@ on native tensors costs one Python call plus a few attribute checks over torch.
 
 from __future__ import annotations
 
-import builtins as _b
-from typing import Any
 
-import numpy as np
 import torch
 
-from ember import dtypes as _dt
 from ember.backends.torch import _base
 from ember.backends.torch._base import (
-    COMPLEX,
     DEVICE,
-    FLOATING,
-    INEXACT,
-    INTEGER,
     Tensor,
-    binary_slow,
-    binary_tensors,
-    check_int_scalar,
     dtype_name,
-    floatx,
     native,
-    promote_all,
-    resolve_device,
-    scalar_kind,
-    to_float,
     torch_dtype,
 )
-from ember.backends.torch._manip import (  # noqa: F401  (re-exported ops)
+from ember.backends.torch._shape import (  # noqa: F401  (re-exported ops)
     broadcast_to,
     concatenate,
     expand_dims,
     flip,
-    gather,
-    getitem,
     moveaxis,
-    nonzero,
-    one_hot,
     pad,
     ravel,
     repeat,
     reshape,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    tile,
+    transpose,
+)
+from ember.backends.torch._index import (  # noqa: F401  (re-exported ops)
+    argsort,
+    gather,
+    getitem,
+    nonzero,
+    one_hot,
     scatter,
     scatter_add,
     scatter_update,
@@ -60,16 +54,9 @@ from ember.backends.torch._manip import (  # noqa: F401  (re-exported ops)
     slice,
     slice_update,
     sort,
-    argsort,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
     take,
     take_along_axis,
-    tile,
     top_k,
-    transpose,
 )
 from ember.backends.torch._products import dot, einsum, matmul, outer, tensordot  # noqa: F401
 from ember.backends.torch._reduce import (  # noqa: F401  (re-exported ops)
@@ -89,10 +76,80 @@ from ember.backends.torch._reduce import (  # noqa: F401  (re-exported ops)
     sum,
     var,
 )
+from ember.backends.torch._creation import (  # noqa: F401  (re-exported ops)
+    zeros,
+    ones,
+    full,
+    zeros_like,
+    ones_like,
+    full_like,
+    eye,
+    arange,
+    linspace,
+)
+from ember.backends.torch._elementwise import (  # noqa: F401  (re-exported ops)
+    sqrt,
+    rsqrt,
+    reciprocal,
+    exp,
+    log,
+    log1p,
+    expm1,
+    log2,
+    log10,
+    sin,
+    cos,
+    tan,
+    arcsin,
+    arccos,
+    arctan,
+    sinh,
+    cosh,
+    tanh,
+    arcsinh,
+    arccosh,
+    arctanh,
+    erf,
+    erfinv,
+    negative,
+    abs,
+    sign,
+    square,
+    round,
+    floor,
+    ceil,
+    isnan,
+    isinf,
+    isfinite,
+    logical_not,
+    real,
+    imag,
+    conj,
+    add,
+    subtract,
+    multiply,
+    floor_divide,
+    mod,
+    power,
+    equal,
+    not_equal,
+    less,
+    less_equal,
+    greater,
+    greater_equal,
+    maximum,
+    minimum,
+    arctan2,
+    divide,
+    logical_and,
+    logical_or,
+    logical_xor,
+    isclose,
+    clip,
+    where,
+)
 
 __all__ = ["DEVICE"]
-
-_BOOL = torch.bool
 
 # ------------------------------------------------------------ conversion, dtype, device
 
@@ -166,473 +223,3 @@ def stop_gradient(x):
     if type(x) is not Tensor:
         x = native(x)
     return x.detach()
-
-
-# ---------------------------------------------------------------------------- creation
-
-
-def _shape_arg(shape, argument: str = "shape") -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        dims = (int(shape),)
-    else:
-        if isinstance(shape, Tensor):
-            shape = shape.tolist()
-        try:  # __index__: a str such as '3' or a float is not a dimension (int() would take them)
-            dims = tuple(int(s.__index__()) for s in shape)
-        except (TypeError, AttributeError):
-            raise TypeError(f"{argument}: expected an int or a sequence of ints, received {shape!r}") from None
-    if _b.any(d < 0 for d in dims):
-        raise ValueError(f"{argument}: dimensions must be non-negative, received {dims}")
-    return dims
-
-
-def zeros(shape, dtype=None, device=None):
-    return torch.zeros(_shape_arg(shape), dtype=torch_dtype(dtype), device=resolve_device(device))
-
-
-def ones(shape, dtype=None, device=None):
-    return torch.ones(_shape_arg(shape), dtype=torch_dtype(dtype), device=resolve_device(device))
-
-
-def full(shape, fill_value, dtype=None, device=None):
-    dims = _shape_arg(shape)
-    place = resolve_device(device)
-    if scalar_kind(fill_value) is not None:
-        target = torch_dtype(_dt.result_type(fill_value) if dtype is None else dtype)
-        if type(fill_value) is int:
-            check_int_scalar(fill_value, target)
-        return torch.full(dims, fill_value, dtype=target, device=place)
-    value = native(fill_value, "fill_value", place)
-    target = value.dtype if dtype is None else torch_dtype(dtype)
-    return torch.broadcast_to(value.to(device=place, dtype=target), dims).contiguous()
-
-
-def zeros_like(x, dtype=None):
-    x = native(x)
-    return torch.zeros_like(x, dtype=x.dtype if dtype is None else torch_dtype(dtype))
-
-
-def ones_like(x, dtype=None):
-    x = native(x)
-    return torch.ones_like(x, dtype=x.dtype if dtype is None else torch_dtype(dtype))
-
-
-def full_like(x, fill_value, dtype=None):
-    x = native(x)
-    target = x.dtype if dtype is None else torch_dtype(dtype)
-    if scalar_kind(fill_value) is not None:
-        if type(fill_value) is int:
-            check_int_scalar(fill_value, target)
-        return torch.full_like(x, fill_value, dtype=target)
-    value = native(fill_value, "fill_value", x.device).to(device=x.device, dtype=target)
-    return torch.broadcast_to(value, x.shape).contiguous()
-
-
-def eye(N, M=None, k=0, dtype=None, device=None):
-    rows = int(N)
-    cols = rows if M is None else int(M)
-    place = resolve_device(device)
-    target = torch_dtype(dtype)
-    if k == 0:
-        return torch.eye(rows, cols, dtype=target, device=place)
-    r = torch.arange(rows, device=place)[:, None]
-    c = torch.arange(cols, device=place)[None, :]
-    return (c - r == int(k)).to(target)
-
-
-def _number(value: Any, argument: str):
-    if isinstance(value, Tensor) or isinstance(value, np.ndarray) or isinstance(value, np.generic):
-        value = value.item()
-    elif getattr(type(value), "__ember_tensor__", False):
-        value = native(value).item()
-    if scalar_kind(value) is None:
-        raise TypeError(f"{argument}: expected a number, received {value!r}")
-    return value
-
-
-_ARANGE_DIRECT = (torch.int32, torch.int64, torch.float32, torch.float64)
-
-
-def arange(start, stop=None, step=1, dtype=None, device=None):
-    start = _number(start, "start")
-    if stop is None:
-        start, stop = 0, start
-    stop = _number(stop, "stop")
-    step = _number(step, "step")
-    if step == 0:
-        raise ValueError("arange: step must be non-zero")
-    place = resolve_device(device)
-    if dtype is None:
-        integral = _b.all(isinstance(v, int) for v in (start, stop, step))
-        target = torch.int32 if integral else floatx()
-    else:
-        target = torch_dtype(dtype)
-    if (stop - start) / step <= 0:  # NumPy gives an empty array; torch raises
-        return torch.empty((0,), dtype=target, device=place)
-    if target in _ARANGE_DIRECT:
-        return torch.arange(start, stop, step, dtype=target, device=place)
-    compute = torch.float32 if target in FLOATING or target in COMPLEX else torch.int64
-    return torch.arange(start, stop, step, dtype=compute, device=place).to(target)
-
-
-def linspace(start, stop, num=50, endpoint=True, dtype=None, device=None):
-    num = int(num)
-    if num < 0:
-        raise ValueError(f"linspace: num must be non-negative, received {num}")
-    place = resolve_device(device)
-    target = torch_dtype(dtype)
-    compute = torch.float32 if place.type == "mps" else torch.float64
-    steps = num + (0 if endpoint else 1)
-    if scalar_kind(start) is not None and scalar_kind(stop) is not None:
-        out = torch.linspace(start, stop, steps, dtype=compute, device=place)
-        if not endpoint:
-            out = out[:num]
-    else:
-        lo = native(start, "start", place).to(compute)
-        hi = native(stop, "stop", place).to(compute)
-        lo, hi = torch.broadcast_tensors(lo, hi)
-        div = (steps - 1) if steps > 1 else 1
-        t = torch.arange(num, dtype=compute, device=place) / div
-        t = t.reshape((num,) + (1,) * lo.ndim)
-        out = lo + (hi - lo) * t
-        if endpoint and num > 1:
-            out[-1] = hi
-    if target in INTEGER:
-        out = torch.floor(out)
-    return out.to(target)
-
-
-# ----------------------------------------------------------------- elementwise unary
-
-
-def _float_unary(fn, name):
-    def op(x):
-        if type(x) is not Tensor or x.dtype not in INEXACT:
-            x = to_float(x)
-        return fn(x)
-
-    op.__name__ = op.__qualname__ = name
-    return op
-
-
-sqrt = _float_unary(torch.sqrt, "sqrt")
-rsqrt = _float_unary(torch.rsqrt, "rsqrt")
-reciprocal = _float_unary(torch.reciprocal, "reciprocal")
-exp = _float_unary(torch.exp, "exp")
-log = _float_unary(torch.log, "log")
-log1p = _float_unary(torch.log1p, "log1p")
-expm1 = _float_unary(torch.expm1, "expm1")
-log2 = _float_unary(torch.log2, "log2")
-log10 = _float_unary(torch.log10, "log10")
-sin = _float_unary(torch.sin, "sin")
-cos = _float_unary(torch.cos, "cos")
-tan = _float_unary(torch.tan, "tan")
-arcsin = _float_unary(torch.asin, "arcsin")
-arccos = _float_unary(torch.acos, "arccos")
-arctan = _float_unary(torch.atan, "arctan")
-sinh = _float_unary(torch.sinh, "sinh")
-cosh = _float_unary(torch.cosh, "cosh")
-tanh = _float_unary(torch.tanh, "tanh")
-arcsinh = _float_unary(torch.asinh, "arcsinh")
-arccosh = _float_unary(torch.acosh, "arccosh")
-arctanh = _float_unary(torch.atanh, "arctanh")
-erf = _float_unary(torch.special.erf, "erf")
-erfinv = _float_unary(torch.special.erfinv, "erfinv")
-
-
-def negative(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    if x.dtype is torch.bool:
-        raise TypeError("negative: not supported for bool arrays; use logical_not")
-    return torch.neg(x)
-
-
-def abs(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    if x.dtype is torch.bool or x.dtype is torch.uint8:
-        return x
-    return torch.abs(x)
-
-
-def sign(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    if x.dtype in COMPLEX:
-        return torch.sgn(x)
-    if x.dtype is torch.bool:
-        return x
-    return torch.sign(x)
-
-
-def square(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    if x.dtype is torch.bool:  # bool counts as 0/1: int32, as sum(bool)
-        x = x.to(torch.int32)
-    return x * x
-
-
-def round(x, decimals=0):
-    if type(x) is not Tensor:
-        x = native(x)
-    decimals = int(decimals)
-    if x.dtype in FLOATING:
-        return torch.round(x, decimals=decimals) if decimals else torch.round(x)
-    if x.dtype in COMPLEX:
-        return torch.complex(round(x.real, decimals), round(x.imag, decimals))
-    if decimals >= 0 or x.dtype is torch.bool:
-        return x
-    # Integers to a negative number of decimals (round(1250, -2) == 1200): in float64.
-    compute = torch.float32 if x.device.type == "mps" else torch.float64
-    return torch.round(x.to(compute), decimals=decimals).to(x.dtype)
-
-
-def floor(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    return torch.floor(x) if x.dtype in FLOATING else x
-
-
-def ceil(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    return torch.ceil(x) if x.dtype in FLOATING else x
-
-
-def isnan(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    return torch.isnan(x)
-
-
-def isinf(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    return torch.isinf(x)
-
-
-def isfinite(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    return torch.isfinite(x)
-
-
-def logical_not(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    return torch.logical_not(x)
-
-
-def real(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    return torch.real(x)
-
-
-def imag(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    if x.dtype in COMPLEX:
-        return torch.imag(x)
-    return torch.zeros_like(x)
-
-
-def conj(x):
-    if type(x) is not Tensor:
-        x = native(x)
-    if x.dtype in COMPLEX:
-        return torch.conj_physical(x)
-    return x
-
-
-# ---------------------------------------------------------------- elementwise binary
-
-
-def _op_error(name: str, error: RuntimeError, *operands) -> Exception:
-    """torch's RuntimeError as the ValueError/TypeError NumPy would raise."""
-    shapes = [tuple(o.shape) if isinstance(o, Tensor) else () for o in operands]
-    if isinstance(error, NotImplementedError):
-        kinds = [dtype_name(o.dtype) for o in operands if isinstance(o, Tensor)]
-        return TypeError(f"{name}: not supported for dtype(s) {kinds} on the torch backend ({error})")
-    text = str(error)
-    if "bool" in text.lower():  # e.g. bool - bool: a dtype error, a TypeError as in NumPy
-        kinds = [dtype_name(o.dtype) for o in operands if isinstance(o, Tensor)]
-        return TypeError(f"{name}: not supported for dtype(s) {kinds} on the torch backend ({error})")
-    if "size of tensor" in text or "broadcast" in text or "shape" in text:
-        return ValueError(f"{name}: operands could not be broadcast together with shapes {shapes}")
-    return error
-
-
-def _binary_op(fn, name, bool_as_int=False):
-    # A weak Python scalar as x2 reaches ``fn`` as a number (torch keeps the tensor's dtype).
-    # ``bool_as_int``: arithmetic that treats bool as the numbers 0/1 (floor_divide, mod,
-    # power) gives int32 for two bool operands, as ``sum(bool)`` does.
-    def op(x1, x2):
-        if type(x1) is not Tensor:
-            x1, x2 = binary_slow(x1, x2)
-        elif type(x2) is Tensor:
-            if x1.dtype is not x2.dtype:
-                x1, x2 = binary_slow(x1, x2)
-        elif not (type(x2) is float and x1.dtype in INEXACT or type(x2) is int and x1.dtype is not _BOOL):
-            # (tensor, float) with a float tensor and (tensor, int) with a non-bool tensor
-            # already give Ember's dtype in torch; anything else is promoted first.
-            x1, x2 = binary_slow(x1, x2)
-        elif type(x2) is int and not 0 <= x2 <= 127:  # cheap guard before the range check
-            check_int_scalar(x2, x1.dtype)
-        if bool_as_int and x1.dtype is _BOOL:
-            x1, x2 = _bool_operands_as_int32(x1, x2)
-        try:
-            return fn(x1, x2)
-        except RuntimeError as error:
-            raise _op_error(name, error, x1, x2) from None
-
-    op.__name__ = op.__qualname__ = name
-    return op
-
-
-def _bool_operands_as_int32(x1, x2):
-    return x1.to(torch.int32), (x2.to(torch.int32) if isinstance(x2, Tensor) else int(x2))
-
-
-def _binary_tensor_op(fn, name, to_inexact=False):
-    # For torch functions that only take tensors (maximum, atan2, ...).
-    def op(x1, x2):
-        if type(x1) is not Tensor or type(x2) is not Tensor or x1.dtype is not x2.dtype:
-            x1, x2 = binary_tensors(x1, x2)
-        if to_inexact and x1.dtype not in INEXACT:
-            target = floatx()
-            x1, x2 = x1.to(target), x2.to(target)
-        try:
-            return fn(x1, x2)
-        except RuntimeError as error:
-            raise _op_error(name, error, x1, x2) from None
-
-    op.__name__ = op.__qualname__ = name
-    return op
-
-
-add = _binary_op(torch.add, "add")
-subtract = _binary_op(torch.sub, "subtract")
-multiply = _binary_op(torch.mul, "multiply")  # torch.mul: the alias torch.multiply is slower with scalars
-floor_divide = _binary_op(torch.floor_divide, "floor_divide", bool_as_int=True)
-mod = _binary_op(torch.remainder, "mod", bool_as_int=True)
-_power = _binary_op(torch.pow, "power", bool_as_int=True)
-
-
-def power(x1, x2):
-    if type(x2) is int and x2 < 0:
-        _check_integer_power(x1, x2)
-    return _power(x1, x2)
-
-
-def _check_integer_power(x1, x2):
-    """NumPy's rule: an integer (or bool) base with a negative integer exponent is a ValueError."""
-    base = x1 if type(x1) is Tensor else native(x1, "x1")
-    if base.dtype not in INEXACT:
-        raise ValueError(
-            f"power: integers to negative integer powers are not allowed (received a {dtype_name(base.dtype)} "
-            f"base and exponent {x2}); cast x1 to a float dtype first")
-
-
-equal = _binary_op(torch.eq, "equal")
-not_equal = _binary_op(torch.ne, "not_equal")
-less = _binary_op(torch.lt, "less")
-less_equal = _binary_op(torch.le, "less_equal")
-greater = _binary_op(torch.gt, "greater")
-greater_equal = _binary_op(torch.ge, "greater_equal")
-maximum = _binary_tensor_op(torch.maximum, "maximum")
-minimum = _binary_tensor_op(torch.minimum, "minimum")
-arctan2 = _binary_tensor_op(torch.atan2, "arctan2", to_inexact=True)
-
-
-def divide(x1, x2):
-    if type(x1) is not Tensor or type(x2) is not Tensor or x1.dtype is not x2.dtype:
-        x1, x2 = binary_slow(x1, x2)
-    if x1.dtype not in INEXACT:  # true division of integers gives floatx()
-        target = floatx()
-        x1 = x1.to(target)
-        if isinstance(x2, Tensor):
-            x2 = x2.to(target)
-    try:
-        return torch.div(x1, x2)
-    except RuntimeError as error:
-        raise _op_error("divide", error, x1, x2) from None
-
-
-def _logical(fn, name):
-    def op(x1, x2):
-        if type(x1) is not Tensor:
-            x1 = native(x1, "x1")
-        if type(x2) is not Tensor:
-            x2 = native(x2, "x2", x1.device)
-        try:
-            return fn(x1, x2)
-        except RuntimeError as error:
-            raise _op_error(name, error, x1, x2) from None
-
-    op.__name__ = op.__qualname__ = name
-    return op
-
-
-logical_and = _logical(torch.logical_and, "logical_and")
-logical_or = _logical(torch.logical_or, "logical_or")
-logical_xor = _logical(torch.logical_xor, "logical_xor")
-
-
-def isclose(x1, x2, rtol=1e-05, atol=1e-08, equal_nan=False):
-    x1, x2 = binary_tensors(x1, x2)
-    if x1.dtype is torch.bool:
-        x1, x2 = x1.to(torch.int32), x2.to(torch.int32)
-    try:
-        return torch.isclose(x1, x2, rtol=rtol, atol=atol, equal_nan=equal_nan)
-    except RuntimeError as error:
-        raise _op_error("isclose", error, x1, x2) from None
-
-
-def clip(x, x_min, x_max):
-    x = native(x)
-    bounds = [b for b in (x_min, x_max) if b is not None]
-    if not bounds:
-        return x.to(torch.int32) if x.dtype is _BOOL else x.clone()
-    if _b.all(scalar_kind(b) is not None for b in bounds):
-        target = promote_all([x] + bounds)
-        if target is _BOOL:  # clip counts bool as 0/1: int32 (Keras)
-            target = torch.int32
-        for b in bounds:
-            if type(b) is int:
-                check_int_scalar(b, target)
-        if x.dtype is not target:
-            x = x.to(target)
-        return torch.clamp(x, x_min, x_max)
-    lo = None if x_min is None else native(x_min, "x_min", x.device)
-    hi = None if x_max is None else native(x_max, "x_max", x.device)
-    target = promote_all([v if scalar_kind(b) is None else b for v, b in ((x, x), (lo, x_min), (hi, x_max)) if b is not None])
-    if target is _BOOL:
-        target = torch.int32
-    x = x.to(target)
-    lo = None if lo is None else lo.to(device=x.device, dtype=target)
-    hi = None if hi is None else hi.to(device=x.device, dtype=target)
-    try:
-        return torch.clamp(x, lo, hi)
-    except RuntimeError as error:
-        raise _op_error("clip", error, x, lo, hi) from None
-
-
-def where(condition, x1=None, x2=None):
-    if x1 is None and x2 is None:
-        return nonzero(condition)
-    if x1 is None or x2 is None:
-        raise ValueError("where: pass both x1 and x2, or neither (then where(condition) is nonzero(condition))")
-    c = native(condition, "condition")
-    if c.dtype is not torch.bool:
-        c = c != 0
-    if type(x1) is not Tensor or type(x2) is not Tensor or x1.dtype is not x2.dtype:
-        x1, x2 = binary_tensors(x1, x2)
-    if c.device != x1.device:
-        c = c.to(x1.device)
-    try:
-        return torch.where(c, x1, x2)
-    except RuntimeError as error:
-        raise _op_error("where", error, c, x1, x2) from None
