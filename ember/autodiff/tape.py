@@ -99,6 +99,17 @@ def record_variable_read(variable: Any, value: Any) -> Any:
     return value
 
 
+def active_tapes() -> bool:
+    """Whether any tape is recording (a variable checks it before building its read hook's arguments)."""
+    return bool(_active_tapes)
+
+
+def _result_type(leaf: Any) -> type:
+    """The type a gradient takes for source ``leaf``: a Tensor subclass may name another with
+    ``__gradient_type__`` (``ember.Variable``'s gradients are plain ``ember.Tensor``s)."""
+    return getattr(type(leaf), "__gradient_type__", type(leaf))
+
+
 def _leaves(tree: Any) -> tuple[list, Any]:
     leaves, spec = optree.tree_flatten(tree, none_is_leaf=False)
     return leaves, spec
@@ -299,7 +310,7 @@ class GradientTape:
         for leaf, grad in zip(source_leaves, grad_leaves):
             value = self._source_native(leaf)
             product = ops.multiply(_native(grad), value)
-            products.append(type(leaf)(product) if _is_tensor(leaf) else product)
+            products.append(_result_type(leaf)(product) if _is_tensor(leaf) else product)
         return optree.tree_unflatten(spec, products)
 
     @contextlib.contextmanager
@@ -417,7 +428,7 @@ class GradientTape:
             if grad is None and unconnected == "zero":
                 grad = ops.zeros_like(native)
             if grad is not None and _is_tensor(leaf):
-                grad = type(leaf)(grad)
+                grad = _result_type(leaf)(grad)
             results.append(grad)
         return optree.tree_unflatten(source_spec, results)
 
@@ -459,7 +470,7 @@ class GradientTape:
                 stacked = ops.reshape(row, target_shape + source_shape)
             if unconnected_gradients == "none" and (row is None or self._unconnected(target_native, native)):
                 stacked = None
-            results.append(type(leaf)(stacked) if stacked is not None and _is_tensor(leaf) else stacked)
+            results.append(_result_type(leaf)(stacked) if stacked is not None and _is_tensor(leaf) else stacked)
         if not self._persistent:
             self._used = True
             self._engine.release()

@@ -46,14 +46,14 @@ from typing import Any, ClassVar
 
 import optree
 
-from ember import dtypes
+from ember import dtypes, ops
+from ember.layers import scope
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
-from ember.utils.naming import to_snake_case
-from ember.serialization import register_serializable
-from ember.serialization import serialize
-from ember.serialization import deserialize
+from ember.layers.variable import Variable
+from ember.layers.weights import WeightSpec, create_weights, spec_constraints, spec_penalties
+from ember.serialization import deserialize, register_serializable, serialize
 from ember.symbolic import call_symbolic, is_symbolic
-from ember import ops
+from ember.utils.naming import to_snake_case
 
 PYTREE_NAMESPACE = "ember"
 _name_counts: dict[str, int] = {}
@@ -78,7 +78,10 @@ def collect_losses():
     try:
         yield collected
     finally:
-        _loss_collectors.remove(collected)
+        for index in range(len(_loss_collectors) - 1, -1, -1):  # by identity: `==` would compare arrays
+            if _loss_collectors[index] is collected:
+                del _loss_collectors[index]
+                break
 
 
 def add_loss(value) -> None:
@@ -121,8 +124,80 @@ def empty_state() -> dict:
     return {"params": {}, "buffers": {}}
 
 
+class _Handle:
+    """The mutable part of a layer object: where its weights live when it is used eagerly.
+
+    ``state`` is the layer's own state (after ``layer(x)`` or ``set_weights``) unless
+    ``owner`` (a weak reference to the model or Keras-style parent whose state holds this
+    layer's entry under ``path``) is set. ``losses`` are the ``add_loss`` values of the last
+    eager call. Not configuration: not part of the pytree, the config or equality.
+    """
+
+    __slots__ = ("state", "owner", "path", "losses", "build_shape")
+
+    def __init__(self) -> None:
+        self.state: dict | None = None
+        self.owner: Any = None
+        self.path: tuple = ()
+        self.losses: list = []
+        self.build_shape: Any = None
+
+
+class LayerType(type):
+    """Metaclass of :class:`Layer`: runs ``__init__``, then freezes the object (Equinox-style).
+
+    For Keras-style subclasses it also records the constructor arguments, which become
+    the automatic :meth:`Layer.get_config`.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        layer = cls.__new__(cls)
+        if cls._keras_style:
+            object.__setattr__(layer, "_init_config", _constructor_config(cls, args, kwargs))
+            object.__setattr__(layer, "_init_specs", [])
+            object.__setattr__(layer, "_built_specs", [])
+        layer.__init__(*args, **kwargs)
+        object.__setattr__(layer, "_frozen", True)
+        return layer
+
+
+def _constructor_config(cls: type, args: tuple, kwargs: dict) -> dict:
+    """The constructor's arguments by name (``**kwargs`` spread out), as Keras's automatic config."""
+    try:
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+    except TypeError:
+        return dict(kwargs)
+    config: dict = {}
+    for name, value in list(bound.arguments.items())[1:]:
+        kind = inspect.signature(cls.__init__).parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            config.update(value)
+        elif kind is inspect.Parameter.VAR_POSITIONAL:
+            if value:
+                config[name] = list(value)
+        else:
+            config[name] = value
+    return config
+
+
+def _is_keras_style(cls: type) -> bool:
+    """A Keras-style class: ``call(self, inputs, ...)`` (not ``call(self, params, inputs)``)
+    or ``build(self, input_shape)`` without a seed."""
+    if getattr(cls, "_keras_style", False):
+        return True
+    call = cls.call
+    if call is not Layer.call:
+        names = list(inspect.signature(call).parameters)
+        if names[1:2] != ["params"]:
+            return True
+    build = cls.build
+    if build is not Layer.build and "seed" not in inspect.signature(build).parameters:
+        return True
+    return False
+
+
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
-class Layer:
+class Layer(metaclass=LayerType):
     """Base class of every layer. Subclasses declare config fields as annotations.
 
     Subclasses implement:
@@ -160,21 +235,29 @@ class Layer:
 
     # Filled per subclass in __init_subclass__.
     _config_dataclass: ClassVar[bool] = True  # False for Model: its config is its graph
+    _keras_style: ClassVar[bool] = False  # True for Keras-style subclasses (see keras_object)
+    _user_build: ClassVar[Any] = None  # a Keras-style class's own build(input_shape)
     _call_takes_training: ClassVar[bool] = False
     _call_takes_rng: ClassVar[bool] = False
+    _call_takes_mask: ClassVar[bool] = False
     # Keras's flag: the layer passes an input mask through (see compute_mask).
     supports_masking: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls._config_dataclass:
+        keras = _is_keras_style(cls)
+        cls._keras_style = keras  # in every class's own __dict__ (keras_object reads it there)
+        if keras:
+            _setup_keras_class(cls)
+        elif cls._config_dataclass:
             dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
             # The frozen dataclass installs its own __setattr__; ours says what to do instead.
-            cls.__setattr__ = _immutable_setattr
+            cls.__setattr__ = _layer_setattr
             cls.__delattr__ = _immutable_delattr
         parameters = inspect.signature(cls.call).parameters
         cls._call_takes_training = "training" in parameters
         cls._call_takes_rng = "rng" in parameters
+        cls._call_takes_mask = "mask" in parameters
         if cls.__module__.startswith("ember."):
             register_serializable("ember")(cls)
         optree.register_pytree_node(
@@ -193,8 +276,20 @@ class Layer:
         if not isinstance(self.trainable, bool):
             raise TypeError(f"{self.name}: trainable must be a bool, received {self.trainable!r}")
 
+    def __init__(self, *, name: str | None = None, trainable: bool = True, dtype: Any = None) -> None:
+        """Keras-style subclasses call ``super().__init__(**kwargs)`` (name, trainable, dtype).
+        Declarative subclasses get a generated constructor from their fields instead."""
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "trainable", trainable)
+        object.__setattr__(self, "dtype", dtype)
+        self.__post_init__()
+
     def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items() if k != "name")
+        try:
+            config = self.get_config()
+        except (TypeError, ValueError, NotImplementedError):
+            return f"<{type(self).__name__} name={self.name!r}>"
+        fields = ", ".join(f"{k}={v!r}" for k, v in config.items() if k != "name")
         return f"{type(self).__name__}(name={self.name!r}{', ' if fields else ''}{fields})"
 
     def _normalize(self, field: str, value: Any) -> None:
@@ -229,10 +324,32 @@ class Layer:
         """Package variables into the standard state dict."""
         return {"params": dict(params or {}), "buffers": dict(buffers or {})}
 
+    def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:
+        """The layer's weight declarations (:class:`~ember.layers.weights.WeightSpec`) for inputs
+        of ``input_shape``; with ``None``, the same declarations with unknown sizes as None.
+
+        The one place a layer declares its weights: the default :meth:`build` creates them, and
+        :meth:`regularization_losses` / :meth:`constraints` follow from the declared regularizers
+        and constraints. None by default.
+        """
+        return []
+
+    def _declared(self) -> list[WeightSpec]:
+        """:meth:`weight_specs` without an input shape, cached (the declarations are config)."""
+        cached = self.__dict__.get("_declared_cache")
+        if cached is None:
+            cached = list(self.weight_specs())
+            object.__setattr__(self, "_declared_cache", cached)
+        return cached
+
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        """Create this layer's variables for inputs of ``input_shape``; none by default."""
-        self.compute_output_shape(input_shape)  # validates the shape
-        return empty_state()
+        """Create this layer's variables for inputs of ``input_shape`` from :meth:`weight_specs`
+        (each seeded by ``derive_seed(seed, name)``); none by default."""
+        specs = self.weight_specs(input_shape)
+        if not specs:
+            self.compute_output_shape(input_shape)  # validates the shape
+            return empty_state()
+        return create_weights(specs, seed, self.variable_dtype)
 
     # --- computation ------------------------------------------------------------------------
     def call(self, params: dict, inputs: Any) -> Any:
@@ -270,31 +387,138 @@ class Layer:
         raise NotImplementedError(f"{type(self).__name__} must implement compute_output_shape(input_shape)")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """On symbolic tensors, record a node of a functional model; eager calls need state."""
+        """Symbolic tensors: record a node of a functional model. Inside a Keras-style parent's
+        ``call``: run on the parent's state entry for this layer. Arrays: run eagerly on the
+        layer's own weights, building them from the input shape on first use (Keras's ``layer(x)``)."""
         if args and is_symbolic(args[0]):
             return call_symbolic(self, *args, **kwargs)
-        raise TypeError(
-            f"Layer {self.name!r} holds no variables, so it cannot be called eagerly: build it with "
-            f"state = layer.build(input_shape) and run layer.apply(state, x), or use it in a Model"
-        )
+        frame = scope.top()
+        if frame is not None:
+            return keras_object.call_in_frame(self, frame, args, kwargs)
+        return keras_object.eager_call(self, args, kwargs)
 
     def regularization_losses(self, params: dict) -> list:
-        """Weight penalties (``kernel_regularizer=`` ...) as scalars, from this layer's params."""
-        return []
+        """Weight penalties (``kernel_regularizer=`` ...) as scalars, from this layer's params:
+        the regularizers its :meth:`weight_specs` declare (none for a frozen layer)."""
+        declared = self._declared()
+        return spec_penalties(self, declared, params) if declared else []
 
     def constraints(self) -> dict:
         """``{param_name: constraint}`` for this layer's constrained params (``kernel_constraint=`` ...).
 
         As in Keras, constraints are projections the optimizer step applies *after*
         each update (``ember.constraints.apply_constraints(model.constraints(), params)``);
-        layers never apply them in their forward pass. Empty by default, and for a
-        frozen (``trainable=False``) layer, whose params are not updated.
+        layers never apply them in their forward pass. They come from the declarations of
+        :meth:`weight_specs`; empty for a frozen (``trainable=False``) layer, whose params are
+        not updated.
         """
-        return {}
+        declared = self._declared()
+        return spec_constraints(self, declared) if declared else {}
 
-    def count_params(self, state: dict) -> int:
-        """Number of scalars in the state's params."""
+    def count_params(self, state: dict | None = None) -> int:
+        """Number of scalars in the params of ``state`` (default: the layer's current weights)."""
+        state = self._read_state() if state is None else state
         return sum(ops.size(leaf) for leaf in optree.tree_leaves(state["params"]))
+
+    # --- the Keras object model: weights through the handle (see keras_object) --------------
+    def _handle(self) -> _Handle:
+        handle = self.__dict__.get("_handle_slot")
+        if handle is None:
+            handle = _Handle()
+            object.__setattr__(self, "_handle_slot", handle)
+        return handle
+
+    def _read_state(self) -> dict:
+        """The layer's current state: its entry in the owning model's state, or its own."""
+        return keras_object.read_state(self)
+
+    def _write_state(self, state: dict) -> None:
+        """Replace the layer's current state whole (in its owner's state when it has one)."""
+        keras_object.write_state(self, state)
+
+    def _state_children(self) -> dict:
+        """``{state key: sub-layer}`` for the sub-layers whose states nest in this layer's state."""
+        return {sub.name: sub for sub in self.sublayers()}
+
+    @property
+    def built(self) -> bool:
+        """Whether the layer's weights exist (own, or in a built model that holds it)."""
+        try:
+            self._read_state()
+        except ValueError:
+            return False
+        return True
+
+    @property
+    def weights(self) -> list:
+        """Every weight as an :class:`ember.Variable`, in Keras's order: a layer's trainable
+        weights, then its non-trainable ones, then each sub-layer's."""
+        return keras_object.variables_of(self)
+
+    @property
+    def variables(self) -> list:
+        """Same as :attr:`weights`."""
+        return self.weights
+
+    @property
+    def trainable_weights(self) -> list:
+        """The weights the optimizer updates (none when ``trainable`` is False)."""
+        return [v for v in self.weights if v.trainable]
+
+    @property
+    def trainable_variables(self) -> list:
+        """Same as :attr:`trainable_weights`."""
+        return self.trainable_weights
+
+    @property
+    def non_trainable_weights(self) -> list:
+        """Buffers (BatchNorm statistics, ``trainable=False`` weights) and frozen layers' weights."""
+        return [v for v in self.weights if not v.trainable]
+
+    @property
+    def non_trainable_variables(self) -> list:
+        """Same as :attr:`non_trainable_weights`."""
+        return self.non_trainable_weights
+
+    def get_weights(self) -> list:
+        """The values of :attr:`weights` as NumPy arrays (Keras's order)."""
+        return [v.numpy() for v in self.weights]
+
+    def set_weights(self, weights: list) -> None:
+        """Replace every weight from a list in :attr:`weights` order (as ``get_weights`` returns).
+
+        Raises:
+            ValueError: a wrong number of arrays or a wrong shape (nothing is changed).
+        """
+        keras_object.set_weights(self, weights)
+
+    @property
+    def losses(self) -> list:
+        """The ``add_loss`` values of the last eager call plus the current weight penalties."""
+        extra = []
+        try:
+            extra = self.regularization_losses(self._read_state()["params"])
+        except ValueError:
+            pass
+        return list(self._handle().losses) + list(extra)
+
+    def add_loss(self, value: Any) -> None:
+        """Add ``value`` (a scalar) to the loss of the current forward pass (Keras's ``add_loss``):
+        ``fit`` adds it to the training loss; after an eager call it is in :attr:`losses`."""
+        add_loss(value._native if getattr(type(value), "__ember_tensor__", False) else value)
+
+    def add_weight(self, shape: Any = None, initializer: Any = None, dtype: Any = None, trainable: bool = True,
+                   regularizer: Any = None, constraint: Any = None, name: str | None = None) -> Variable:
+        """Declare a weight (Keras's ``add_weight``) in ``__init__`` or ``build`` of a Keras-style layer.
+
+        Returns an :class:`ember.Variable` to keep on ``self``; ``call`` reads it. The weight is
+        created in the layer's state when the layer is built, seeded by its name.
+
+        Raises:
+            RuntimeError: called outside ``__init__``/``build``, or on a declarative layer.
+            ValueError: a bad shape, or a name used twice.
+        """
+        return keras_object.add_weight(self, shape, initializer, dtype, trainable, regularizer, constraint, name)
 
     def _tree_flatten(self) -> tuple[list, tuple, list]:
         return _flatten_layer(self)
@@ -311,7 +535,22 @@ class Layer:
         return children
 
 
-def _immutable_setattr(self: Layer, key: str, value: Any) -> None:
+def _layer_setattr(self: Layer, key: str, value: Any) -> None:
+    """Attributes may be set while ``__init__`` (or a Keras-style ``build``) runs; afterwards the
+    layer is frozen, except for ``trainable`` (Keras's switch, effective at the next ``compile``)."""
+    if "_frozen" not in self.__dict__ or scope.is_building(self):
+        keras_object.check_attribute(self, key, value)
+        object.__setattr__(self, key, value)
+        keras_object.forget_child_keys(self)
+        return
+    if key == "trainable":
+        if not isinstance(value, bool):
+            raise TypeError(f"{self.name}: trainable must be a bool, received {value!r}")
+        object.__setattr__(self, key, value)
+        return
+    if self._keras_style:
+        raise AttributeError(f"Layer {self.name!r} is immutable once constructed: set {key!r} in __init__ "
+                             f"(or a weight with self.add_weight in build)")
     raise AttributeError(f"Layer {self.name!r} is immutable: create a new one with layer.replace({key}=...)")
 
 
@@ -319,7 +558,7 @@ def _immutable_delattr(self: Layer, key: str) -> None:
     raise AttributeError(f"Layer {self.name!r} is immutable: attributes cannot be deleted")
 
 
-Layer.__setattr__ = _immutable_setattr
+Layer.__setattr__ = _layer_setattr
 Layer.__delattr__ = _immutable_delattr
 
 
@@ -328,6 +567,8 @@ def _layers_in(value: Any) -> list[Layer]:
         return [value]
     if isinstance(value, (list, tuple)):
         return [v for v in value if isinstance(v, Layer)]
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, Layer)]
     return []
 
 
@@ -376,4 +617,13 @@ def _unflatten_layer(cls: type, metadata: tuple, children: list) -> Layer:
         object.__setattr__(layer, name, value)
     for name, child in zip(child_names, children):
         object.__setattr__(layer, name, child)
+    object.__setattr__(layer, "_frozen", True)
     return layer
+
+
+def _setup_keras_class(cls: type) -> None:
+    """Install the Keras object model on a Keras-style subclass (see :mod:`keras_object`)."""
+    keras_object.setup_class(cls, Layer)
+
+
+from ember.layers import keras_object  # noqa: E402  (uses Layer; imported once Layer exists)

@@ -26,14 +26,16 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import weakref
 from typing import Any, Iterator
 
 import numpy as np
 import optree
 
 from ember.seeds import derive_seed, is_seed_array, sub_seed
+from ember.layers import keras_object, scope
 from ember.layers.core.input_layer import InputLayer
-from ember.layers.layer import Layer, unique_name
+from ember.layers.layer import Layer, collect_losses, unique_name
 from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 from ember.layers.state_check import check_state_dict, raise_if_mismatched
 from ember.training.handle import TrainingHandle
@@ -96,9 +98,24 @@ class Model(TrainingAPI, Layer):
 
     _config_dataclass = False  # the architecture comes from the graph, not from fields
     _linear_stack = False  # summary lists the layers each layer reads (Sequential: True)
+    _owns_state = True  # the handle keeps the state its build makes
 
-    def __init__(self, inputs: Any, outputs: Any, name: str | None = None, trainable: bool = True) -> None:
+    def __init__(self, inputs: Any = None, outputs: Any = None, name: str | None = None, trainable: bool = True,
+                 **kwargs: Any) -> None:
         set_ = object.__setattr__
+        if inputs is None and outputs is None and self._keras_style:
+            # A Keras-style subclass (``class M(ember.Model)`` with ``call``): its architecture is
+            # its attributes; Layer.__init__ validates name/trainable/dtype.
+            Layer.__init__(self, name=name or unique_name(to_snake_case(type(self).__name__)), trainable=trainable,
+                           **kwargs)
+            for key, value in (("state", None), ("_training", TrainingHandle()), ("stop_training", False), ("history", None)):
+                set_(self, key, value)
+            return
+        if inputs is None or outputs is None:
+            raise TypeError(f"{type(self).__name__}: a functional Model needs inputs= and outputs= (symbolic tensors); "
+                            "to subclass ember.Model, define call(self, inputs) and call super().__init__()")
+        if kwargs:
+            raise TypeError(f"Model: unexpected argument(s) {sorted(kwargs)}")
         set_(self, "name", name or unique_name("functional" if type(self) is Model else to_snake_case(type(self).__name__)))
         set_(self, "trainable", trainable)
         set_(self, "dtype", None)
@@ -117,9 +134,12 @@ class Model(TrainingAPI, Layer):
         if key in _HANDLE_ATTRIBUTES:
             object.__setattr__(self, key, value)
             return
+        if "_frozen" not in self.__dict__ or key == "trainable" or scope.is_building(self):
+            Layer.__setattr__(self, key, value)
+            return
         raise AttributeError(
             f"Model {self.name!r}: the architecture is immutable; only the handle's "
-            f"{sorted(_HANDLE_ATTRIBUTES)} can be replaced"
+            f"{sorted(_HANDLE_ATTRIBUTES)} and `trainable` can be replaced"
         )
 
     # --- graph -------------------------------------------------------------------------
@@ -171,21 +191,25 @@ class Model(TrainingAPI, Layer):
 
     @property
     def layers(self) -> list[Layer]:
-        """The model's layers (each once, shared ones included), in execution order."""
+        """The model's layers (each once, shared ones included), in execution order; for a
+        Keras-style subclass, the sub-layers it holds, in attribute order."""
+        if self._keras_style:
+            return list(keras_object.keras_children(self).values())
         return list(self._layers)
 
     def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
         """A layer by name or by index in :attr:`layers`."""
         if (name is None) == (index is None):
             raise ValueError("get_layer: give exactly one of name or index")
+        layers = self.layers
         if index is not None:
-            if not -len(self._layers) <= index < len(self._layers):
-                raise ValueError(f"get_layer: index {index} out of range for {len(self._layers)} layers")
-            return self._layers[index]
-        for layer in self._layers:
+            if not -len(layers) <= index < len(layers):
+                raise ValueError(f"get_layer: index {index} out of range for {len(layers)} layers")
+            return layers[index]
+        for layer in layers:
             if layer.name == name:
                 return layer
-        raise ValueError(f"get_layer: no layer named {name!r}; layers are {[l.name for l in self._layers]}")
+        raise ValueError(f"get_layer: no layer named {name!r}; layers are {[l.name for l in layers]}")
 
     # --- layer protocol ------------------------------------------------------------------
     def _input_shapes(self) -> Any:
@@ -227,7 +251,43 @@ class Model(TrainingAPI, Layer):
                 buffers[layer.name] = child["buffers"]
         state = {"params": params, "buffers": buffers}
         object.__setattr__(self, "state", state)
+        self._own_layers()
         return state
+
+    # --- the handle's weights (Keras object model) -----------------------------------------
+    def _own_layers(self) -> None:
+        """Make this model the owner of its layers' weights: ``model.get_layer("d").weights``
+        read (and ``set_weights`` replace) the layer's entry in :attr:`state`."""
+        for key, layer in self._state_children().items():
+            handle = layer._handle()
+            handle.owner, handle.path = weakref.ref(self), (key,)
+
+    def _read_state(self) -> dict:
+        """The handle's state; a model whose input shapes are known is built on first use (from the
+        global initializer stream, as Keras builds at construction), so its weights can be read,
+        set and saved before ``fit``."""
+        if self.state is None and self._known_input_shape() is not None:
+            with self._restored_on_error():
+                self.build()
+        if self.state is None:
+            raise ValueError(f"Model {self.name!r} has no weights yet: build it (model.build(...)), call it on "
+                             f"data, or fit it")
+        return self.state
+
+    def _write_state(self, state: dict) -> None:
+        object.__setattr__(self, "state", state)
+
+    def _state_children(self) -> dict:
+        if self._keras_style:
+            return keras_object.keras_children(self)
+        return {layer.name: layer for layer in self.layers}
+
+    def _known_input_shape(self) -> Any:
+        """The input shape the model is (or will be) built for; None when unknown (a Keras-style
+        subclass before its first call: ``fit`` then builds it from the first batch)."""
+        if self._keras_style:
+            return self._handle().build_shape
+        return self._input_shapes()
 
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
         """Pure forward pass: ``(outputs, new_state)``; ``state`` itself is not modified."""
@@ -296,11 +356,21 @@ class Model(TrainingAPI, Layer):
         return values
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Symbolic inputs: use the model as a layer. Arrays: run eagerly with :attr:`state`."""
+        """Symbolic inputs: use the model as a layer. Arrays: run eagerly with :attr:`state`
+        (built on first use); a recording tape watches the trainable weights it reads."""
         if args and is_symbolic(args[0]):
             return super().__call__(*args, **kwargs)
+        if scope.top() is not None:  # a sub-model inside a Keras-style parent's call
+            return super().__call__(*args, **kwargs)
         self._check_backend("model(x)")
-        return self.predict_on_batch(*args, **kwargs)
+        if self._keras_style:
+            return keras_object.eager_call(self, args, kwargs)
+        if self.state is not None:
+            keras_object.watch_read(self.state)
+        with collect_losses() as losses:
+            outputs = self.predict_on_batch(*args, **kwargs)
+        self._handle().losses = list(losses)
+        return outputs
 
     def predict_on_batch(self, x: Any, training: bool = False) -> Any:
         """Outputs for one batch with the handle's state (built with a fresh seed if needed).
@@ -314,6 +384,9 @@ class Model(TrainingAPI, Layer):
         if self.state is not None:
             outputs, _ = self.apply(self.state, x, training=training)
             return outputs
+        if self._keras_style:
+            with self._restored_on_error():
+                return keras_object.eager_call(self, (x,), {"training": training})
         with self._restored_on_error():
             self.build()
             outputs, _ = self.apply(self.state, x, training=training)
@@ -458,7 +531,7 @@ class Model(TrainingAPI, Layer):
         summary(self, print_fn=print_fn, line_length=line_length)
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r}: {len(self._layers)} layers>"
+        return f"<{type(self).__name__} {self.name!r}: {len(self.layers)} layers>"
 
 
 class _Same:

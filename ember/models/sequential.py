@@ -155,6 +155,7 @@ class Sequential(Model):
         object.__setattr__(self, "_build_shape", shape)
         state = {"params": params, "buffers": buffers}
         object.__setattr__(self, "state", state)
+        self._own_layers()
         return state
 
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:

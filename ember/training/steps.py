@@ -63,10 +63,7 @@ def trainable_mask(layer: Any, params: dict) -> Any:
     """A tree of bools mirroring ``params``: False under layers with ``trainable=False``."""
     if not getattr(layer, "trainable", True):
         return optree.tree_map(lambda _: False, params)
-    children = {}
-    subs = layer.layers if hasattr(layer, "layers") and hasattr(layer, "_layers") else layer.sublayers()
-    for sub in subs:
-        children[sub.name] = sub
+    children = layer._state_children()  # {state key: sub-layer}
     mask = {}
     for key, value in params.items():
         if isinstance(value, dict):

@@ -187,6 +187,12 @@ def _check_pytree(layer: Layer) -> None:
 def _check_immutable(layer: Layer) -> None:
     for field in dataclasses.fields(layer):
         current = getattr(layer, field.name)
+        if field.name == "trainable":  # Keras's one switchable flag: a bool only
+            try:
+                setattr(layer, "trainable", "yes")
+            except TypeError:
+                continue
+            raise AssertionError(f"{type(layer).__name__}.trainable accepted a non-bool")
         try:
             setattr(layer, field.name, current)
         except AttributeError:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ember.validation import check_last_dim, check_positive_int
-from ember import activations, constraints, initializers, regularizers
-from ember.seeds import sub_seed
+from ember import activations, initializers
 from ember.layers.layer import Layer, add_loss
 from ember import ops
+from ember.layers.weights import WeightSpec, resolve_options
 
 
 class Dense(Layer):
@@ -21,11 +21,11 @@ class Dense(Layer):
         kernel_initializer: for the ``(in, units)`` kernel.
         bias_initializer: for the ``(units,)`` bias.
         kernel_regularizer: penalty on the kernel (see :mod:`ember.regularizers`),
-            reported by :meth:`regularization_losses`.
+            declared with the kernel in :meth:`weight_specs`.
         bias_regularizer: penalty on the bias.
         activity_regularizer: penalty on the output, passed to ``add_loss`` in ``call``.
         kernel_constraint: projection of the kernel after each optimizer step (see
-            :mod:`ember.constraints`), reported by :meth:`constraints`.
+            :mod:`ember.constraints`), declared with the kernel in :meth:`weight_specs`.
         bias_constraint: projection of the bias after each optimizer step.
 
     Example:
@@ -37,6 +37,8 @@ class Dense(Layer):
         >>> sorted(state["params"]), ops.shape(state["params"]["kernel"])
         (['bias', 'kernel'], (4, 3))
     """
+
+    supports_masking = True  # as in Keras: a mask passes through (per-timestep on rank-3 inputs)
 
     units: int
     activation: Any = None
@@ -57,19 +59,18 @@ class Dense(Layer):
         self._normalize("activation", activations.standardize(self.activation, f"{self.name}: activation"))
         self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
         self._normalize("bias_initializer", initializers.get(self.bias_initializer))
-        for field in ("kernel_regularizer", "bias_regularizer", "activity_regularizer"):
-            self._normalize(field, regularizers.get(getattr(self, field), f"{self.name}: {field}"))
-        for field in ("kernel_constraint", "bias_constraint"):
-            self._normalize(field, constraints.get(getattr(self, field), f"{self.name}: {field}"))
+        resolve_options(self, "kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                        "kernel_constraint", "bias_constraint")
 
-    def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        fan_in = check_last_dim(self, tuple(input_shape))
-        params = {"kernel": self.kernel_initializer(
-            (fan_in, self.units), self.variable_dtype, sub_seed(seed, "kernel"))}
+    def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:
+        """The ``(in, units)`` kernel and the ``(units,)`` bias (when ``use_bias``)."""
+        fan_in = None if input_shape is None else check_last_dim(self, tuple(input_shape))
+        specs = [WeightSpec("kernel", (fan_in, self.units), self.kernel_initializer, self.kernel_regularizer,
+                            self.kernel_constraint)]
         if self.use_bias:
-            params["bias"] = self.bias_initializer(
-                (self.units,), self.variable_dtype, sub_seed(seed, "bias"))
-        return self.make_state(params=params)
+            specs.append(WeightSpec("bias", (self.units,), self.bias_initializer, self.bias_regularizer,
+                                    self.bias_constraint))
+        return specs
 
     def call(self, params: dict, inputs: Any) -> Any:
         kernel = params["kernel"]
@@ -85,16 +86,6 @@ class Dense(Layer):
         if self.activity_regularizer is not None:
             add_loss(self.activity_regularizer(y))
         return y
-
-    def regularization_losses(self, params: dict) -> list:
-        """``[kernel_regularizer(kernel), bias_regularizer(bias)]`` for those set (none when frozen)."""
-        return regularizers.weight_penalties(
-            self, params, {"kernel": self.kernel_regularizer, "bias": self.bias_regularizer})
-
-    def constraints(self) -> dict:
-        """``{"kernel": kernel_constraint, "bias": bias_constraint}`` for those set (none when frozen)."""
-        return constraints.weight_constraints(
-            self, {"kernel": self.kernel_constraint, "bias": self.bias_constraint if self.use_bias else None})
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         check_last_dim(self, tuple(input_shape))

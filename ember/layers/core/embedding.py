@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ember.validation import check_bool, check_positive_int
-from ember import constraints, initializers, regularizers
-from ember.seeds import sub_seed
+from ember import initializers
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer, add_loss
 from ember import ops
+from ember.layers.weights import WeightSpec, resolve_options
 
 _INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
@@ -33,9 +33,9 @@ class Embedding(Layer):
         embeddings_initializer: initializer of the table; ``"uniform"`` (the
             default, as in Keras) is ``RandomUniform(-0.05, 0.05)``.
         embeddings_regularizer: penalty on the table (see :mod:`ember.regularizers`),
-            reported by :meth:`regularization_losses`.
+            declared in :meth:`weight_specs`.
         embeddings_constraint: projection of the table after each optimizer step
-            (see :mod:`ember.constraints`), reported by :meth:`constraints`.
+            (see :mod:`ember.constraints`), declared in :meth:`weight_specs`.
         mask_zero: index 0 is padding: :meth:`compute_mask` returns ``inputs != 0``.
         activity_regularizer: penalty on the output vectors, passed to ``add_loss``.
 
@@ -74,17 +74,14 @@ class Embedding(Layer):
         if isinstance(initializer, str) and initializer == "uniform":  # Keras's alias
             initializer = initializers.RandomUniform(-0.05, 0.05)
         self._normalize("embeddings_initializer", initializers.get(initializer))
-        for field in ("embeddings_regularizer", "activity_regularizer"):
-            self._normalize(field, regularizers.get(getattr(self, field), f"{self.name}: {field}"))
-        self._normalize("embeddings_constraint",
-                        constraints.get(self.embeddings_constraint, f"{self.name}: embeddings_constraint"))
+        resolve_options(self, "embeddings_regularizer", "activity_regularizer", "embeddings_constraint")
 
-    def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        self.compute_output_shape(input_shape)
-        table = self.embeddings_initializer(
-            (self.input_dim, self.output_dim), self.variable_dtype,
-            sub_seed(seed, "embeddings"))
-        return self.make_state(params={"embeddings": table})
+    def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:
+        """The ``(input_dim, output_dim)`` table."""
+        if input_shape is not None:
+            self.compute_output_shape(input_shape)
+        return [WeightSpec("embeddings", (self.input_dim, self.output_dim), self.embeddings_initializer,
+                           self.embeddings_regularizer, self.embeddings_constraint)]
 
     def call(self, params: dict, inputs: Any) -> Any:
         if ops.dtype(inputs) not in _INTEGER_DTYPES:
@@ -102,14 +99,6 @@ class Embedding(Layer):
         if self.activity_regularizer is not None:
             add_loss(self.activity_regularizer(outputs))
         return outputs
-
-    def regularization_losses(self, params: dict) -> list:
-        """``[embeddings_regularizer(embeddings)]`` when set (none when frozen)."""
-        return regularizers.weight_penalties(self, params, {"embeddings": self.embeddings_regularizer})
-
-    def constraints(self) -> dict:
-        """``{"embeddings": embeddings_constraint}`` when set (none when frozen)."""
-        return constraints.weight_constraints(self, {"embeddings": self.embeddings_constraint})
 
     @property
     def supports_masking(self) -> bool:  # Keras: an Embedding with mask_zero makes masks

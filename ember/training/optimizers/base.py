@@ -49,10 +49,13 @@ import optree
 
 from ember import backends, dtypes
 from ember.training.optimizers._math import check_number, is_number
+from ember.training.optimizers import variable_updates
 from ember.training.optimizers.clipping import clip_by_global_norm, clip_by_norm
 from ember import ops
 from ember.serialization import serialize
 from ember.serialization import deserialize
+
+_KERAS_FORM = object()  # apply_gradients called with one argument: Keras's zip(grads, variables)
 _UNSUPPORTED = {
     # Keras 3 arguments Ember accepts at their defaults only (configs written by Keras load).
     "use_ema": False,
@@ -392,8 +395,21 @@ class Optimizer:
             return [ops.clip(g, -self.clipvalue, self.clipvalue) for g in grads]
         return grads
 
-    def apply_gradients(self, grads: Any, opt_state: dict, params: Any) -> tuple[Any, dict]:
+    def apply(self, grads: Any, trainable_variables: Any) -> None:
+        """Keras's stateful update of ``ember.Variable``s (``model.trainable_variables``); the owning
+        model's state is replaced whole. See :mod:`ember.training.optimizers.variable_updates`."""
+        variable_updates.apply_to_variables(self, grads, trainable_variables)
+
+    @property
+    def iterations(self) -> Any:
+        """Updates applied through :meth:`apply` / ``apply_gradients(zip(grads, vars))``."""
+        return variable_updates.iterations(self)
+
+    def apply_gradients(self, grads: Any, opt_state: Any = _KERAS_FORM, params: Any = _KERAS_FORM) -> Any:
         """One update: ``(new_params, new_opt_state)``; the inputs are not modified.
+
+        Keras's form ``apply_gradients(zip(grads, variables))`` (one argument: pairs of gradient and
+        ``ember.Variable``) updates the variables' owner instead and returns None (see :meth:`apply`).
 
         Args:
             grads: a pytree mirroring ``params``; ``None`` leaves skip that parameter.
@@ -404,6 +420,14 @@ class Optimizer:
             ValueError: grads or opt_state do not mirror params, a gradient's shape differs
                 from its parameter's, or every gradient is None.
         """
+        if opt_state is _KERAS_FORM and params is _KERAS_FORM:
+            pairs = list(grads)
+            if not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
+                raise TypeError(f"{type(self).__name__}.apply_gradients: give (grads, opt_state, params), or "
+                                "Keras's zip(grads, variables)")
+            return self.apply([g for g, _ in pairs], [v for _, v in pairs])
+        if opt_state is _KERAS_FORM or params is _KERAS_FORM:
+            raise TypeError(f"{type(self).__name__}.apply_gradients: give grads, opt_state and params together")
         leaves, treedef, grad_leaves, slots, active = self._prepare(grads, opt_state, params)
         if not leaves:
             return params, opt_state
