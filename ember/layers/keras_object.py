@@ -332,10 +332,18 @@ def eager_call(layer: Any, args: tuple, kwargs: dict) -> Any:
     watch_read(state)
     with collect_losses() as losses:
         outputs, new_state = layer.apply(state, inputs, training=training, **kwargs)
-    if new_state["buffers"] is not state["buffers"] and new_state["buffers"] != state["buffers"]:
+    if _changed(state["buffers"], new_state["buffers"]):
         layer._write_state({"params": state["params"], "buffers": new_state["buffers"]})
     layer._handle().losses = list(losses)
     return outputs
+
+
+def _changed(old: dict, new: dict) -> bool:
+    """Whether ``apply`` returned other buffer arrays (compared by identity, never by value)."""
+    if new is old:
+        return False
+    old_leaves, new_leaves = optree.tree_leaves(old), optree.tree_leaves(new)
+    return len(old_leaves) != len(new_leaves) or any(a is not b for a, b in zip(old_leaves, new_leaves))
 
 
 def _to_arrays(inputs: Any) -> Any:

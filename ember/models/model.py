@@ -129,6 +129,7 @@ class Model(TrainingAPI, Layer):
         set_(self, "_training", TrainingHandle())
         set_(self, "stop_training", False)
         set_(self, "history", None)
+        self._own_layers()
 
     def __setattr__(self, key: str, value: Any) -> None:
         if key in _HANDLE_ATTRIBUTES:

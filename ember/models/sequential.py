@@ -89,6 +89,7 @@ class Sequential(Model):
             _checked_output_shape(layer, shape)
         object.__setattr__(self, "_layers", self._layers + [layer])
         object.__setattr__(self, "state", None)
+        self._own_layers()
 
     def pop(self) -> Layer:
         """Remove and return the last layer."""

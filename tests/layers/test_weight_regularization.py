@@ -34,6 +34,7 @@ def test_dense_with_regularizers_and_constraints_layer_test():
         (2, 4),
         reference=lambda p, x: np.tanh(x @ p["kernel"] + p["bias"]),
         expected_param_shapes={"bias": (3,), "kernel": (4, 3)},
+        supports_masking=True,
     )
 
 

@@ -369,9 +369,11 @@ def test_disconnected_graph_and_unreachable_outputs():
         ember.Model(a, ops.ones((1, 2)))
 
 
-def test_unbuilt_layer_called_eagerly():
-    with pytest.raises(TypeError, match=r"Layer 'lonely'.*cannot be called eagerly.*layer.build"):
-        layers.Dense(2, name="lonely")(ops.ones((1, 3)))
+def test_unbuilt_layer_called_eagerly_builds_its_own_weights(backend):
+    lonely = layers.Dense(2, name="lonely")
+    assert not lonely.built
+    assert ops.shape(lonely(ops.ones((1, 3)))) == (1, 2)
+    assert lonely.built and [w.shape for w in lonely.weights] == [(3, 2), (2,)]
 
 
 def test_failed_call_leaves_the_state_untouched(backend):
