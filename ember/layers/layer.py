@@ -397,6 +397,13 @@ class Layer(metaclass=LayerType):
             return keras_object.call_in_frame(self, frame, args, kwargs)
         return keras_object.eager_call(self, args, kwargs)
 
+    def _activity_loss(self, outputs: Any) -> Any:
+        """Pass ``activity_regularizer(outputs)`` to :func:`add_loss` when the layer has one; returns ``outputs``."""
+        regularizer = getattr(self, "activity_regularizer", None)
+        if regularizer is not None:
+            add_loss(regularizer(outputs))
+        return outputs
+
     def regularization_losses(self, params: dict) -> list:
         """Weight penalties (``kernel_regularizer=`` ...) as scalars, from this layer's params:
         the regularizers its :meth:`weight_specs` declare (none for a frozen layer)."""

@@ -309,7 +309,8 @@ def test_batch_normalization_regularizers_and_constraints(backend):
     state = layer.build((None, 3), seed=0)
     p = _np(state["params"])
     values = [float(ops.to_numpy(v)) for v in layer.regularization_losses(state["params"])]
-    np.testing.assert_allclose(values, [0.5 * np.abs(p["beta"]).sum(), 0.01 * np.square(p["gamma"]).sum()], rtol=1e-5)
+    # in declaration order (Keras's weight order: gamma, then beta)
+    np.testing.assert_allclose(values, [0.01 * np.square(p["gamma"]).sum(), 0.5 * np.abs(p["beta"]).sum()], rtol=1e-5)
     assert layer.constraints() == {"beta": ember.constraints.NonNeg(), "gamma": ember.constraints.MaxNorm(1.0)}
     assert _bn(center=False, beta_constraint="non_neg").constraints() == {}
     rebuilt = layers.BatchNormalization.from_config(layer.get_config())

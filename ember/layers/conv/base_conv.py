@@ -6,9 +6,9 @@ from typing import Any, ClassVar
 
 from ember.validation import check_bool, check_positive_int
 from ember import activations, initializers, ops
-from ember.seeds import sub_seed
 from ember.layers.conv import _args
-from ember.layers.conv._regularized import RegularizedLayer
+from ember.layers.layer import Layer
+from ember.layers.weights import WeightSpec, resolve_options
 
 
 def add_bias(layer: Any, outputs: Any, bias: Any) -> Any:
@@ -32,7 +32,7 @@ def check_input(layer: Any, inputs: Any, channels: int) -> None:
         )
 
 
-class BaseConv(RegularizedLayer):
+class BaseConv(Layer):
     """N-d convolution (cross-correlation): ``activation(conv(inputs, kernel) + bias)``.
 
     The kernel has Keras's layout ``(*kernel_size, in_channels // groups, filters)``.
@@ -59,8 +59,6 @@ class BaseConv(RegularizedLayer):
     """
 
     rank: ClassVar[int] = 2
-    _regularizer_fields: ClassVar[dict] = {"kernel": "kernel_regularizer", "bias": "bias_regularizer"}
-    _constraint_fields: ClassVar[dict] = {"kernel": "kernel_constraint", "bias": "bias_constraint"}
 
     filters: int
     kernel_size: Any
@@ -81,6 +79,8 @@ class BaseConv(RegularizedLayer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        resolve_options(self, "kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                        "kernel_constraint", "bias_constraint")
         name, rank = self.name, self.rank
         for field in ("filters", "groups"):
             self._normalize(field, check_positive_int(name, field, getattr(self, field)))
@@ -118,16 +118,18 @@ class BaseConv(RegularizedLayer):
         return _args.join_shape(shape[0], lengths, self.filters, self.data_format)
 
     # --- state ----------------------------------------------------------------------------------
-    def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        channels = self._input_channels(input_shape)
-        self.compute_output_shape(input_shape)
-        shape = self.kernel_size + (channels // self.groups, self.filters)
-        params = {"kernel": self.kernel_initializer(
-            shape, self.variable_dtype, sub_seed(seed, "kernel"))}
+    def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:
+        """The ``kernel_size + (in_channels // groups, filters)`` kernel and the ``(filters,)`` bias."""
+        channels = None
+        if input_shape is not None:
+            channels = self._input_channels(input_shape) // self.groups
+            self.compute_output_shape(input_shape)
+        specs = [WeightSpec("kernel", self.kernel_size + (channels, self.filters), self.kernel_initializer,
+                            self.kernel_regularizer, self.kernel_constraint)]
         if self.use_bias:
-            params["bias"] = self.bias_initializer(
-                (self.filters,), self.variable_dtype, sub_seed(seed, "bias"))
-        return self.make_state(params=params)
+            specs.append(WeightSpec("bias", (self.filters,), self.bias_initializer, self.bias_regularizer,
+                                    self.bias_constraint))
+        return specs
 
     # --- computation ------------------------------------------------------------------------------
     def _convolve(self, inputs: Any, kernel: Any) -> Any:

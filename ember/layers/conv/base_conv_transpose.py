@@ -6,13 +6,13 @@ from typing import Any, ClassVar
 
 from ember.validation import check_bool, check_positive_int
 from ember import activations, initializers, ops
-from ember.seeds import sub_seed
 from ember.layers.conv import _args
-from ember.layers.conv._regularized import RegularizedLayer
+from ember.layers.layer import Layer
+from ember.layers.weights import WeightSpec, resolve_options
 from ember.layers.conv.base_conv import add_bias, check_input
 
 
-class BaseConvTranspose(RegularizedLayer):
+class BaseConvTranspose(Layer):
     """N-d transposed convolution (the gradient of a convolution w.r.t. its input).
 
     The kernel has Keras's layout ``(*kernel_size, filters, in_channels)``. Output
@@ -41,8 +41,6 @@ class BaseConvTranspose(RegularizedLayer):
     """
 
     rank: ClassVar[int] = 2
-    _regularizer_fields: ClassVar[dict] = {"kernel": "kernel_regularizer", "bias": "bias_regularizer"}
-    _constraint_fields: ClassVar[dict] = {"kernel": "kernel_constraint", "bias": "bias_constraint"}
 
     filters: int
     kernel_size: Any
@@ -63,6 +61,7 @@ class BaseConvTranspose(RegularizedLayer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        resolve_options(self, "kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint")
         name, rank = self.name, self.rank
         self._normalize("filters", check_positive_int(name, "filters", self.filters))
         self._normalize("kernel_size", _args.standardize_tuple(name, self.kernel_size, rank, "kernel_size"))
@@ -94,15 +93,15 @@ class BaseConvTranspose(RegularizedLayer):
                                                       self.output_padding, self.dilation_rate)
         return _args.join_shape(shape[0], lengths, self.filters, self.data_format)
 
-    def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        channels = _args.known_channels(self, input_shape, self.data_format)
-        shape = self.kernel_size + (self.filters, channels)
-        params = {"kernel": self.kernel_initializer(
-            shape, self.variable_dtype, sub_seed(seed, "kernel"))}
+    def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:
+        """The ``kernel_size + (filters, in_channels)`` kernel and the ``(filters,)`` bias."""
+        channels = None if input_shape is None else _args.known_channels(self, input_shape, self.data_format)
+        specs = [WeightSpec("kernel", self.kernel_size + (self.filters, channels), self.kernel_initializer,
+                            self.kernel_regularizer, self.kernel_constraint)]
         if self.use_bias:
-            params["bias"] = self.bias_initializer(
-                (self.filters,), self.variable_dtype, sub_seed(seed, "bias"))
-        return self.make_state(params=params)
+            specs.append(WeightSpec("bias", (self.filters,), self.bias_initializer, self.bias_regularizer,
+                                    self.bias_constraint))
+        return specs
 
     def call(self, params: dict, inputs: Any) -> Any:
         kernel = params["kernel"]

@@ -6,9 +6,9 @@ from typing import Any, ClassVar
 
 from ember.validation import check_bool, check_positive_int
 from ember import activations, initializers, ops
-from ember.seeds import sub_seed
 from ember.layers.conv import _args
-from ember.layers.conv._regularized import RegularizedLayer
+from ember.layers.layer import Layer
+from ember.layers.weights import WeightSpec, resolve_options
 from ember.layers.conv.base_conv import add_bias, check_input
 
 
@@ -44,7 +44,7 @@ def validate_depthwise(layer: Any) -> None:
     layer._normalize("activation", activations.standardize(layer.activation, f"{name}: activation"))
 
 
-class BaseDepthwiseConv(RegularizedLayer):
+class BaseDepthwiseConv(Layer):
     """Depthwise convolution: each input channel convolved with ``depth_multiplier`` filters.
 
     Params: ``kernel`` ``(*kernel_size, in_channels, depth_multiplier)`` (Keras's
@@ -67,8 +67,6 @@ class BaseDepthwiseConv(RegularizedLayer):
     """
 
     rank: ClassVar[int] = 2
-    _regularizer_fields: ClassVar[dict] = {"kernel": "depthwise_regularizer", "bias": "bias_regularizer"}
-    _constraint_fields: ClassVar[dict] = {"kernel": "depthwise_constraint", "bias": "bias_constraint"}
 
     kernel_size: Any
     strides: Any = 1
@@ -88,6 +86,7 @@ class BaseDepthwiseConv(RegularizedLayer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        resolve_options(self, "depthwise_regularizer", "bias_regularizer", "activity_regularizer", "depthwise_constraint", "bias_constraint")
         validate_depthwise(self)
         self._normalize("depthwise_initializer", initializers.get(self.depthwise_initializer))
         self._normalize("bias_initializer", initializers.get(self.bias_initializer))
@@ -99,17 +98,18 @@ class BaseDepthwiseConv(RegularizedLayer):
         out_channels = None if channels is None else channels * self.depth_multiplier
         return _args.join_shape(shape[0], lengths, out_channels, self.data_format)
 
-    def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        channels = _args.known_channels(self, input_shape, self.data_format)
-        self.compute_output_shape(input_shape)
-        params = {"kernel": self.depthwise_initializer(
-            self.kernel_size + (channels, self.depth_multiplier), self.variable_dtype,
-            sub_seed(seed, "kernel"))}
+    def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:
+        """The ``kernel_size + (channels, depth_multiplier)`` kernel and the bias (one per output channel)."""
+        channels = None
+        if input_shape is not None:
+            channels = _args.known_channels(self, input_shape, self.data_format)
+            self.compute_output_shape(input_shape)
+        out = None if channels is None else channels * self.depth_multiplier
+        specs = [WeightSpec("kernel", self.kernel_size + (channels, self.depth_multiplier), self.depthwise_initializer,
+                            self.depthwise_regularizer, self.depthwise_constraint)]
         if self.use_bias:
-            params["bias"] = self.bias_initializer(
-                (channels * self.depth_multiplier,), self.variable_dtype,
-                sub_seed(seed, "bias"))
-        return self.make_state(params=params)
+            specs.append(WeightSpec("bias", (out,), self.bias_initializer, self.bias_regularizer, self.bias_constraint))
+        return specs
 
     def call(self, params: dict, inputs: Any) -> Any:
         kernel = params["kernel"]

@@ -6,14 +6,14 @@ from typing import Any, ClassVar
 
 from ember.validation import check_positive_int
 from ember import activations, initializers, ops
-from ember.seeds import sub_seed
 from ember.layers.conv import _args
-from ember.layers.conv._regularized import RegularizedLayer
+from ember.layers.layer import Layer
+from ember.layers.weights import WeightSpec, resolve_options
 from ember.layers.conv.base_conv import add_bias, check_input
 from ember.layers.conv.base_depthwise_conv import depthwise_conv, validate_depthwise
 
 
-class BaseSeparableConv(RegularizedLayer):
+class BaseSeparableConv(Layer):
     """Depthwise-separable convolution: a depthwise convolution, then a 1x1 convolution.
 
     Params (Keras's names and layouts): ``depthwise_kernel`` ``(*kernel_size,
@@ -39,10 +39,6 @@ class BaseSeparableConv(RegularizedLayer):
     """
 
     rank: ClassVar[int] = 2
-    _regularizer_fields: ClassVar[dict] = {"depthwise_kernel": "depthwise_regularizer",
-                                           "pointwise_kernel": "pointwise_regularizer", "bias": "bias_regularizer"}
-    _constraint_fields: ClassVar[dict] = {"depthwise_kernel": "depthwise_constraint",
-                                          "pointwise_kernel": "pointwise_constraint", "bias": "bias_constraint"}
 
     filters: int
     kernel_size: Any
@@ -66,6 +62,8 @@ class BaseSeparableConv(RegularizedLayer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        resolve_options(self, "depthwise_regularizer", "pointwise_regularizer", "bias_regularizer", "activity_regularizer",
+                        "depthwise_constraint", "pointwise_constraint", "bias_constraint")
         self._normalize("filters", check_positive_int(self.name, "filters", self.filters))
         validate_depthwise(self)
         for field in ("depthwise_initializer", "pointwise_initializer", "bias_initializer"):
@@ -77,21 +75,23 @@ class BaseSeparableConv(RegularizedLayer):
                                             self.dilation_rate)
         return _args.join_shape(shape[0], lengths, self.filters, self.data_format)
 
-    def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        channels = _args.known_channels(self, input_shape, self.data_format)
-        self.compute_output_shape(input_shape)
-
-        params = {
-            "depthwise_kernel": self.depthwise_initializer(
-                self.kernel_size + (channels, self.depth_multiplier), self.variable_dtype,
-                sub_seed(seed, "depthwise_kernel")),
-            "pointwise_kernel": self.pointwise_initializer(
-                (1,) * self.rank + (channels * self.depth_multiplier, self.filters), self.variable_dtype,
-                sub_seed(seed, "pointwise_kernel")),
-        }
+    def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:
+        """The depthwise kernel, the ``1x1`` pointwise kernel and the ``(filters,)`` bias."""
+        channels = None
+        if input_shape is not None:
+            channels = _args.known_channels(self, input_shape, self.data_format)
+            self.compute_output_shape(input_shape)
+        mixed = None if channels is None else channels * self.depth_multiplier
+        specs = [
+            WeightSpec("depthwise_kernel", self.kernel_size + (channels, self.depth_multiplier),
+                       self.depthwise_initializer, self.depthwise_regularizer, self.depthwise_constraint),
+            WeightSpec("pointwise_kernel", (1,) * self.rank + (mixed, self.filters), self.pointwise_initializer,
+                       self.pointwise_regularizer, self.pointwise_constraint),
+        ]
         if self.use_bias:
-            params["bias"] = self.bias_initializer((self.filters,), self.variable_dtype, sub_seed(seed, "bias"))
-        return self.make_state(params=params)
+            specs.append(WeightSpec("bias", (self.filters,), self.bias_initializer, self.bias_regularizer,
+                                    self.bias_constraint))
+        return specs
 
     def call(self, params: dict, inputs: Any) -> Any:
         depthwise = params["depthwise_kernel"]

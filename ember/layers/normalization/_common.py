@@ -6,7 +6,6 @@ import numbers
 from typing import Any
 
 from ember.validation import check_bool
-from ember import constraints, regularizers
 from ember.layers.layer import Layer
 from ember import ops
 
@@ -43,27 +42,6 @@ def check_real(layer: Layer, field: str, low: float, high: float | None = None, 
 def check_bools(layer: Layer, *fields: str) -> None:
     for field in fields:
         check_bool(layer.name, field, getattr(layer, field))
-
-
-def resolve_weight_options(layer: Layer, prefixes: tuple[str, ...] = ("beta", "gamma")) -> None:
-    """Resolve ``<prefix>_regularizer`` / ``<prefix>_constraint`` fields through
-    :func:`ember.regularizers.get` / :func:`ember.constraints.get`."""
-    for prefix in prefixes:
-        field = f"{prefix}_regularizer"
-        layer._normalize(field, regularizers.get(getattr(layer, field), f"{layer.name}: {field}"))
-        field = f"{prefix}_constraint"
-        layer._normalize(field, constraints.get(getattr(layer, field), f"{layer.name}: {field}"))
-
-
-def penalties(layer: Layer, params: dict, prefixes: tuple[str, ...] = ("beta", "gamma")) -> list:
-    """``<prefix>_regularizer(params[prefix])`` for the params present (none when frozen)."""
-    return regularizers.weight_penalties(layer, params, {p: getattr(layer, f"{p}_regularizer") for p in prefixes})
-
-
-def projections(layer: Layer, params_built: tuple[str, ...], prefixes: tuple[str, ...] = ("beta", "gamma")) -> dict:
-    """``{prefix: <prefix>_constraint}`` for the params the layer builds (none when frozen)."""
-    return constraints.weight_constraints(
-        layer, {p: getattr(layer, f"{p}_constraint") for p in prefixes if p in params_built})
 
 
 def resolve_axes(layer: Layer, axis: int | tuple[int, ...], rank: int, shape: tuple | None = None) -> tuple[int, ...]:

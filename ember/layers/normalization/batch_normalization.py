@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ember import initializers
-from ember.seeds import sub_seed
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
+from ember.layers.weights import WeightSpec, resolve_options
 from ember.layers.normalization import _common
 from ember import ops
 
@@ -93,29 +93,28 @@ class BatchNormalization(Layer):
                              "Ember runs each model on one device; use synchronized=False")
         for field in ("beta_initializer", "gamma_initializer", "moving_mean_initializer", "moving_variance_initializer"):
             self._normalize(field, initializers.get(getattr(self, field)))
-        _common.resolve_weight_options(self)
+        resolve_options(self, "beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint")
 
     # --- state -----------------------------------------------------------------------------
     def _feature_axis(self, shape: tuple) -> int:
         (axis,) = _common.resolve_axes(self, self.axis, len(shape), shape)
         return axis
 
-    def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        shape = input_shape_of(self, input_shape, min_rank=2)
-        axis = self._feature_axis(shape)
-        dims = _common.known_dims(self, shape, (axis,))
-
-        def make(field: str, name: str) -> Any:
-            return getattr(self, field)(dims, self.variable_dtype, sub_seed(seed, name))
-
-        params = {}
+    def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:
+        """``gamma``/``beta`` (when ``scale``/``center``) and the non-trainable moving statistics, one
+        value per feature."""
+        dims: tuple = (None,)
+        if input_shape is not None:
+            shape = input_shape_of(self, input_shape, min_rank=2)
+            dims = _common.known_dims(self, shape, (self._feature_axis(shape),))
+        specs = []
         if self.scale:
-            params["gamma"] = make("gamma_initializer", "gamma")
+            specs.append(WeightSpec("gamma", dims, self.gamma_initializer, self.gamma_regularizer, self.gamma_constraint))
         if self.center:
-            params["beta"] = make("beta_initializer", "beta")
-        buffers = {"moving_mean": make("moving_mean_initializer", "moving_mean"),
-                   "moving_variance": make("moving_variance_initializer", "moving_variance")}
-        return self.make_state(params=params, buffers=buffers)
+            specs.append(WeightSpec("beta", dims, self.beta_initializer, self.beta_regularizer, self.beta_constraint))
+        specs.append(WeightSpec("moving_mean", dims, self.moving_mean_initializer, trainable=False))
+        specs.append(WeightSpec("moving_variance", dims, self.moving_variance_initializer, trainable=False))
+        return specs
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         shape = input_shape_of(self, input_shape, min_rank=2)
@@ -186,11 +185,3 @@ class BatchNormalization(Layer):
         return ops.reshape(mean, (-1,)), ops.reshape(variance, (-1,))
 
     # --- regularization ------------------------------------------------------------------------
-    def regularization_losses(self, params: dict) -> list:
-        """``beta_regularizer(beta)`` / ``gamma_regularizer(gamma)`` for those set (none when frozen)."""
-        return _common.penalties(self, params)
-
-    def constraints(self) -> dict:
-        """``{"beta": beta_constraint, "gamma": gamma_constraint}`` for those set (none when frozen)."""
-        built = tuple(name for name, on in (("beta", self.center), ("gamma", self.scale)) if on)
-        return _common.projections(self, built)

@@ -6,9 +6,9 @@ import numbers
 from typing import Any
 
 from ember import initializers
-from ember.seeds import sub_seed
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
+from ember.layers.weights import WeightSpec, resolve_options
 from ember.layers.normalization import _common
 from ember import ops
 
@@ -72,7 +72,7 @@ class GroupNormalization(Layer):
         _common.check_bools(self, "center", "scale")
         for field in ("beta_initializer", "gamma_initializer"):
             self._normalize(field, initializers.get(getattr(self, field)))
-        _common.resolve_weight_options(self)
+        resolve_options(self, "beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint")
 
     def _layout(self, shape: tuple) -> tuple[int, int, int]:
         """``(channel axis, channels, groups)`` for inputs of ``shape``; ValueError naming the layer."""
@@ -84,17 +84,19 @@ class GroupNormalization(Layer):
                              f"axis {self.axis} (inputs of shape {shape})")
         return axis, channels, groups
 
-    def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        shape = input_shape_of(self, input_shape, min_rank=2)
-        _, channels, _ = self._layout(shape)
-        params = {}
+    def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:
+        """``gamma``/``beta`` (when ``scale``/``center``), one value per channel."""
+        channels = None
+        if input_shape is not None:
+            _, channels, _ = self._layout(input_shape_of(self, input_shape, min_rank=2))
+        specs = []
         if self.scale:
-            params["gamma"] = self.gamma_initializer(
-                (channels,), self.variable_dtype, sub_seed(seed, "gamma"))
+            specs.append(WeightSpec("gamma", (channels,), self.gamma_initializer, self.gamma_regularizer,
+                                    self.gamma_constraint))
         if self.center:
-            params["beta"] = self.beta_initializer(
-                (channels,), self.variable_dtype, sub_seed(seed, "beta"))
-        return self.make_state(params=params)
+            specs.append(WeightSpec("beta", (channels,), self.beta_initializer, self.beta_regularizer,
+                                    self.beta_constraint))
+        return specs
 
     def call(self, params: dict, inputs: Any) -> Any:
         shape = _common.input_shape(self, inputs)
@@ -129,11 +131,3 @@ class GroupNormalization(Layer):
         self._layout(shape)
         return shape
 
-    def regularization_losses(self, params: dict) -> list:
-        """``beta_regularizer(beta)`` / ``gamma_regularizer(gamma)`` for those set (none when frozen)."""
-        return _common.penalties(self, params)
-
-    def constraints(self) -> dict:
-        """``{"beta": ..., "gamma": ...}`` constraints for the params built (none when frozen)."""
-        built = tuple(name for name, on in (("beta", self.center), ("gamma", self.scale)) if on)
-        return _common.projections(self, built)

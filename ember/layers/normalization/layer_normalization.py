@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ember import initializers
-from ember.seeds import sub_seed
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
+from ember.layers.weights import WeightSpec, resolve_options
 from ember.layers.normalization import _common
 from ember import ops
 
@@ -68,25 +68,25 @@ class LayerNormalization(Layer):
         _common.check_bools(self, "center", "scale", "rms_scaling")
         for field in ("beta_initializer", "gamma_initializer"):
             self._normalize(field, initializers.get(getattr(self, field)))
-        _common.resolve_weight_options(self)
+        resolve_options(self, "beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint")
 
     def _uses(self) -> tuple[bool, bool]:
         """``(has gamma, has beta)``."""
         return self.scale or self.rms_scaling, self.center and not self.rms_scaling
 
-    def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        shape = input_shape_of(self, input_shape, min_rank=2)
-        axes = _common.resolve_axes(self, self.axis, len(shape), shape)
-        dims = _common.known_dims(self, shape, axes)
+    def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:
+        """``gamma``/``beta`` (when used) over the normalized axes."""
+        dims: tuple = (None,) * (len(self.axis) if isinstance(self.axis, tuple) else 1)
+        if input_shape is not None:
+            shape = input_shape_of(self, input_shape, min_rank=2)
+            dims = _common.known_dims(self, shape, _common.resolve_axes(self, self.axis, len(shape), shape))
         has_gamma, has_beta = self._uses()
-        params = {}
+        specs = []
         if has_gamma:
-            params["gamma"] = self.gamma_initializer(
-                dims, self.variable_dtype, sub_seed(seed, "gamma"))
+            specs.append(WeightSpec("gamma", dims, self.gamma_initializer, self.gamma_regularizer, self.gamma_constraint))
         if has_beta:
-            params["beta"] = self.beta_initializer(
-                dims, self.variable_dtype, sub_seed(seed, "beta"))
-        return self.make_state(params=params)
+            specs.append(WeightSpec("beta", dims, self.beta_initializer, self.beta_regularizer, self.beta_constraint))
+        return specs
 
     def call(self, params: dict, inputs: Any) -> Any:
         shape = _common.input_shape(self, inputs)
@@ -117,15 +117,6 @@ class LayerNormalization(Layer):
         _common.resolve_axes(self, self.axis, len(shape), shape)
         return shape
 
-    def regularization_losses(self, params: dict) -> list:
-        """``beta_regularizer(beta)`` / ``gamma_regularizer(gamma)`` for those set (none when frozen)."""
-        return _common.penalties(self, params)
-
-    def constraints(self) -> dict:
-        """``{"beta": ..., "gamma": ...}`` constraints for the params built (none when frozen)."""
-        has_gamma, has_beta = self._uses()
-        built = tuple(name for name, on in (("beta", has_beta), ("gamma", has_gamma)) if on)
-        return _common.projections(self, built)
 
 
 def _checked_param(layer: Layer, params: dict, name: str, shape: tuple, axes: tuple[int, ...]) -> Any:
