@@ -22,7 +22,7 @@ from ember.backends import (  # noqa: E402
 )
 from ember.ops import random  # noqa: E402
 from ember import activations, constraints, initializers, layers, regularizers, saving  # noqa: E402
-from ember.layers import Input, clear_session  # noqa: E402
+from ember.layers import Input, Variable, clear_session  # noqa: E402
 from ember.models import Model, Sequential  # noqa: E402
 from ember.saving import load_model  # noqa: E402
 from ember.autodiff import GradientTape, custom_gradient, custom_vjp, grad, jacobian, stop_gradient, value_and_grad, vjp  # noqa: E402
@@ -38,6 +38,7 @@ from ember.training.trainer import Trainer  # noqa: E402
 __all__ = [
     "BackendNotAvailableError",
     "Trainer",
+    "Variable",
     "EmberTensor",
     "GradientTape",
     "Input",

@@ -43,6 +43,8 @@ from ember.layers.core.repeat_vector import RepeatVector
 from ember.layers.core.reshape import Reshape
 from ember.layers.layer import Layer, clear_session
 from ember.layers.normalization.auto_contrast import AutoContrast
+from ember.layers.variable import Variable
+from ember.layers.weights import WeightSpec
 from ember.layers.normalization import (
     BatchNormalization,
     GroupNormalization,
@@ -149,6 +151,8 @@ __all__ = [
     "InputLayer",
     "Lambda",
     "Layer",
+    "Variable",
+    "WeightSpec",
     "Maximum",
     "Minimum",
     "MultiHeadAttention",

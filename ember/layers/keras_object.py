@@ -76,7 +76,7 @@ from ember.symbolic import is_shape
 
 # Attributes of a layer object that are bookkeeping, not configuration.
 _INTERNAL = frozenset({"_frozen", "_handle_slot", "_child_keys", "_init_config", "_init_specs", "_built_specs",
-                       "_declared_cache"})
+                       "_declared_cache", "_input_shape_arg"})
 
 
 # ============================================================================ class setup
@@ -532,12 +532,30 @@ def keras_get_config(self: Any) -> dict:
             raise NotImplementedError(
                 f"layer {self.name!r} ({type(self).__name__}): constructor argument {key!r} ({type(value).__name__}) "
                 f"is not a plain value, so get_config cannot be automatic; override get_config() ({error})") from None
+    shape = self._handle().build_shape
+    if shape is not None and getattr(type(self), "_owns_state", False):
+        config["build_config"] = {"input_shape": _json_shape(shape)}  # as Keras 3: load_model can build
     return config
+
+
+def _json_shape(shape: Any) -> Any:
+    return list(shape) if is_shape(shape) else [_json_shape(s) for s in shape]
+
+
+def _tuple_shape(shape: Any) -> Any:
+    if all(d is None or isinstance(d, int) for d in shape):
+        return tuple(shape)
+    return [_tuple_shape(s) for s in shape]
 
 
 @classmethod  # type: ignore[misc]
 def keras_from_config(cls: type, config: dict) -> Any:
-    return cls(**{key: deserialize(value) for key, value in config.items()})
+    config = dict(config)
+    build_config = config.pop("build_config", None)
+    layer = cls(**{key: deserialize(value) for key, value in config.items()})
+    if build_config is not None and build_config.get("input_shape") is not None:
+        layer._handle().build_shape = _tuple_shape(build_config["input_shape"])
+    return layer
 
 
 def infer_output_shape(self: Any, input_shape: Any) -> Any:

@@ -151,7 +151,10 @@ class LayerType(type):
     """
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        input_shape = _pop_input_shape(cls, kwargs)
         layer = cls.__new__(cls)
+        if input_shape is not None:
+            object.__setattr__(layer, "_input_shape_arg", input_shape)
         if cls._keras_style:
             object.__setattr__(layer, "_init_config", _constructor_config(cls, args, kwargs))
             object.__setattr__(layer, "_init_specs", [])
@@ -159,6 +162,33 @@ class LayerType(type):
         layer.__init__(*args, **kwargs)
         object.__setattr__(layer, "_frozen", True)
         return layer
+
+
+_INPUT_SHAPE_ARGUMENTS = ("input_shape", "input_dim", "batch_input_shape")
+
+
+def _pop_input_shape(cls: type, kwargs: dict) -> tuple | None:
+    """Keras's ``input_shape=`` / ``input_dim=`` / ``batch_input_shape=`` constructor keywords (unless
+    the class's own constructor declares them): the batch shape a ``Sequential`` starting with this
+    layer gets its input from. Not config: ``Sequential`` saves it as its input layer."""
+    if not any(k in kwargs for k in _INPUT_SHAPE_ARGUMENTS):
+        return None
+    declared = inspect.signature(cls.__init__).parameters
+    given = {k: kwargs.pop(k) for k in _INPUT_SHAPE_ARGUMENTS if k in kwargs and k not in declared}
+    if not given:
+        return None
+    if len(given) > 1:
+        raise TypeError(f"{cls.__name__}: give one of {sorted(given)}, not several")
+    (key, value), = given.items()
+    if key == "input_dim":
+        value = (value,)
+    try:
+        shape = tuple(value)
+    except TypeError:
+        raise TypeError(f"{cls.__name__}: {key} must be a tuple of ints (None for unknown), received {value!r}") from None
+    if any(d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 0) for d in shape):
+        raise ValueError(f"{cls.__name__}: {key} must hold non-negative ints or None, received {value!r}")
+    return shape if key == "batch_input_shape" else (None,) + shape
 
 
 def _constructor_config(cls: type, args: tuple, kwargs: dict) -> dict:

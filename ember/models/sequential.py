@@ -79,6 +79,10 @@ class Sequential(Model):
                 raise ValueError(f"Sequential {self.name!r}: an Input can only be the first entry")
             object.__setattr__(self, "_input_layer", layer)
             return
+        declared = layer.__dict__.get("_input_shape_arg")
+        if declared is not None and not self._layers and self._input_layer is None:
+            # Keras's ``Dense(4, input_shape=(3,))`` as the first layer: the model's input.
+            object.__setattr__(self, "_input_layer", InputLayer(shape=declared[1:], batch_size=declared[0]))
         names = [l.name for l in self._layers] + ([self._input_layer.name] if self._input_layer else [])
         if layer.name in names and layer not in self._layers:
             raise ValueError(f"Sequential {self.name!r}: a layer named {layer.name!r} is already in the model")

@@ -60,7 +60,11 @@ def _connected_to_text(model: Any, layer: Any) -> str:
 def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int = 88) -> None:
     """Print name (type), output shape and params per layer (and, for functional models, the
     layers each one reads), then trainable / non-trainable totals."""
-    state = model.state if model.state is not None else model.placeholder_state()
+    try:
+        state = model.state if model.state is not None else model.placeholder_state()
+    except ValueError:  # no input shape yet (Keras prints what it knows: layers, "0 (unbuilt)")
+        state = None
+    keys = {id(layer): key for key, layer in model._state_children().items()}
     connected = not getattr(model, "_linear_stack", False) and hasattr(model, "_nodes")
     if isinstance(line_length, bool) or not isinstance(line_length, int) or line_length <= 0:
         raise ValueError(f"summary: line_length must be a positive int, received {line_length!r}")
@@ -81,15 +85,17 @@ def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int
     print_fn("=" * sum(columns))
     trainable = non_trainable = 0
     for layer in model.layers:
-        params = state["params"].get(layer.name, {})
-        buffers = state["buffers"].get(layer.name, {})
+        key = keys.get(id(layer), layer.name)
+        params = {} if state is None else state["params"].get(key, {})
+        buffers = {} if state is None else state["buffers"].get(key, {})
         n_params, n_buffers = _count(params), _count(buffers)
         if layer.trainable and model.trainable:
             trainable += n_params
         else:
             non_trainable += n_params
         non_trainable += n_buffers
-        cells = [f"{layer.name} ({type(layer).__name__})", _output_shape_text(model, layer), f"{n_params + n_buffers:,}"]
+        count = f"{n_params + n_buffers:,}" if state is not None else "0 (unbuilt)"
+        cells = [f"{layer.name} ({type(layer).__name__})", _output_shape_text(model, layer), count]
         if connected:
             cells.append(_connected_to_text(model, layer))
         print_fn(row(*cells))

@@ -339,3 +339,77 @@ def test_freezing_a_base_model(backend):
     assert not np.allclose(head_before[0], model.get_layer("head").get_weights()[0])
     with pytest.raises(TypeError, match="trainable must be a bool"):
         base.trainable = "no"
+
+
+# --- construction parity, saving, nesting ----------------------------------------------------------
+@ember.saving.register_serializable("tests_keras_object")
+class TwoDense(ember.Model):
+    def __init__(self, units=5, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.hidden = layers.Dense(units, activation="relu")
+        self.out = layers.Dense(1)
+
+    def call(self, inputs):
+        return self.out(self.hidden(inputs))
+
+
+def test_input_shape_keyword_on_the_first_layer_and_input_batch_shape(backend):
+    model = ember.Sequential([layers.Dense(4, input_shape=(3,)), layers.Dense(1)])
+    assert [w.shape for w in model.weights] == [(3, 4), (4,), (4, 1), (1,)]
+    rebuilt = ember.Sequential.from_config(model.get_config())
+    assert [w.shape for w in rebuilt.weights] == [(3, 4), (4,), (4, 1), (1,)]
+    assert ember.Input(batch_shape=(8, 3)).shape == (8, 3)
+    with pytest.raises(ValueError, match="batch_shape or shape"):
+        ember.Input((3,), batch_shape=(None, 3))
+    with pytest.raises(ValueError, match="input_shape must hold"):
+        layers.Dense(2, input_shape=(-1,))
+
+
+def test_summary_of_an_unbuilt_model_prints_what_is_known():
+    lines = []
+    ember.Sequential([layers.Dense(4, name="a"), layers.Dense(1, name="b")]).summary(print_fn=lines.append)
+    assert any(line.startswith("a (Dense)") and "0 (unbuilt)" in line for line in lines)
+
+
+def test_subclassed_model_saves_and_loads_by_class(backend, tmp_path):
+    model = TwoDense(4, name="two")
+    x = _data((2, 3))
+    y = _np(model(x))
+    lines = []
+    model.summary(print_fn=lines.append)
+    assert any("Total params: 21" in line for line in lines)  # 3*4+4 + 4*1+1
+    model.save(tmp_path / "two.h5")
+    loaded = ember.load_model(tmp_path / "two.h5")
+    assert type(loaded) is TwoDense and loaded.units == 4
+    np.testing.assert_array_equal(_np(loaded(x)), y)
+    model.save_weights(tmp_path / "two.weights.h5")
+    again = TwoDense(4)
+    again(x)
+    again.load_weights(tmp_path / "two.weights.h5")
+    np.testing.assert_array_equal(_np(again(x)), y)
+
+
+def test_nesting_subclassed_in_functional_and_functional_in_subclassed(backend):
+    inputs = ember.Input((3,))
+    inner = TwoDense(4, name="inner")
+    outer = ember.Model(inputs, layers.Dense(2, name="top")(inner(inputs)))
+    x = _data((2, 3))
+    h1, b1, h2, b2, t, tb = (np.asarray(w, np.float64) for w in outer.get_weights())
+    expected = (np.maximum(x @ h1 + b1, 0) @ h2 + b2) @ t + tb
+    np.testing.assert_allclose(_np(outer(x)), expected, rtol=RTOL, atol=ATOL)
+
+    class Wrapper(ember.Model):
+        def __init__(self, body, **kwargs):
+            super().__init__(**kwargs)
+            self.body = body
+
+        def call(self, inputs):
+            return self.body(inputs) * 2.0
+
+    body = ember.Sequential([ember.Input((3,)), layers.Dense(2, name="d")])
+    wrapper = Wrapper(body)
+    y = wrapper(x)
+    kernel, bias = (np.asarray(w, np.float64) for w in wrapper.get_weights())
+    np.testing.assert_allclose(_np(y), 2.0 * (x @ kernel + bias), rtol=RTOL, atol=ATOL)
+    assert [w.path for w in wrapper.weights] == ["body/d/kernel", "body/d/bias"]

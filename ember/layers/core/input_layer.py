@@ -55,7 +55,8 @@ class InputLayer(Layer):
         return inputs
 
 
-def Input(shape: Any, dtype: Any = None, name: str | None = None, batch_size: int | None = None) -> SymbolicTensor:
+def Input(shape: Any = None, dtype: Any = None, name: str | None = None, batch_size: int | None = None,
+          batch_shape: Any = None) -> SymbolicTensor:
     """A symbolic input of a functional model.
 
     Args:
@@ -63,13 +64,30 @@ def Input(shape: Any, dtype: Any = None, name: str | None = None, batch_size: in
         dtype: dtype of the data (default ``floatx()``).
         name: name of the input (used for dict inputs and in summaries).
         batch_size: optional fixed batch size.
+        batch_shape: Keras's alternative to ``shape``/``batch_size``: the full shape, batch first.
+
+    Raises:
+        ValueError: neither or both of ``shape`` and ``batch_shape``, or ``batch_shape`` with
+            ``batch_size``.
 
     Example:
         >>> import ember
         >>> inputs = ember.Input((3,), name="x")
         >>> inputs.shape, inputs.dtype
         ((None, 3), 'float32')
+        >>> ember.Input(batch_shape=(8, 3)).shape
+        (8, 3)
     """
+    if batch_shape is not None:
+        if shape is not None or batch_size is not None:
+            raise ValueError(f"Input: give batch_shape or shape/batch_size, not both (received shape={shape!r}, "
+                             f"batch_size={batch_size!r}, batch_shape={batch_shape!r})")
+        batch_shape = _check_shape(batch_shape, "Input: batch_shape")
+        if not batch_shape:
+            raise ValueError("Input: batch_shape must include the batch dimension, received ()")
+        shape, batch_size = batch_shape[1:], batch_shape[0]
+    if shape is None:
+        raise ValueError("Input: give shape (one example's shape) or batch_shape")
     return symbolic_input(InputLayer(shape=shape, batch_size=batch_size, name=name, dtype=dtype))
 
 
