@@ -76,7 +76,7 @@ from ember.symbolic import is_shape
 
 # Attributes of a layer object that are bookkeeping, not configuration.
 _INTERNAL = frozenset({"_frozen", "_handle_slot", "_child_keys", "_init_config", "_init_specs", "_built_specs",
-                       "_declared_cache", "_input_shape_arg"})
+                       "_declared_cache", "_input_shape_arg", "_auto_name", "_state_key_map"})
 
 
 # ============================================================================ class setup
@@ -442,8 +442,11 @@ def _specs_by_name(layer: Any) -> dict:
 def _walk(layer: Any, params: dict, buffers: dict, prefix: tuple, trainable: bool, out: list) -> None:
     trainable = trainable and getattr(layer, "trainable", True)
     declared = _specs_by_name(layer)
+    rank = {name: i for i, name in enumerate(declared)}
     for collection, tree in (("params", params), ("buffers", buffers)):
-        for key, value in tree.items():
+        # declaration order (a state read from a file may list its entries alphabetically)
+        for key in sorted(tree, key=lambda k: rank.get(k, len(rank))):
+            value = tree[key]
             if isinstance(value, dict):
                 continue
             spec = declared.get(key)

@@ -119,6 +119,39 @@ def unique_name(base: str) -> str:
     return base if count == 0 else f"{base}_{count}"
 
 
+def mark_auto_named(layer: Any, base: str) -> None:
+    """Record that ``layer``'s name was generated from ``base`` (see :func:`structural_keys`)."""
+    object.__setattr__(layer, "_auto_name", base)
+
+
+def structural_keys(layers: list) -> dict:
+    """``{id(layer): state key}`` for the layers of one model, in model order.
+
+    A layer named by the user keeps its name. A layer whose name was generated (``dense_7``,
+    from a process-wide counter) is keyed by its base name counted within the model
+    (``dense``, ``dense_1``, ...), as Flax names sub-modules per parent and Keras 3 names its
+    weight-file entries. So the same definition gives the same state keys, the same seeded
+    weights and loadable weight files in any process, whatever was created before it.
+    """
+    taken = {layer.name for layer in layers if "_auto_name" not in layer.__dict__}
+    counts: dict[str, int] = {}
+    keys: dict = {}
+    for layer in layers:
+        base = layer.__dict__.get("_auto_name")
+        if base is None:
+            keys[id(layer)] = layer.name
+            continue
+        count = counts.get(base, 0)
+        key = base if count == 0 else f"{base}_{count}"
+        while key in taken:
+            count += 1
+            key = f"{base}_{count}"
+        counts[base] = count + 1
+        taken.add(key)
+        keys[id(layer)] = key
+    return keys
+
+
 def empty_state() -> dict:
     """The state of a layer with no variables."""
     return {"params": {}, "buffers": {}}
@@ -298,7 +331,9 @@ class Layer(metaclass=LayerType):
 
     def __post_init__(self) -> None:
         if self.name is None:
-            object.__setattr__(self, "name", unique_name(to_snake_case(type(self).__name__)))
+            base = to_snake_case(type(self).__name__)
+            object.__setattr__(self, "name", unique_name(base))
+            object.__setattr__(self, "_auto_name", base)  # a model keys its state structurally
         elif not isinstance(self.name, str) or not self.name:
             raise ValueError(f"{type(self).__name__}: name must be a non-empty string, received {self.name!r}")
         if self.dtype is not None:

@@ -20,9 +20,10 @@ from typing import Any
 
 import optree
 
-from ember.symbolic import SymbolicTensor, replace_symbolic
-from ember.serialization import deserialize, serialize
 from ember.layers.core.input_layer import InputLayer, symbolic_input
+from ember.layers.layer import mark_auto_named
+from ember.serialization import deserialize, serialize
+from ember.symbolic import SymbolicTensor, replace_symbolic
 
 
 # A symbolic tensor among a layer call's kwargs (``attention_mask=``) is stored as
@@ -71,7 +72,7 @@ def functional_config(model: Any) -> dict:
         })
     layers = [{"class_name": serialize(layer)["class_name"], "config": layer.get_config(), "name": layer.name}
               for layer in model._layers]
-    return {
+    config = {
         "name": model.name,
         "trainable": model.trainable,
         "layers": layers,
@@ -79,6 +80,23 @@ def functional_config(model: Any) -> dict:
         "inputs": optree.tree_map(ref, model.inputs, is_leaf=_is_sym),
         "outputs": optree.tree_map(ref, model.outputs, is_leaf=_is_sym),
     }
+    auto = auto_named(model._layers)
+    if auto:
+        config["auto_named"] = auto
+    return config
+
+
+def auto_named(layers: list) -> dict:
+    """``{name: base}`` of the layers whose names were generated: the model's state keys for them are
+    structural (:func:`ember.layers.layer.structural_keys`), and a rebuilt model must key them alike."""
+    return {layer.name: layer.__dict__["_auto_name"] for layer in layers if "_auto_name" in layer.__dict__}
+
+
+def restore_auto_named(layers: Any, auto: dict | None) -> None:
+    """Mark the rebuilt layers that :func:`auto_named` recorded."""
+    for layer in layers:
+        if auto and layer.name in auto:
+            mark_auto_named(layer, auto[layer.name])
 
 
 def _is_ref(value: Any) -> bool:
@@ -91,6 +109,7 @@ def functional_from_config(cls: type, config: dict) -> Any:
     layers = {}
     for entry in config["layers"]:
         layers[entry["name"]] = deserialize({"class_name": entry["class_name"], "config": entry["config"]})
+    restore_auto_named(layers.values(), config.get("auto_named"))
     produced: dict[tuple[str, int], list] = {}
     counts: dict[str, int] = {}
     for name, layer in layers.items():

@@ -35,7 +35,7 @@ import optree
 from ember.seeds import derive_seed, is_seed_array, sub_seed
 from ember.layers import keras_object, scope
 from ember.layers.core.input_layer import InputLayer
-from ember.layers.layer import Layer, collect_losses, unique_name
+from ember.layers.layer import Layer, collect_losses, mark_auto_named, structural_keys, unique_name
 from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 from ember.layers.state_check import check_state_dict, raise_if_mismatched
 from ember.training.handle import TrainingHandle
@@ -106,8 +106,10 @@ class Model(TrainingAPI, Layer):
         if inputs is None and outputs is None and self._keras_style:
             # A Keras-style subclass (``class M(ember.Model)`` with ``call``): its architecture is
             # its attributes; Layer.__init__ validates name/trainable/dtype.
-            Layer.__init__(self, name=name or unique_name(to_snake_case(type(self).__name__)), trainable=trainable,
-                           **kwargs)
+            base = to_snake_case(type(self).__name__)
+            Layer.__init__(self, name=name or unique_name(base), trainable=trainable, **kwargs)
+            if name is None:
+                mark_auto_named(self, base)
             for key, value in (("state", None), ("_training", TrainingHandle()), ("stop_training", False), ("history", None)):
                 set_(self, key, value)
             return
@@ -116,7 +118,10 @@ class Model(TrainingAPI, Layer):
                             "to subclass ember.Model, define call(self, inputs) and call super().__init__()")
         if kwargs:
             raise TypeError(f"Model: unexpected argument(s) {sorted(kwargs)}")
-        set_(self, "name", name or unique_name("functional" if type(self) is Model else to_snake_case(type(self).__name__)))
+        base = "functional" if type(self) is Model else to_snake_case(type(self).__name__)
+        set_(self, "name", name or unique_name(base))
+        if name is None:
+            mark_auto_named(self, base)
         set_(self, "trainable", trainable)
         set_(self, "dtype", None)
         set_(self, "inputs", inputs)
@@ -239,17 +244,21 @@ class Model(TrainingAPI, Layer):
             self._check_input_shapes(input_shape)
         params: dict = {}
         buffers: dict = {}
+        keys = self._state_keys()
+        built: set = set()
         for node in self._nodes:
             layer = node.layer
-            if layer.name in params or layer.name in buffers:
+            key = keys[id(layer)]
+            if key in built:
                 continue
+            built.add(key)
             shapes = optree.tree_map(lambda t: t.shape, node.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
-            child_seed = sub_seed(seed, layer.name)
+            child_seed = sub_seed(seed, key)
             child = layer.build(shapes, seed=child_seed)
             if child["params"]:
-                params[layer.name] = child["params"]
+                params[key] = child["params"]
             if child["buffers"]:
-                buffers[layer.name] = child["buffers"]
+                buffers[key] = child["buffers"]
         state = {"params": params, "buffers": buffers}
         object.__setattr__(self, "state", state)
         self._own_layers()
@@ -278,10 +287,19 @@ class Model(TrainingAPI, Layer):
     def _write_state(self, state: dict) -> None:
         object.__setattr__(self, "state", state)
 
+    def _state_keys(self) -> dict:
+        """``{id(layer): state key}``: structural keys (see :func:`ember.layers.layer.structural_keys`)."""
+        keys = self.__dict__.get("_state_key_map")
+        if keys is None:
+            keys = structural_keys(self.layers)
+            object.__setattr__(self, "_state_key_map", keys)
+        return keys
+
     def _state_children(self) -> dict:
         if self._keras_style:
             return keras_object.keras_children(self)
-        return {layer.name: layer for layer in self.layers}
+        keys = self._state_keys()
+        return {keys[id(layer)]: layer for layer in self.layers}
 
     def _known_input_shape(self) -> Any:
         """The input shape the model is (or will be) built for; None when unknown (a Keras-style
@@ -297,11 +315,13 @@ class Model(TrainingAPI, Layer):
         params, buffers = state["params"], state["buffers"]
         new_buffers = dict(buffers)
         masks: dict = {}  # Keras-style masks of the values that carry one (see takes_mask)
+        keys = self._state_keys()
         for node in self._nodes:
             layer = node.layer
+            key = keys[id(layer)]
             args = optree.tree_map(lambda t: values[t.uid], node.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
-            child_state = {"params": params.get(layer.name, {}), "buffers": new_buffers.get(layer.name, {})}
-            child_rng = None if rng is None else _child_rng(rng, layer.name)
+            child_state = {"params": params.get(key, {}), "buffers": new_buffers.get(key, {})}
+            child_rng = None if rng is None else _child_rng(rng, key)
             # Call kwargs may hold symbolic tensors (attention_mask=...): bind their values.
             kwargs = replace_symbolic(node.kwargs, lambda t: values[t.uid]) if node.kwargs else node.kwargs
             mask = _input_mask(node, masks) if masks else None
@@ -313,7 +333,7 @@ class Model(TrainingAPI, Layer):
                 _explain_state_error(layer, node, child_state, error)
                 raise
             if child_state["buffers"]:
-                new_buffers[layer.name] = child_state["buffers"]
+                new_buffers[key] = child_state["buffers"]
             flat = [out] if node.structure is None else optree.tree_leaves(out, none_is_leaf=False)
             for tensor, value in zip(node.outputs, flat):
                 values[tensor.uid] = value
@@ -485,9 +505,9 @@ class Model(TrainingAPI, Layer):
     def regularization_losses(self, params: dict) -> list:
         """Every layer's weight penalties (each layer once, nested models included)."""
         losses = []
-        for layer in self.layers:
-            if layer.name in params:
-                losses.extend(layer.regularization_losses(params[layer.name]))
+        for key, layer in self._state_children().items():
+            if key in params:
+                losses.extend(layer.regularization_losses(params[key]))
         return losses
 
     def constraints(self) -> dict:
@@ -501,10 +521,10 @@ class Model(TrainingAPI, Layer):
         if not self.trainable:
             return {}
         nested = {}
-        for layer in self.layers:
+        for key, layer in self._state_children().items():
             found = layer.constraints()
             if found:
-                nested[layer.name] = found
+                nested[key] = found
         return nested
 
     def count_params(self, state: dict | None = None) -> int:

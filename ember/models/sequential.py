@@ -16,7 +16,7 @@ from typing import Any
 
 from ember.seeds import sub_seed
 from ember.layers.core.input_layer import InputLayer
-from ember.layers.layer import Layer, unique_name
+from ember.layers.layer import Layer, mark_auto_named, unique_name
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.models.model import Model, _check_compatible, _child_rng, makes_mask, takes_mask
 from ember.symbolic import SymbolicTensor, is_shape
@@ -24,6 +24,7 @@ from ember.training.handle import TrainingHandle
 from ember import ops
 from ember.serialization import serialize
 from ember.serialization import deserialize
+from ember.models.config import auto_named, restore_auto_named
 
 
 class Sequential(Model):
@@ -53,6 +54,8 @@ class Sequential(Model):
     def __init__(self, layers: list | None = None, name: str | None = None, trainable: bool = True) -> None:
         set_ = object.__setattr__
         set_(self, "name", name or unique_name("sequential"))
+        if name is None:
+            mark_auto_named(self, "sequential")
         set_(self, "trainable", trainable)
         set_(self, "dtype", None)
         set_(self, "_input_layer", None)
@@ -93,6 +96,7 @@ class Sequential(Model):
             _checked_output_shape(layer, shape)
         object.__setattr__(self, "_layers", self._layers + [layer])
         object.__setattr__(self, "state", None)
+        self.__dict__.pop("_state_key_map", None)
         self._own_layers()
 
     def pop(self) -> Layer:
@@ -102,6 +106,7 @@ class Sequential(Model):
         layer = self._layers[-1]
         object.__setattr__(self, "_layers", self._layers[:-1])
         object.__setattr__(self, "state", None)
+        self.__dict__.pop("_state_key_map", None)
         return layer
 
     @property
@@ -150,12 +155,14 @@ class Sequential(Model):
         params: dict = {}
         buffers: dict = {}
         current = shape
+        keys = self._state_keys()
         for layer in self._layers:
-            child = layer.build(current, seed=sub_seed(seed, layer.name))
+            key = keys[id(layer)]
+            child = layer.build(current, seed=sub_seed(seed, key))
             if child["params"]:
-                params[layer.name] = child["params"]
+                params[key] = child["params"]
             if child["buffers"]:
-                buffers[layer.name] = child["buffers"]
+                buffers[key] = child["buffers"]
             current = _checked_output_shape(layer, current)
         object.__setattr__(self, "_build_shape", shape)
         state = {"params": params, "buffers": buffers}
@@ -174,19 +181,21 @@ class Sequential(Model):
         params, buffers = state["params"], state["buffers"]
         new_buffers = dict(buffers)
         mask = None  # Keras-style masks, as in Model.apply
+        keys = self._state_keys()
         for layer in self._layers:
-            child = {"params": params.get(layer.name, {}), "buffers": buffers.get(layer.name, {})}
+            key = keys[id(layer)]
+            child = {"params": params.get(key, {}), "buffers": buffers.get(key, {})}
             kwargs = {"mask": mask} if mask is not None and takes_mask(layer) else {}
             x_in = x
             try:
                 x, child = layer.apply(child, x, training=training,
-                                       rng=None if rng is None else _child_rng(rng, layer.name), **kwargs)
+                                       rng=None if rng is None else _child_rng(rng, key), **kwargs)
             except Exception as error:
                 shape = input_shapes(x_in)
                 raise_if_mismatched(layer, child, lambda: layer.build(shape, seed=0), shape, error)
                 raise
             if child["buffers"]:
-                new_buffers[layer.name] = child["buffers"]
+                new_buffers[key] = child["buffers"]
             if mask is not None or makes_mask(layer):
                 mask = layer.compute_mask(x_in, mask)
         return x, {"params": params, "buffers": new_buffers}
@@ -212,13 +221,18 @@ class Sequential(Model):
         layers = ([serialize(self._input_layer)] if self._input_layer is not None else []) + [
             serialize(layer) for layer in self._layers
         ]
-        return {"name": self.name, "trainable": self.trainable, "layers": layers,
-                "build_input_shape": list(self._build_shape) if self._build_shape else None}
+        config = {"name": self.name, "trainable": self.trainable, "layers": layers,
+                  "build_input_shape": list(self._build_shape) if self._build_shape else None}
+        auto = auto_named(([self._input_layer] if self._input_layer is not None else []) + self._layers)
+        if auto:
+            config["auto_named"] = auto
+        return config
 
     @classmethod
     def from_config(cls, config: dict) -> "Sequential":
-        model = cls([deserialize(entry) for entry in config["layers"]], name=config.get("name"),
-                    trainable=config.get("trainable", True))
+        layers = [deserialize(entry) for entry in config["layers"]]
+        restore_auto_named(layers, config.get("auto_named"))
+        model = cls(layers, name=config.get("name"), trainable=config.get("trainable", True))
         if config.get("build_input_shape") is not None:
             object.__setattr__(model, "_build_shape", tuple(config["build_input_shape"]))
         return model

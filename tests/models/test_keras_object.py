@@ -413,3 +413,28 @@ def test_nesting_subclassed_in_functional_and_functional_in_subclassed(backend):
     kernel, bias = (np.asarray(w, np.float64) for w in wrapper.get_weights())
     np.testing.assert_allclose(_np(y), 2.0 * (x @ kernel + bias), rtol=RTOL, atol=ATOL)
     assert [w.path for w in wrapper.weights] == ["body/d/kernel", "body/d/bias"]
+
+
+def test_same_definition_gives_same_keys_and_weights_whatever_was_created_before(backend, tmp_path):
+    def make():
+        inputs = ember.Input((3,))
+        hidden = layers.Dense(4, activation="relu")(inputs)
+        return ember.Model(inputs, layers.Dense(1)(hidden))
+
+    first = make()
+    first.build(seed=7)
+    first.save_weights(tmp_path / "w.h5")
+    for _ in range(3):
+        layers.Dense(2)  # advance the global name counter
+    second = make()
+    second.build(seed=7)
+    assert list(first.state["params"]) == list(second.state["params"]) == ["dense", "dense_1"]
+    for a, b in zip(first.get_weights(), second.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    third = make()
+    third.build(seed=8)
+    third.load_weights(tmp_path / "w.h5")
+    for a, b in zip(first.get_weights(), third.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    rebuilt = ember.Model.from_config(first.get_config())
+    assert list(rebuilt.build(seed=0)["params"]) == ["dense", "dense_1"]
