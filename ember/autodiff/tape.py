@@ -511,7 +511,7 @@ class GradientTape:
         if not self._persistent:
             self._used = True
             self._engine.release()
-        return type(source)(result) if result is not None and _is_tensor(source) else result
+        return _result_type(source)(result) if result is not None and _is_tensor(source) else result
 
     def _vjp_rows(self, target: Any, sources: list, seeds: Any, count: int) -> list:
         """For each source, the stacked VJPs of ``target`` with the ``count`` cotangents in ``seeds``.

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 
 class Frame:
@@ -37,7 +38,7 @@ class Frame:
         training: the call's training flag.
     """
 
-    __slots__ = ("mode", "layer", "state", "seed", "rng", "training", "built_children")
+    __slots__ = ("built_children", "layer", "mode", "rng", "seed", "state", "training")
 
     def __init__(self, mode: str, layer: Any, state: dict, seed: Any = None, rng: Any = None,
                  training: bool = False) -> None:

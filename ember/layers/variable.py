@@ -74,7 +74,7 @@ class Variable(Tensor):
         regularizer, constraint: from the declaration (None when not declared).
     """
 
-    __slots__ = ("_owner", "_state_path", "_spec", "_trainable")
+    __slots__ = ("_owner", "_spec", "_state_path", "_trainable")
     __gradient_type__ = Tensor  # a tape returns gradients of Variables as plain ember.Tensors
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -82,7 +82,7 @@ class Variable(Tensor):
                         "not constructed directly")
 
     @classmethod
-    def view(cls, owner: Any, state_path: tuple, spec: Any, trainable: bool | None = None) -> "Variable":
+    def view(cls, owner: Any, state_path: tuple, spec: Any, trainable: bool | None = None) -> Variable:
         """The Variable of ``owner``'s state entry ``state_path`` (``("params", ..., name)``)."""
         variable = object.__new__(cls)
         object.__setattr__(variable, "_owner", owner)

@@ -25,7 +25,6 @@ from ember.layers.layer import mark_auto_named
 from ember.serialization import deserialize, serialize
 from ember.symbolic import SymbolicTensor, replace_symbolic
 
-
 # A symbolic tensor among a layer call's kwargs (``attention_mask=``) is stored as
 # ``{"__symbolic_tensor__": [layer_name, node_index, output_index]}``.
 _TENSOR_KEY = "__symbolic_tensor__"

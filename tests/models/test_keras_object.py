@@ -12,13 +12,13 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "torch")  # before keras is imported (the reference)
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import optree  # noqa: E402
-import pytest  # noqa: E402
+import keras
+import numpy as np
+import optree
+import pytest
 
-import ember  # noqa: E402
-from ember import layers, ops  # noqa: E402
+import ember
+from ember import layers, ops
 
 RTOL = 1e-5  # float32 results against float64 / Keras references on a few dozen terms
 ATOL = 1e-6

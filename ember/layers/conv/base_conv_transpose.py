@@ -7,9 +7,9 @@ from typing import Any, ClassVar
 from ember.validation import check_bool, check_positive_int
 from ember import activations, initializers, ops
 from ember.layers.conv import _args
+from ember.layers.conv.base_conv import add_bias, check_input
 from ember.layers.layer import Layer
 from ember.layers.weights import WeightSpec, resolve_options
-from ember.layers.conv.base_conv import add_bias, check_input
 
 
 class BaseConvTranspose(Layer):

@@ -7,9 +7,9 @@ from typing import Any
 from ember import initializers
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
-from ember.layers.weights import WeightSpec, resolve_options
 from ember.layers.normalization import _common
 from ember import ops
+from ember.layers.weights import WeightSpec, resolve_options
 
 
 class BatchNormalization(Layer):

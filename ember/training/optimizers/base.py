@@ -48,8 +48,8 @@ from typing import Any
 import optree
 
 from ember import backends, dtypes
-from ember.training.optimizers._math import check_number, is_number
 from ember.training.optimizers import variable_updates
+from ember.training.optimizers._math import check_number, is_number
 from ember.training.optimizers.clipping import clip_by_global_norm, clip_by_norm
 from ember import ops
 from ember.serialization import serialize
