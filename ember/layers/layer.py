@@ -488,9 +488,10 @@ class Layer(metaclass=LayerType):
         return spec_constraints(self, declared) if declared else {}
 
     def count_params(self, state: dict | None = None) -> int:
-        """Number of scalars in the params of ``state`` (default: the layer's current weights)."""
+        """Number of scalars in every weight of ``state`` (default: the layer's current weights),
+        trainable or not, as Keras counts (BatchNorm's moving statistics included)."""
         state = self._read_state() if state is None else state
-        return sum(ops.size(leaf) for leaf in optree.tree_leaves(state["params"]))
+        return sum(ops.size(leaf) for leaf in optree.tree_leaves((state["params"], state["buffers"])))
 
     # --- the Keras object model: weights through the handle (see keras_object) --------------
     def _handle(self) -> _Handle:

@@ -438,3 +438,14 @@ def test_same_definition_gives_same_keys_and_weights_whatever_was_created_before
         np.testing.assert_array_equal(a, b)
     rebuilt = ember.Model.from_config(first.get_config())
     assert list(rebuilt.build(seed=0)["params"]) == ["dense", "dense_1"]
+
+
+def test_count_params_counts_every_weight_as_keras(backend):
+    model = ember.Sequential([ember.Input((3,)), layers.Dense(4), layers.BatchNormalization()])
+    reference = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.BatchNormalization()])
+    assert model.count_params() == reference.count_params() == 3 * 4 + 4 + 4 * 4
+    assert len(model.weights) == len(reference.weights) == 6
+    assert [w.shape for w in model.non_trainable_weights] == [tuple(w.shape) for w in reference.non_trainable_weights]
+    reference.set_weights(model.get_weights())
+    x = _data((5, 3))
+    np.testing.assert_allclose(_np(model(x)), reference(x, training=False).detach().numpy(), rtol=RTOL, atol=1e-5)
