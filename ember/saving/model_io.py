@@ -174,7 +174,7 @@ def load_model(filepath: Any, custom_objects: dict | None = None, compile: bool 
         >>> model.save(path)
         >>> with ember.using_backend("mlx"):
         ...     restored = ember.load_model(path)
-        ...     print(restored.name, type(restored.state["params"][model.layers[0].name]["kernel"]).__module__)
+        ...     print(restored.name, type(restored.layers[0].weights[0].value).__module__)
         tiny mlx.core
     """
     del safe_mode
