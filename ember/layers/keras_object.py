@@ -209,6 +209,7 @@ def keras_build(self: Any, input_shape: Any = None, seed: Any = None) -> dict:
     if input_shape is None and needs_shape:
         raise ValueError(f"layer {self.name!r}: build needs the input shape, e.g. build((None, 784)), "
                          f"or call the layer on data")
+    top_level = scope.top() is None
     frame = scope.Frame("init", self, empty_state(), seed=seed)
     with scope.frames(frame):
         object.__setattr__(self, "_built_specs", [])
@@ -223,6 +224,8 @@ def keras_build(self: Any, input_shape: Any = None, seed: Any = None) -> dict:
     state = {"params": frame.state["params"], "buffers": frame.state["buffers"]}
     if getattr(type(self), "_owns_state", False):  # a Model handle keeps what it built, as Model.build does
         self._write_state(state)
+    elif top_level and handle.owner is None:  # Keras's layer.build(shape): the layer's weights now exist
+        handle.state = state
     return state
 
 
@@ -577,13 +580,15 @@ def infer_output_shape(self: Any, input_shape: Any) -> Any:
 
 def _probe(layer: Any, input_shape: Any, fill: int) -> Any:
     handle = layer._handle()
-    saved = handle.build_shape
+    saved = (handle.build_shape, handle.state, layer.__dict__.get("state"))
     try:
         with initializers.shapes_only(), collect_losses():
             state = layer.build(input_shape, seed=0)
             outputs, _ = layer.apply(state, placeholder(input_shape, fill), training=False)
-    finally:
-        handle.build_shape = saved
+    finally:  # the placeholder weights never become the layer's (or model's) weights
+        handle.build_shape, handle.state = saved[0], saved[1]
+        if "state" in layer.__dict__:
+            object.__setattr__(layer, "state", saved[2])
     shapes = optree.tree_map(lambda a: tuple(ops.shape(a)), outputs, none_is_leaf=False)
     return shapes
 

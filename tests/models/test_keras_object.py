@@ -449,3 +449,26 @@ def test_count_params_counts_every_weight_as_keras(backend):
     reference.set_weights(model.get_weights())
     x = _data((5, 3))
     np.testing.assert_allclose(_np(model(x)), reference(x, training=False).detach().numpy(), rtol=RTOL, atol=1e-5)
+
+
+def test_keras_style_layer_build_then_custom_loop(backend):
+    layer = CustomDense(2, name="cd")
+    layer.build((None, 3))  # Keras: the weights exist after build
+    assert [w.shape for w in layer.trainable_weights] == [(3, 2), (2,)]
+    x = _data((4, 3))
+    kernel, bias = (np.asarray(w, np.float64) for w in layer.get_weights())
+    with ember.GradientTape() as tape:
+        loss = ops.sum(layer(x))
+    grad_kernel, grad_bias = tape.gradient(loss, layer.trainable_weights)
+    # d/dW sum(xW + b) = x^T 1 (+ the L2 penalty is not in this loss); d/db = batch size
+    np.testing.assert_allclose(_np(grad_kernel), x.astype(np.float64).sum(0)[:, None] * np.ones((1, 2)), rtol=RTOL)
+    np.testing.assert_allclose(_np(grad_bias), [4.0, 4.0], rtol=RTOL)
+    ember.optimizers.SGD(1.0).apply([grad_kernel, grad_bias], layer.trainable_weights)
+    np.testing.assert_allclose(layer.get_weights()[1], bias - 4.0, rtol=RTOL)
+
+
+def test_output_shape_inference_leaves_a_subclassed_model_unbuilt(backend):
+    inner = TwoDense(3, name="probe_inner")
+    inputs = ember.Input((2,))
+    inner(inputs)  # infers the output shape by running call on placeholders
+    assert inner.state is None and not inner.built
