@@ -472,3 +472,27 @@ def test_output_shape_inference_leaves_a_subclassed_model_unbuilt(backend):
     inputs = ember.Input((2,))
     inner(inputs)  # infers the output shape by running call on placeholders
     assert inner.state is None and not inner.built
+
+
+def test_add_weight_layer_trains_in_fit_like_dense(backend):
+    class PlainDense(layers.Layer):  # CustomDense without the penalty, so both losses are the same
+        def __init__(self, units, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+
+        def build(self, input_shape):
+            self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel")
+            self.bias = self.add_weight(shape=(self.units,), initializer="zeros", name="bias")
+
+        def call(self, inputs):
+            return ops.matmul(inputs, self.kernel) + self.bias
+
+    x, y = _data((16, 3), 6), _data((16, 2), 7)
+    custom = ember.Sequential([ember.Input((3,)), PlainDense(2)])
+    builtin = ember.Sequential([ember.Input((3,)), layers.Dense(2)])
+    builtin.set_weights(custom.get_weights())
+    for model in (custom, builtin):
+        model.compile(optimizer=ember.optimizers.Adam(0.01), loss="mse", seed=0)
+        model.fit(x, y, epochs=3, batch_size=4, shuffle=False, verbose=0)
+    for a, b in zip(custom.get_weights(), builtin.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
