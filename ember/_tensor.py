@@ -281,6 +281,11 @@ class Tensor:
         return int(self.item())
 
     def __complex__(self) -> complex:
+        # Only complex tensors: MLX converts an operand that offers ``__complex__`` to a complex
+        # scalar before trying ``__mlx_array__``, so ``mlx_array + size1_real_tensor`` would
+        # silently turn complex. ``complex(float(t))`` converts a real one.
+        if "complex" not in self.dtype:
+            raise TypeError(f"complex() of an ember.Tensor of dtype {self.dtype}: use complex(float(t))")
         return complex(self.item())
 
     def __bool__(self) -> bool:

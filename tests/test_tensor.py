@@ -549,3 +549,16 @@ def test_docstring_examples():
     for mod in (module, _tensor_at):
         result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0, mod.__name__
+
+
+def test_native_mlx_array_with_a_size_one_real_tensor_stays_real():
+    pytest.importorskip("mlx.core")
+    import mlx.core as mx
+
+    with ember.using_backend("mlx"):
+        t = ember.convert_to_tensor(np.array([2.0], "float32"))
+        result = mx.ones((3, 1)) + t
+        assert result.dtype == mx.float32 and np.asarray(result).ravel().tolist() == [3.0, 3.0, 3.0]
+        with pytest.raises(TypeError, match="complex"):
+            complex(t)
+        assert complex(ember.convert_to_tensor(np.array(1 + 2j, "complex64"))) == 1 + 2j
