@@ -62,11 +62,10 @@ import inspect
 import weakref
 from typing import Any
 
-import numpy as np
 import optree
 
 from ember import initializers, ops
-from ember.autodiff import tape as tape_module
+from ember._tensor import Tensor
 from ember.layers import scope
 from ember.layers.layer import Layer, collect_losses, empty_state
 from ember.layers.variable import Variable
@@ -108,7 +107,7 @@ def _user_defines(cls: type, name: str) -> bool:
 # ============================================================================ attributes
 def check_attribute(layer: Any, key: str, value: Any) -> None:
     """No arrays on layer objects: weights come from ``add_weight``."""
-    if ops.is_array(value) or type(value).__name__ == "Tensor" and not isinstance(value, Variable):
+    if ops.is_array(value) or (isinstance(value, Tensor) and not isinstance(value, Variable)):
         raise TypeError(f"layer {getattr(layer, 'name', '?')!r}: {key!r} would store an array on the layer; "
                         f"declare weights with self.add_weight(...) in build (the state holds the values)")
 
@@ -288,8 +287,7 @@ def call_in_frame(child: Any, frame: scope.Frame, args: tuple, kwargs: dict) -> 
         seed = None if frame.seed is None else initializers.derive_seed(frame.seed, key)
         built = child.build(shapes, seed=seed)
         for collection in ("params", "buffers"):
-            clash = key in frame.state[collection] and key not in frame.built_children
-            if clash:
+            if key in frame.state[collection]:
                 raise ValueError(f"layer {parent.name!r}: sub-layer {key!r} and a weight share the name {key!r}")
             if built[collection]:
                 frame.state[collection][key] = built[collection]
@@ -301,7 +299,7 @@ def call_in_frame(child: Any, frame: scope.Frame, args: tuple, kwargs: dict) -> 
         raise ValueError(f"layer {parent.name!r}: sub-layer {key!r} ({child.name!r}) has no state; was it "
                          f"created after the parent was built?")
     child_state = {"params": params.get(key, {}), "buffers": buffers.get(key, {})}
-    if mask is not None and child._keras_style or (mask is not None and _apply_takes_mask(child)):
+    if mask is not None and (child._keras_style or _apply_takes_mask(child)):
         kwargs["mask"] = mask
     rng = None if frame.rng is None else initializers.derive_seed(frame.rng, key)
     outputs, new_state = child.apply(child_state, inputs, training=training, rng=rng, **kwargs)
@@ -316,183 +314,6 @@ def _has_weights_declared(layer: Any) -> bool:
 
 def _apply_takes_mask(layer: Any) -> bool:
     return "mask" in inspect.signature(type(layer).apply).parameters
-
-
-# ============================================================================ eager calls
-def eager_call(layer: Any, args: tuple, kwargs: dict) -> Any:
-    """``layer(x)`` on arrays: run on the layer's current weights, building them on first use."""
-    if not args:
-        raise TypeError(f"layer {layer.name!r}: call it on inputs, e.g. layer(x)")
-    kwargs = dict(kwargs)
-    training = bool(kwargs.pop("training", False) or False)
-    inputs = _to_arrays(args[0] if len(args) == 1 else list(args))
-    try:
-        state = layer._read_state()
-    except ValueError:
-        shapes = optree.tree_map(lambda a: (None,) + tuple(ops.shape(a))[1:], inputs, none_is_leaf=False)
-        state = layer.build(shapes)
-        layer._write_state(state)
-    watch_read(state)
-    with collect_losses() as losses:
-        outputs, new_state = layer.apply(state, inputs, training=training, **kwargs)
-    if _changed(state["buffers"], new_state["buffers"]):
-        layer._write_state({"params": state["params"], "buffers": new_state["buffers"]})
-    layer._handle().losses = list(losses)
-    return outputs
-
-
-def _changed(old: dict, new: dict) -> bool:
-    """Whether ``apply`` returned other buffer arrays (compared by identity, never by value)."""
-    if new is old:
-        return False
-    old_leaves, new_leaves = optree.tree_leaves(old), optree.tree_leaves(new)
-    return len(old_leaves) != len(new_leaves) or any(a is not b for a, b in zip(old_leaves, new_leaves))
-
-
-def _to_arrays(inputs: Any) -> Any:
-    def convert(value: Any) -> Any:
-        if getattr(type(value), "__ember_tensor__", False):
-            return value._native
-        return value if ops.is_array(value) else ops.convert_to_tensor(np.asarray(value))
-
-    return optree.tree_map(convert, inputs, none_is_leaf=False)
-
-
-def watch_read(state: dict) -> None:
-    """Tell recording tapes that a forward pass reads ``state``'s params (``watch_accessed_variables``)."""
-    if tape_module.active_tapes():
-        for leaf in optree.tree_leaves(state["params"]):
-            tape_module.record_variable_read(leaf)
-
-
-# ============================================================================ state access
-def read_state(layer: Any) -> dict:
-    """The layer's entry in its owner's state when it has a built owner, else its own state."""
-    handle = layer._handle()
-    if handle.owner is not None:
-        owner = handle.owner()
-        if owner is not None:
-            try:
-                parent = owner._read_state()
-            except ValueError:
-                parent = None
-            if parent is not None:
-                return {collection: _sub(parent[collection], handle.path) for collection in ("params", "buffers")}
-    if handle.state is None:
-        raise ValueError(f"layer {layer.name!r} has no weights yet: call it on data (layer(x)), or build the "
-                         f"model that holds it")
-    return handle.state
-
-
-def _sub(tree: dict, path: tuple) -> dict:
-    for key in path:
-        tree = tree.get(key, {}) if isinstance(tree, dict) else {}
-    return tree
-
-
-def write_state(layer: Any, state: dict) -> None:
-    """Replace the layer's state whole (its entry in the owner's state, which is replaced whole too)."""
-    handle = layer._handle()
-    owner = handle.owner() if handle.owner is not None else None
-    if owner is not None:
-        try:
-            parent = owner._read_state()
-        except ValueError:
-            parent = None
-        if parent is not None:
-            new = {}
-            for collection in ("params", "buffers"):
-                entry = state[collection]
-                base = parent[collection]
-                if entry or _sub(base, handle.path):
-                    base = replace_in(base, handle.path, entry)
-                new[collection] = base
-            owner._write_state(new)
-            return
-    handle.state = state
-
-
-def replace_in(tree: dict, path: tuple, value: Any) -> dict:
-    copy = dict(tree)
-    if len(path) == 1:
-        if isinstance(value, dict) and not value:
-            copy.pop(path[0], None)
-        else:
-            copy[path[0]] = value
-    else:
-        copy[path[0]] = replace_in(tree.get(path[0], {}), path[1:], value)
-    return copy
-
-
-# ============================================================================ weights API
-def variables_of(layer: Any) -> list[Variable]:
-    """The layer's weights as Variables, in Keras's order (see :attr:`Layer.weights`)."""
-    state = layer._read_state()
-    entries: list = []
-    _walk(layer, state["params"], state["buffers"], (), True, entries)
-    return [Variable.view(layer, path, spec, trainable) for path, spec, trainable in entries]
-
-
-def _specs_by_name(layer: Any) -> dict:
-    if layer is None:
-        return {}
-    try:
-        return {spec.name: spec for spec in layer.weight_specs()}
-    except (TypeError, ValueError):
-        return {}
-
-
-def _walk(layer: Any, params: dict, buffers: dict, prefix: tuple, trainable: bool, out: list) -> None:
-    trainable = trainable and getattr(layer, "trainable", True)
-    declared = _specs_by_name(layer)
-    rank = {name: i for i, name in enumerate(declared)}
-    for collection, tree in (("params", params), ("buffers", buffers)):
-        # declaration order (a state read from a file may list its entries alphabetically)
-        for key in sorted(tree, key=lambda k: rank.get(k, len(rank))):
-            value = tree[key]
-            if isinstance(value, dict):
-                continue
-            spec = declared.get(key)
-            if spec is None or spec.shape != tuple(ops.shape(value)):
-                spec = WeightSpec(key, tuple(ops.shape(value)), "zeros", None if spec is None else spec.regularizer,
-                                  None if spec is None else spec.constraint, collection == "params",
-                                  ops.dtype(value))
-            out.append(((collection,) + prefix + (key,), spec, trainable and collection == "params"))
-    children = layer._state_children() if layer is not None else {}
-    keys = [k for k, v in params.items() if isinstance(v, dict)]
-    keys += [k for k, v in buffers.items() if isinstance(v, dict) and k not in keys]
-    ordered = [k for k in children if k in keys] + [k for k in keys if k not in children]
-    for key in ordered:
-        _walk(children.get(key), params.get(key, {}), buffers.get(key, {}), prefix + (key,), trainable, out)
-
-
-def set_weights(layer: Any, weights: list) -> None:
-    """See :meth:`Layer.set_weights`."""
-    variables = variables_of(layer)
-    weights = list(weights)
-    if len(weights) != len(variables):
-        raise ValueError(f"{layer.name}.set_weights: expected {len(variables)} arrays (one per weight: "
-                         f"{[v.path for v in variables]}), received {len(weights)}")
-    state = layer._read_state()
-    new = {"params": state["params"], "buffers": state["buffers"]}
-    for variable, value in zip(variables, weights):
-        array = np.asarray(value._native if getattr(type(value), "__ember_tensor__", False) and
-                           not ops.is_array(value) else value)
-        current = _lookup(new, variable._state_path)
-        if tuple(array.shape) != tuple(ops.shape(current)):
-            raise ValueError(f"{layer.name}.set_weights: weight {variable.path!r} has shape "
-                             f"{tuple(ops.shape(current))}, received an array of shape {tuple(array.shape)}")
-        native = ops.convert_to_tensor(array, dtype=ops.dtype(current))
-        collection = variable._state_path[0]
-        new[collection] = replace_in(new[collection], variable._state_path[1:], native)
-    layer._write_state(new)
-
-
-def _lookup(state: dict, path: tuple) -> Any:
-    node: Any = state
-    for key in path:
-        node = node[key]
-    return node
 
 
 # ============================================================================ Keras-style methods

@@ -48,6 +48,7 @@ import optree
 
 from ember import dtypes, ops
 from ember.layers import scope
+from ember.layers.construction import LayerHandle, LayerType
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.layers.variable import Variable
 from ember.layers.weights import WeightSpec, create_weights, spec_constraints, spec_penalties
@@ -119,128 +120,9 @@ def unique_name(base: str) -> str:
     return base if count == 0 else f"{base}_{count}"
 
 
-def mark_auto_named(layer: Any, base: str) -> None:
-    """Record that ``layer``'s name was generated from ``base`` (see :func:`structural_keys`)."""
-    object.__setattr__(layer, "_auto_name", base)
-
-
-def structural_keys(layers: list) -> dict:
-    """``{id(layer): state key}`` for the layers of one model, in model order.
-
-    A layer named by the user keeps its name. A layer whose name was generated (``dense_7``,
-    from a process-wide counter) is keyed by its base name counted within the model
-    (``dense``, ``dense_1``, ...), as Flax names sub-modules per parent and Keras 3 names its
-    weight-file entries. So the same definition gives the same state keys, the same seeded
-    weights and loadable weight files in any process, whatever was created before it.
-    """
-    taken = {layer.name for layer in layers if "_auto_name" not in layer.__dict__}
-    counts: dict[str, int] = {}
-    keys: dict = {}
-    for layer in layers:
-        base = layer.__dict__.get("_auto_name")
-        if base is None:
-            keys[id(layer)] = layer.name
-            continue
-        count = counts.get(base, 0)
-        key = base if count == 0 else f"{base}_{count}"
-        while key in taken:
-            count += 1
-            key = f"{base}_{count}"
-        counts[base] = count + 1
-        taken.add(key)
-        keys[id(layer)] = key
-    return keys
-
-
 def empty_state() -> dict:
     """The state of a layer with no variables."""
     return {"params": {}, "buffers": {}}
-
-
-class _Handle:
-    """The mutable part of a layer object: where its weights live when it is used eagerly.
-
-    ``state`` is the layer's own state (after ``layer(x)`` or ``set_weights``) unless
-    ``owner`` (a weak reference to the model or Keras-style parent whose state holds this
-    layer's entry under ``path``) is set. ``losses`` are the ``add_loss`` values of the last
-    eager call. Not configuration: not part of the pytree, the config or equality.
-    """
-
-    __slots__ = ("state", "owner", "path", "losses", "build_shape")
-
-    def __init__(self) -> None:
-        self.state: dict | None = None
-        self.owner: Any = None
-        self.path: tuple = ()
-        self.losses: list = []
-        self.build_shape: Any = None
-
-
-class LayerType(type):
-    """Metaclass of :class:`Layer`: runs ``__init__``, then freezes the object (Equinox-style).
-
-    For Keras-style subclasses it also records the constructor arguments, which become
-    the automatic :meth:`Layer.get_config`.
-    """
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        input_shape = _pop_input_shape(cls, kwargs)
-        layer = cls.__new__(cls)
-        if input_shape is not None:
-            object.__setattr__(layer, "_input_shape_arg", input_shape)
-        if cls._keras_style:
-            object.__setattr__(layer, "_init_config", _constructor_config(cls, args, kwargs))
-            object.__setattr__(layer, "_init_specs", [])
-            object.__setattr__(layer, "_built_specs", [])
-        layer.__init__(*args, **kwargs)
-        object.__setattr__(layer, "_frozen", True)
-        return layer
-
-
-_INPUT_SHAPE_ARGUMENTS = ("input_shape", "input_dim", "batch_input_shape")
-
-
-def _pop_input_shape(cls: type, kwargs: dict) -> tuple | None:
-    """Keras's ``input_shape=`` / ``input_dim=`` / ``batch_input_shape=`` constructor keywords (unless
-    the class's own constructor declares them): the batch shape a ``Sequential`` starting with this
-    layer gets its input from. Not config: ``Sequential`` saves it as its input layer."""
-    if not any(k in kwargs for k in _INPUT_SHAPE_ARGUMENTS):
-        return None
-    declared = inspect.signature(cls.__init__).parameters
-    given = {k: kwargs.pop(k) for k in _INPUT_SHAPE_ARGUMENTS if k in kwargs and k not in declared}
-    if not given:
-        return None
-    if len(given) > 1:
-        raise TypeError(f"{cls.__name__}: give one of {sorted(given)}, not several")
-    (key, value), = given.items()
-    if key == "input_dim":
-        value = (value,)
-    try:
-        shape = tuple(value)
-    except TypeError:
-        raise TypeError(f"{cls.__name__}: {key} must be a tuple of ints (None for unknown), received {value!r}") from None
-    if any(d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 0) for d in shape):
-        raise ValueError(f"{cls.__name__}: {key} must hold non-negative ints or None, received {value!r}")
-    return shape if key == "batch_input_shape" else (None,) + shape
-
-
-def _constructor_config(cls: type, args: tuple, kwargs: dict) -> dict:
-    """The constructor's arguments by name (``**kwargs`` spread out), as Keras's automatic config."""
-    try:
-        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
-    except TypeError:
-        return dict(kwargs)
-    config: dict = {}
-    for name, value in list(bound.arguments.items())[1:]:
-        kind = inspect.signature(cls.__init__).parameters[name].kind
-        if kind is inspect.Parameter.VAR_KEYWORD:
-            config.update(value)
-        elif kind is inspect.Parameter.VAR_POSITIONAL:
-            if value:
-                config[name] = list(value)
-        else:
-            config[name] = value
-    return config
 
 
 def _is_keras_style(cls: type) -> bool:
@@ -460,7 +342,7 @@ class Layer(metaclass=LayerType):
         frame = scope.top()
         if frame is not None:
             return keras_object.call_in_frame(self, frame, args, kwargs)
-        return keras_object.eager_call(self, args, kwargs)
+        return handles.eager_call(self, args, kwargs)
 
     def _activity_loss(self, outputs: Any) -> Any:
         """Pass ``activity_regularizer(outputs)`` to :func:`add_loss` when the layer has one; returns ``outputs``."""
@@ -494,20 +376,20 @@ class Layer(metaclass=LayerType):
         return sum(ops.size(leaf) for leaf in optree.tree_leaves((state["params"], state["buffers"])))
 
     # --- the Keras object model: weights through the handle (see keras_object) --------------
-    def _handle(self) -> _Handle:
+    def _handle(self) -> LayerHandle:
         handle = self.__dict__.get("_handle_slot")
         if handle is None:
-            handle = _Handle()
+            handle = LayerHandle()
             object.__setattr__(self, "_handle_slot", handle)
         return handle
 
     def _read_state(self) -> dict:
         """The layer's current state: its entry in the owning model's state, or its own."""
-        return keras_object.read_state(self)
+        return handles.read_state(self)
 
     def _write_state(self, state: dict) -> None:
         """Replace the layer's current state whole (in its owner's state when it has one)."""
-        keras_object.write_state(self, state)
+        handles.write_state(self, state)
 
     def _state_children(self) -> dict:
         """``{state key: sub-layer}`` for the sub-layers whose states nest in this layer's state."""
@@ -526,7 +408,7 @@ class Layer(metaclass=LayerType):
     def weights(self) -> list:
         """Every weight as an :class:`ember.Variable`, in Keras's order: a layer's trainable
         weights, then its non-trainable ones, then each sub-layer's."""
-        return keras_object.variables_of(self)
+        return handles.variables_of(self)
 
     @property
     def variables(self) -> list:
@@ -563,7 +445,7 @@ class Layer(metaclass=LayerType):
         Raises:
             ValueError: a wrong number of arrays or a wrong shape (nothing is changed).
         """
-        keras_object.set_weights(self, weights)
+        handles.set_weights(self, weights)
 
     @property
     def losses(self) -> list:
@@ -699,4 +581,4 @@ def _setup_keras_class(cls: type) -> None:
     keras_object.setup_class(cls, Layer)
 
 
-from ember.layers import keras_object  # noqa: E402  (uses Layer; imported once Layer exists)
+from ember.layers import handles, keras_object  # noqa: E402  (they use Layer: imported once it exists)

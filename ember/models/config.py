@@ -20,8 +20,8 @@ from typing import Any
 
 import optree
 
+from ember.layers.construction import mark_auto_named
 from ember.layers.core.input_layer import InputLayer, symbolic_input
-from ember.layers.layer import mark_auto_named
 from ember.serialization import deserialize, serialize
 from ember.symbolic import SymbolicTensor, replace_symbolic
 

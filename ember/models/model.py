@@ -33,9 +33,10 @@ import numpy as np
 import optree
 
 from ember.seeds import derive_seed, is_seed_array, sub_seed
-from ember.layers import keras_object, scope
+from ember.layers import handles, keras_object, scope
 from ember.layers.core.input_layer import InputLayer
-from ember.layers.layer import Layer, collect_losses, mark_auto_named, structural_keys, unique_name
+from ember.layers.construction import mark_auto_named, structural_keys
+from ember.layers.layer import Layer, collect_losses, unique_name
 from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 from ember.layers.state_check import check_state_dict, raise_if_mismatched
 from ember.training.handle import TrainingHandle
@@ -385,9 +386,9 @@ class Model(TrainingAPI, Layer):
             return super().__call__(*args, **kwargs)
         self._check_backend("model(x)")
         if self._keras_style:
-            return keras_object.eager_call(self, args, kwargs)
+            return handles.eager_call(self, args, kwargs)
         if self.state is not None:
-            keras_object.watch_read(self.state)
+            handles.watch_read(self.state)
         with collect_losses() as losses:
             outputs = self.predict_on_batch(*args, **kwargs)
         self._handle().losses = list(losses)
@@ -407,7 +408,7 @@ class Model(TrainingAPI, Layer):
             return outputs
         if self._keras_style:
             with self._restored_on_error():
-                return keras_object.eager_call(self, (x,), {"training": training})
+                return handles.eager_call(self, (x,), {"training": training})
         with self._restored_on_error():
             self.build()
             outputs, _ = self.apply(self.state, x, training=training)

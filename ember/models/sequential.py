@@ -16,7 +16,8 @@ from typing import Any
 
 from ember.seeds import sub_seed
 from ember.layers.core.input_layer import InputLayer
-from ember.layers.layer import Layer, mark_auto_named, unique_name
+from ember.layers.construction import mark_auto_named
+from ember.layers.layer import Layer, unique_name
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.models.model import Model, _check_compatible, _child_rng, makes_mask, takes_mask
 from ember.symbolic import SymbolicTensor, is_shape

@@ -31,7 +31,7 @@ from typing import Any
 
 from ember import ops
 from ember.constraints import apply_constraints
-from ember.layers.keras_object import replace_in
+from ember.layers.handles import replace_in
 from ember.layers.variable import Variable
 
 
