@@ -48,7 +48,7 @@ def eager_call(layer: Any, args: tuple, kwargs: dict) -> Any:
         shapes = optree.tree_map(lambda a: (None,) + tuple(ops.shape(a))[1:], inputs, none_is_leaf=False)
         state = layer.build(shapes)
         layer._write_state(state)
-    watch_read(state)
+    watch_read(layer)
     with collect_losses() as losses:
         outputs, new_state = layer.apply(state, inputs, training=training, **kwargs)
     if _changed(state["buffers"], new_state["buffers"]):
@@ -74,11 +74,13 @@ def _to_arrays(inputs: Any) -> Any:
     return optree.tree_map(convert, inputs, none_is_leaf=False)
 
 
-def watch_read(state: dict) -> None:
-    """Tell recording tapes that a forward pass reads ``state``'s params (``watch_accessed_variables``)."""
+def watch_read(layer: Any) -> None:
+    """Tell recording tapes that a forward pass reads ``layer``'s trainable weights (TensorFlow's
+    ``watch_accessed_variables``): each is read through its Variable, which calls the tape's hook."""
     if tape_module.active_tapes():
-        for leaf in optree.tree_leaves(state["params"]):
-            tape_module.record_variable_read(leaf)
+        for variable in variables_of(layer):
+            if variable.trainable:
+                variable.value  # noqa: B018  (the read is the point: it reaches record_variable_read)
 
 
 # ============================================================================ state access

@@ -134,7 +134,7 @@ class Variable(Tensor):
     def _native(self) -> Any:  # type: ignore[override]
         native = _lookup(self._state(), self._state_path, f"variable {self.path!r}")
         if tape_module.active_tapes():
-            tape_module.record_variable_read(native)
+            tape_module.record_variable_read(self, native)
         return native
 
     @property

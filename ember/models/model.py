@@ -388,7 +388,7 @@ class Model(TrainingAPI, Layer):
         if self._keras_style:
             return handles.eager_call(self, args, kwargs)
         if self.state is not None:
-            handles.watch_read(self.state)
+            handles.watch_read(self)
         with collect_losses() as losses:
             outputs = self.predict_on_batch(*args, **kwargs)
         self._handle().losses = list(losses)
