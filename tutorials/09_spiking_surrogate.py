@@ -98,7 +98,7 @@ def main(argv=None):
     # --- 4. Model and training -------------------------------------------------------------------
     model = ember.Sequential([
         ember.Input((64,)),
-        LIFSpiking(64, steps=8),
+        LIFSpiking(64, steps=8, name="lif"),
         layers.Dense(10),
     ], name="spiking_digits")
     model.build(seed=0)
