@@ -72,6 +72,17 @@ class Variable(Tensor):
         shape, dtype: from the declaration.
         trainable: whether the optimizer updates it.
         regularizer, constraint: from the declaration (None when not declared).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> dense = layers.Dense(2, name="d")
+        >>> _ = dense(ops.ones((1, 3)))
+        >>> bias = dense.weights[1]
+        >>> bias.assign_add(ops.ones((2,)))
+        >>> bias.numpy().tolist(), bias.trainable
+        ([1.0, 1.0], True)
     """
 
     __slots__ = ("_owner", "_spec", "_state_path", "_trainable")

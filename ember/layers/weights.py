@@ -48,6 +48,12 @@ class WeightSpec:
         constraint: projection applied after each optimizer step.
         trainable: False puts the weight under ``"buffers"`` (Keras's non-trainable weights).
         dtype: the weight's dtype; None means ``floatx()``.
+
+    Example:
+        >>> from ember.layers import WeightSpec
+        >>> spec = WeightSpec("moving_mean", (4,), "zeros", trainable=False)
+        >>> spec.shape, spec.collection
+        ((4,), 'buffers')
     """
 
     name: str
