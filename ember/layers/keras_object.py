@@ -67,6 +67,7 @@ import optree
 from ember import initializers, ops
 from ember._tensor import Tensor
 from ember.layers import scope
+from ember.seeds import sub_seed
 from ember.layers.layer import Layer, collect_losses, empty_state
 from ember.layers.variable import Variable
 from ember.layers.weights import WeightSpec, create_weights, spec_constraints, spec_penalties
@@ -284,7 +285,7 @@ def call_in_frame(child: Any, frame: scope.Frame, args: tuple, kwargs: dict) -> 
     params, buffers = frame.state["params"], frame.state["buffers"]
     if frame.mode == "init" and key not in frame.built_children:
         shapes = optree.tree_map(lambda a: (None,) + tuple(ops.shape(a))[1:], inputs, none_is_leaf=False)
-        seed = None if frame.seed is None else initializers.derive_seed(frame.seed, key)
+        seed = sub_seed(frame.seed, key)
         built = child.build(shapes, seed=seed)
         for collection in ("params", "buffers"):
             if key in frame.state[collection]:
@@ -301,7 +302,7 @@ def call_in_frame(child: Any, frame: scope.Frame, args: tuple, kwargs: dict) -> 
     child_state = {"params": params.get(key, {}), "buffers": buffers.get(key, {})}
     if mask is not None and (child._keras_style or _apply_takes_mask(child)):
         kwargs["mask"] = mask
-    rng = None if frame.rng is None else initializers.derive_seed(frame.rng, key)
+    rng = sub_seed(frame.rng, key)
     outputs, new_state = child.apply(child_state, inputs, training=training, rng=rng, **kwargs)
     if new_state["buffers"]:
         frame.state["buffers"][key] = new_state["buffers"]

@@ -32,6 +32,7 @@ from typing import Any
 
 from ember import constraints as constraints_module
 from ember import dtypes, initializers
+from ember.seeds import sub_seed
 from ember import regularizers as regularizers_module
 
 
@@ -109,7 +110,7 @@ def create_weights(specs: list[WeightSpec], seed: Any = None, dtype: str | None 
         seen.add(spec.name)
         if any(d is None for d in spec.shape):
             raise ValueError(f"weight {spec.name!r} needs a fully known shape to be created, received {spec.shape}")
-        weight_seed = None if seed is None else initializers.derive_seed(seed, spec.name)
+        weight_seed = sub_seed(seed, spec.name)
         state[spec.collection][spec.name] = spec.initializer(
             spec.shape, spec.dtype or dtype or dtypes.floatx(), weight_seed)
     return state
