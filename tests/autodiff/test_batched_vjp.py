@@ -48,7 +48,13 @@ def _batched_matmul(x, w1, b1, w2):
     return ops.matmul(ops.matmul(stacked, ops.expand_dims(w1, 0)), b1)  # (2, 4)
 
 
+def _stacked_list(x, w1, b1, w2):
+    rows = ops.convert_to_tensor([ops.sum(ops.matmul(x, w1), axis=0), ops.multiply(b1, 2.0)])  # (2, 5)
+    return ops.nn.softmax(rows, axis=0)
+
+
 GRAPHS = {
+    "stacked_list": _stacked_list,
     "dense_tanh_softmax": _dense_softmax,
     "reductions_and_shapes": _reductions_and_shapes,
     "fallback_mix": _fallback_mix,
