@@ -4,7 +4,7 @@ The reference is the per-row loop (one ``gradient`` per output row, the path eve
 engine falls back to), in float64 with a tolerance of a few hundred ulps: batching
 only regroups the same sums. Graphs mix batch-aware rules (Dense, tanh, softmax,
 reductions, reshape/transpose) with rules that fall back to one call per cotangent
-(conv, getitem, concatenate, max, a custom gradient).
+(conv, max, tile, a custom gradient).
 """
 
 from __future__ import annotations
@@ -38,9 +38,18 @@ def _reductions_and_shapes(x, w1, b1, w2):
 
 def _fallback_mix(x, w1, b1, w2):
     h = ops.matmul(x, w1)  # (4, 5)
-    picked = ops.getitem(h, (slice(None), slice(1, 4)))  # (4, 3): per-row fallback
-    joined = ops.concatenate([picked, ops.exp(picked)], axis=1)  # (4, 6): fallback
-    return ops.nn.log_softmax(ops.add(joined, ops.max(joined, axis=0)), axis=-1)
+    picked = ops.getitem(h, (slice(None), slice(1, 4)))  # (4, 3)
+    joined = ops.concatenate([picked, ops.exp(picked)], axis=1)  # (4, 6)
+    return ops.nn.log_softmax(ops.add(joined, ops.max(joined, axis=0)), axis=-1)  # max: per-row fallback
+
+
+def _indexing_and_joins(x, w1, b1, w2):
+    h = ops.tanh(ops.matmul(x, w1))  # (4, 5)
+    gathered = ops.getitem(h, (np.array([0, 2, 2, 3]), slice(None)))  # repeated rows: scatter-add
+    strided = ops.getitem(h, (slice(None, None, -2), None, Ellipsis))  # (2, 1, 5)
+    stacked = ops.stack([gathered[:2], ops.reshape(strided, (2, 5))], axis=-1)  # (2, 5, 2)
+    flat = ops.concatenate([stacked, ops.expand_dims(ops.broadcast_to(b1, (2, 5)), -1)], axis=None)  # (30,)
+    return ops.multiply(flat, ops.concatenate([h[1], h[3], b1, b1, b1, b1], axis=0))
 
 
 def _batched_matmul(x, w1, b1, w2):
@@ -58,6 +67,7 @@ GRAPHS = {
     "dense_tanh_softmax": _dense_softmax,
     "reductions_and_shapes": _reductions_and_shapes,
     "fallback_mix": _fallback_mix,
+    "indexing_and_joins": _indexing_and_joins,
     "batched_matmul": _batched_matmul,
 }
 

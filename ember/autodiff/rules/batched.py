@@ -9,7 +9,8 @@ cotangent of shape ``(batch, *out.shape)`` and expects ``(batch, *arg.shape)`` b
   through :func:`~ember.autodiff.rules.unbroadcast` / ``expand_reduced``, which keep
   the batch axis while the engine runs a batched pass.
 * Rules in :data:`BATCHED_RULES` are batch-aware versions of rules that name axes or
-  shapes (``reshape``, ``transpose``, ``matmul``, ``softmax``).
+  shapes (``reshape``, ``transpose``, ``matmul``, ``softmax``, ``getitem``,
+  ``concatenate``, ``stack``).
 * Every other rule (and every ``custom_gradient``) is applied once per cotangent of
   the batch at that node by the engine and the results are stacked: correct, only
   slower. :func:`batched_rule` tells the engine which case applies.
@@ -29,13 +30,14 @@ import numpy as np
 
 from ember import ops
 from ember.autodiff import rules as _rules
-from ember.autodiff.rules import needs
+from ember.autodiff.rules import index_map, needs, plain
+from ember.autodiff.rules.indexing import _is_basic, _plain_key
 
 BATCH_SAFE = frozenset({
     # element-wise (with broadcasting through unbroadcast)
     "to_device", "cast", "negative", "abs", "sqrt", "rsqrt", "square", "reciprocal", "exp", "log",
     "log1p", "expm1", "sin", "cos", "sinh", "cosh", "tanh", "nn.tanh", "arctan", "erf",
-    "add", "subtract", "multiply", "divide", "maximum", "minimum", "where", "clip",
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "where", "clip", "broadcast_to",
     # reductions through expand_reduced
     "sum", "mean", "stats.mean",
     # activations: g times a mask/derivative of the output's shape
@@ -119,6 +121,48 @@ def softmax(g: Any, out: Any, x: Any, axis: int = -1) -> tuple:
 def log_softmax(g: Any, out: Any, x: Any, axis: int = -1) -> tuple:
     total = ops.sum(g, axis=1 + int(axis) % out.ndim, keepdims=True)
     return (ops.subtract(g, ops.multiply(ops.exp(out), total)),)
+
+
+@_batched("getitem")
+def getitem(g: Any, out: Any, x: Any, key: Any) -> tuple:
+    key = _plain_key(key)
+    batch, shape = g.shape[0], tuple(x.shape)
+    if _is_basic(key):
+        # zeros of (batch, *shape) with each cotangent written where the key reads: a view
+        # of a zero array assigned in place (the batched pass never records, see engine)
+        placed = np.zeros((batch,) + shape, dtype=plain(g).dtype)
+        placed[(slice(None),) + (key if isinstance(key, tuple) else (key,))] = plain(g)
+        return (placed, None)
+    flat = index_map(shape)[key].reshape(-1)  # source position of every output element
+    rows = ops.transpose(ops.reshape(g, (batch, -1)))  # (n_out, batch): segments on axis 0
+    summed = ops.segment_sum(rows, flat, num_segments=int(np.prod(shape, dtype=np.int64)))
+    return (ops.reshape(ops.transpose(summed), (batch,) + shape), None)
+
+
+@_batched("concatenate")
+def concatenate(g: Any, out: Any, xs: Any, axis: Any = 0) -> tuple:
+    batch = g.shape[0]
+    shapes = [tuple(x.shape) if hasattr(x, "shape") else np.shape(x) for x in xs]
+    if axis is None:
+        sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
+        pieces = ops.split(ops.reshape(g, (batch, -1)), [int(i) for i in np.cumsum(sizes)[:-1]], axis=1)
+        return ([ops.reshape(p, (batch,) + s) for p, s in zip(pieces, shapes)],)
+    axis = int(axis) % (g.ndim - 1)
+    if len(xs) == 1:
+        return ([g],)
+    cuts = [int(i) for i in np.cumsum([s[axis] for s in shapes])[:-1]]
+    return (list(ops.split(g, cuts, axis=axis + 1)),)
+
+
+@_batched("stack")
+def stack(g: Any, out: Any, xs: Any, axis: int = 0) -> tuple:
+    axis = 1 + int(axis) % (g.ndim - 1)
+    index: list = [slice(None)] * g.ndim
+    pieces = []
+    for i in range(len(xs)):
+        index[axis] = i
+        pieces.append(ops.getitem(g, tuple(index)))
+    return (pieces,)
 
 
 __all__ = ["BATCH_SAFE", "BATCHED_RULES", "batched_rule"]
