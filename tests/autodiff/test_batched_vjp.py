@@ -62,7 +62,15 @@ def _stacked_list(x, w1, b1, w2):
     return ops.nn.softmax(rows, axis=0)
 
 
+def _vector_matmuls(x, w1, b1, w2):
+    v = ops.matmul(ops.getitem(x, 0), w1)  # 1-D @ 2-D -> (5,)
+    s = ops.matmul(v, b1)  # 1-D @ 1-D -> ()
+    u = ops.matmul(w2, ops.tanh(ops.getitem(w2, 0)))  # 2-D @ 1-D -> (5,)
+    return ops.multiply(ops.add(v, u), s)
+
+
 GRAPHS = {
+    "vector_matmuls": _vector_matmuls,
     "stacked_list": _stacked_list,
     "dense_tanh_softmax": _dense_softmax,
     "reductions_and_shapes": _reductions_and_shapes,
