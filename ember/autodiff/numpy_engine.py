@@ -48,6 +48,7 @@ from ember.autodiff.graph import RecordedGraph
 from ember.autodiff.traced import TracedArray, traced_view
 
 from ember.autodiff import rules as _rules
+from ember.autodiff.rules import batched as _batched
 from ember import ops
 
 _CARRIES_GRADIENT = frozenset("fc")  # dtype kinds that carry a cotangent (and bfloat16, kind "V")
@@ -210,7 +211,6 @@ class TapeEngine:
     # --- the reverse walk --------------------------------------------------------------
     def gradient(self, targets: list, sources: list, output_gradients: list | None, keep: bool,
                  create_graph: bool) -> list:
-        vjp = _rules
         graph = self._graph
         source_slots = [self._source_slot(s) for s in sources]
         # Lists, not generators, in any()/all(): a generator left suspended is closed later, from
@@ -249,69 +249,7 @@ class TapeEngine:
         forward = set(wanted)
         for node in nodes:
             forward.update(_flat(node.out_slots))
-        keep_slots = wanted
-        rules = vjp.RULES
-        for node in reversed(nodes):
-            out_slots = node.out_slots
-            if type(out_slots) is int:
-                g = cots.get(out_slots)
-                if g is None:
-                    continue
-                if out_slots not in keep_slots:
-                    del cots[out_slots]
-                out = node.out
-            else:
-                g = [None if s is None else cots.get(s) for s in out_slots]
-                if all([c is None for c in g]):
-                    continue
-                for s in out_slots:
-                    if s is not None and s not in keep_slots:
-                        cots.pop(s, None)
-                out = node.out
-                g = type(out)(g)  # None where an output got no cotangent (vjp.fill_zeros)
-            rule = getattr(node.function, "__ember_vjp__", None) or rules.get(node.op)
-            if rule is None:
-                raise NotImplementedError(
-                    f"GradientTape: no gradient rule for ember.ops.{node.op} on the NumPy backend"
-                )
-            args, kwargs, in_slots = node.args, node.kwargs, node.in_slots
-            if node.kw_slots:
-                args, kwargs, in_slots = _bind_keywords(node)
-            needed = []
-            wanted_any = False
-            for slot, arg in zip(in_slots, args):
-                if slot is None:
-                    needed.append(False)
-                    continue
-                flag = _needed(slot, arg, forward) if type(slot) is list else (
-                    slot in forward and getattr(arg, "dtype", None) is not None
-                    and (arg.dtype.kind in _CARRIES_GRADIENT or arg.dtype.name == "bfloat16"))
-                needed.append(flag)
-                wanted_any = wanted_any or flag
-            if not wanted_any:
-                continue
-            needed = tuple(needed)
-            if not create_graph:
-                args = prepare_args(args)
-                out = _plain_outputs(out)
-            vjp._NEEDED = needed
-            try:
-                result = rule(g, out, *args, **kwargs)
-            finally:
-                vjp._NEEDED = ()
-            for position, slot in enumerate(in_slots):
-                if not needed[position]:
-                    continue
-                cot = result[position] if position < len(result) else None
-                if cot is None:
-                    continue
-                arg = args[position]
-                if type(slot) is list:
-                    for s, c, a in zip(slot, cot, arg):
-                        if s is not None and c is not None and s in forward and _carries_gradient(a):
-                            _accumulate(cots, s, c, a, ops, node.op)
-                else:
-                    _accumulate(cots, slot, cot, arg, ops, node.op)
+        _walk(nodes, cots, forward, wanted, create_graph)
 
         grads = []
         seen: set[int] = set()
@@ -331,6 +269,50 @@ class TapeEngine:
             self._graph.clear()
             self._suspicious = []
         return grads
+
+    def batched_vjp(self, target: Any, sources: list, seeds: Any, create_graph: bool) -> Any:
+        """VJPs of ``target`` with every cotangent in ``seeds`` (leading axis) in one backward pass.
+
+        Returns one array ``(len(seeds), *source.shape)`` per source, or None for a source
+        the target does not reach. Batch-aware rules take the whole batch of cotangents;
+        the others run once per cotangent at their node (see :mod:`ember.autodiff.rules.batched`).
+        While an outer tape records (``create_graph``) it returns ``NotImplemented``: the
+        tape then takes one recorded VJP per seed.
+        """
+        if create_graph:
+            return NotImplemented
+        graph = self._graph
+        source_slots = [self._source_slot(s) for s in sources]
+        if all([slot is None for slot in source_slots]):
+            return [None] * len(sources)
+        t_slot = graph.slot(target)
+        if t_slot is None:
+            raise UntrackedTargetError(0, "numpy")
+        self._check_views(source_slots, [t_slot])
+        seeds = np.asarray(_plain(seeds))
+        batch = seeds.shape[0]
+        if tuple(seeds.shape[1:]) != tuple(target.shape):
+            raise ValueError(
+                f"GradientTape: batched cotangents of shape {tuple(seeds.shape)} do not match the target's "
+                f"shape {tuple(target.shape)} behind a leading batch axis"
+            )
+        if not _carries_gradient(target):
+            return [None] * len(sources)
+        wanted = {s for s in source_slots if s is not None}
+        nodes = graph.relevant_nodes(wanted, {t_slot})
+        forward = set(wanted)
+        for node in nodes:
+            forward.update(_flat(node.out_slots))
+        cots: dict[int, Any] = {}
+        _accumulate(cots, t_slot, seeds.astype(target.dtype, copy=False), target, ops, "", batch)
+        _walk(nodes, cots, forward, wanted, create_graph=False, batch=batch)
+        rows = []
+        for position, slot in enumerate(source_slots):
+            row = None if slot is None else cots.get(slot)
+            if row is None and slot is not None and slot != t_slot:
+                self._check_bypass(position, slot, [t_slot])
+            rows.append(None if row is None else np.array(_plain(row), copy=True))
+        return rows
 
     def _check_bypass(self, position: int, source_slot: int, target_slots: list) -> None:
         """Raise if an unconnected source's path looks cut by an unrecorded computation.
@@ -408,6 +390,118 @@ class TapeEngine:
                 )
 
 
+def _walk(nodes: list, cots: dict, forward: set, keep_slots: set, create_graph: bool,
+          batch: int | None = None) -> None:
+    """Apply the VJP rules of ``nodes`` in reverse, accumulating cotangents into ``cots`` by slot.
+
+    With ``batch`` set, every cotangent carries a leading axis of that size (a batch of
+    VJPs in one pass): batch-aware rules (:func:`~ember.autodiff.rules.batched.batched_rule`)
+    take it whole, any other rule runs once per cotangent of the batch at that node.
+    """
+    rules = _rules.RULES
+    for node in reversed(nodes):
+        out_slots = node.out_slots
+        if type(out_slots) is int:
+            g = cots.get(out_slots)
+            if g is None:
+                continue
+            if out_slots not in keep_slots:
+                del cots[out_slots]
+            out = node.out
+        else:
+            g = [None if s is None else cots.get(s) for s in out_slots]
+            if all([c is None for c in g]):
+                continue
+            for s in out_slots:
+                if s is not None and s not in keep_slots:
+                    cots.pop(s, None)
+            out = node.out
+            g = type(out)(g)  # None where an output got no cotangent (vjp.fill_zeros)
+        custom = getattr(node.function, "__ember_vjp__", None)
+        rule = custom or rules.get(node.op)
+        if rule is None:
+            raise NotImplementedError(
+                f"GradientTape: no gradient rule for ember.ops.{node.op} on the NumPy backend"
+            )
+        args, kwargs, in_slots = node.args, node.kwargs, node.in_slots
+        if node.kw_slots:
+            args, kwargs, in_slots = _bind_keywords(node)
+        needed = []
+        wanted_any = False
+        for slot, arg in zip(in_slots, args):
+            if slot is None:
+                needed.append(False)
+                continue
+            flag = _needed(slot, arg, forward) if type(slot) is list else (
+                slot in forward and getattr(arg, "dtype", None) is not None
+                and (arg.dtype.kind in _CARRIES_GRADIENT or arg.dtype.name == "bfloat16"))
+            needed.append(flag)
+            wanted_any = wanted_any or flag
+        if not wanted_any:
+            continue
+        needed = tuple(needed)
+        if not create_graph:
+            args = prepare_args(args)
+            out = _plain_outputs(out)
+        if batch is None:
+            result = _call_rule(rule, needed, False, g, out, args, kwargs)
+        else:
+            whole = None if custom is not None or type(out_slots) is not int else _batched.batched_rule(node.op)
+            if whole is not None:
+                result = _call_rule(whole, needed, True, g, out, args, kwargs)
+            else:
+                result = _rule_per_cotangent(rule, needed, batch, g, out, args, kwargs)
+        for position, slot in enumerate(in_slots):
+            if not needed[position]:
+                continue
+            cot = result[position] if position < len(result) else None
+            if cot is None:
+                continue
+            arg = args[position]
+            if type(slot) is list:
+                for s, c, a in zip(slot, cot, arg):
+                    if s is not None and c is not None and s in forward and _carries_gradient(a):
+                        _accumulate(cots, s, c, a, ops, node.op, batch)
+            else:
+                _accumulate(cots, slot, cot, arg, ops, node.op, batch)
+
+
+def _call_rule(rule: Any, needed: tuple, batched: bool, g: Any, out: Any, args: tuple, kwargs: dict) -> Any:
+    _rules._NEEDED = needed
+    _rules._BATCHED = batched
+    try:
+        return rule(g, out, *args, **kwargs)
+    finally:
+        _rules._NEEDED = ()
+        _rules._BATCHED = False
+
+
+def _rule_per_cotangent(rule: Any, needed: tuple, batch: int, g: Any, out: Any, args: tuple,
+                        kwargs: dict) -> list:
+    """A rule that is not batch-aware, applied to each cotangent of the batch; results stacked."""
+    per_row = []
+    for i in range(batch):
+        g_i = type(g)(None if c is None else c[i] for c in g) if type(g) in (tuple, list) else g[i]
+        per_row.append(_call_rule(rule, needed, False, g_i, out, args, kwargs))
+    stacked: list = []
+    for position, arg in enumerate(args):
+        column = [row[position] if position < len(row) else None for row in per_row]
+        if isinstance(arg, (list, tuple)) and any([c is not None for c in column]):
+            parts = [[None] * len(arg) if c is None else list(c) for c in column]
+            stacked.append([_stack_rows([p[k] for p in parts], a) for k, a in enumerate(arg)])
+        else:
+            stacked.append(_stack_rows(column, arg))
+    return stacked
+
+
+def _stack_rows(rows: list, like: Any) -> Any:
+    """One cotangent per batch row stacked on a new leading axis (zeros for a row's None)."""
+    if all([r is None for r in rows]):
+        return None
+    dtype = next(np.asarray(_plain(r)).dtype for r in rows if r is not None)
+    return np.stack([np.zeros(_rules.shape_of(like), dtype) if r is None else np.asarray(_plain(r)) for r in rows])
+
+
 def _same_values(view: np.ndarray, source: Any) -> bool:
     """Whether ``view`` aliases all of ``source`` (a stop_gradient/``.view()`` of it: a constant)."""
     if not isinstance(source, np.ndarray):
@@ -433,10 +527,12 @@ def _needed(slot: Any, arg: Any, forward: set) -> bool:
     return slot in forward and _carries_gradient(arg)
 
 
-def _accumulate(cots: dict, slot: int, cot: Any, like: Any, ops: Any, op: str = "") -> None:
+def _accumulate(cots: dict, slot: int, cot: Any, like: Any, ops: Any, op: str = "",
+                batch: int | None = None) -> None:
     dtype = like.dtype
+    shape = like.shape if batch is None else (batch,) + tuple(like.shape)
     cot_dtype = getattr(cot, "dtype", None)
-    if cot_dtype == dtype and cot.shape == like.shape:  # the common case
+    if cot_dtype == dtype and cot.shape == shape:  # the common case
         previous = cots.get(slot)
         cots[slot] = cot if previous is None else ops.add(previous, cot)
         return
@@ -447,10 +543,10 @@ def _accumulate(cots: dict, slot: int, cot: Any, like: Any, ops: Any, op: str = 
         if cot_dtype.kind == "c" and dtype.kind != "c":
             cot = ops.real(cot)
         cot = ops.cast(cot, dtype)
-    if cot.shape != like.shape:
+    if cot.shape != shape:
         raise RuntimeError(
             f"GradientTape: the gradient rule of ember.ops.{op} returned a cotangent of shape {cot.shape} "
-            f"for an input of shape {like.shape} (an Ember bug; please report it)"
+            f"where {shape} was expected (an Ember bug; please report it)"
         )
     previous = cots.get(slot)
     cots[slot] = cot if previous is None else ops.add(previous, cot)

@@ -444,8 +444,9 @@ class GradientTape:
 
         Vectorized: one batched vector-Jacobian product over the rows of the identity
         (torch: ``autograd.grad(..., is_grads_batched=True)``, i.e. ``torch.func.vmap``
-        over the backward pass; MLX: ``mx.vmap`` of ``mx.vjp``). NumPy, and MLX while an
-        outer tape records (higher order), take one VJP per row.
+        over the backward pass; MLX: ``mx.vmap`` of ``mx.vjp``; NumPy: one backward pass
+        carrying every row as a leading batch axis, see :mod:`ember.autodiff.rules.batched`).
+        While an outer tape records (higher order) every backend takes one VJP per row.
         ``parallel_iterations`` and ``experimental_use_pfor`` are TensorFlow's tuning
         knobs and have no effect here.
         """

@@ -44,6 +44,9 @@ RULES: dict[str, Callable] = {}
 # rule does not need (e.g. a matmul result that only fed a bias add) is freed early.
 SAVES: dict[str, tuple[frozenset, bool]] = {}
 _NEEDED: tuple = ()  # set by the engine around each rule call
+# True while the engine runs a batch-aware rule on cotangents with a leading batch axis
+# (see :mod:`ember.autodiff.rules.batched`): the helpers below then keep that axis.
+_BATCHED: bool = False
 
 
 def register(*names: str, unread_args: tuple = (), reads_out: bool = True) -> Callable[[Callable], Callable]:
@@ -131,8 +134,13 @@ def count_of(shape: tuple, axes: tuple) -> int:
 
 
 def unbroadcast(g: Any, x: Any) -> Any:
-    """Sum ``g`` (the cotangent of a broadcast result) down to ``x``'s shape."""
+    """Sum ``g`` (the cotangent of a broadcast result) down to ``x``'s shape.
+
+    In a batched backward pass (``g`` has a leading batch axis) the batch axis is kept.
+    """
     shape = shape_of(x)
+    if _BATCHED:
+        return _unbroadcast_batched(g, shape)
     g_shape = g.shape
     if g_shape == shape:
         return g
@@ -145,18 +153,39 @@ def unbroadcast(g: Any, x: Any) -> Any:
     return ops.reshape(g, shape) if g.shape != shape else g
 
 
+def _unbroadcast_batched(g: Any, shape: tuple) -> Any:
+    """:func:`unbroadcast` of a cotangent ``(batch, *broadcast_shape)`` to ``(batch, *shape)``."""
+    g_shape = tuple(g.shape)
+    target = g_shape[:1] + tuple(shape)
+    if g_shape == target:
+        return g
+    lead = len(g_shape) - 1 - len(shape)
+    axes = tuple(range(1, 1 + lead)) + tuple(
+        1 + lead + i for i, n in enumerate(shape) if n == 1 and g_shape[1 + lead + i] != 1
+    )
+    if axes:
+        g = ops.sum(g, axis=axes)
+    return ops.reshape(g, target) if g.shape != target else g
+
+
 def keep_reduced(g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
-    """``g`` (the cotangent of a reduction over ``axis``) reshaped with the reduced axes as 1s."""
+    """``g`` (the cotangent of a reduction over ``axis``) reshaped with the reduced axes as 1s.
+
+    In a batched backward pass the leading batch axis of ``g`` is kept in front.
+    """
     if keepdims:
         return g
     axes = axes_of(axis, len(shape))
     kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    if _BATCHED:
+        kept = (g.shape[0],) + kept
     return ops.reshape(g, kept) if g.shape != kept else g
 
 
 def expand_reduced(g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
-    """``g`` broadcast back over the axes a reduction removed."""
-    return ops.broadcast_to(keep_reduced(g, shape, axis, keepdims), shape)
+    """``g`` broadcast back over the axes a reduction removed (keeping a batch axis, see above)."""
+    kept = keep_reduced(g, shape, axis, keepdims)
+    return ops.broadcast_to(kept, ((g.shape[0],) if _BATCHED else ()) + tuple(shape))
 
 
 def fill_zeros(g: Any, like: Any) -> Any:
@@ -184,7 +213,7 @@ def as_dtype(mask: np.ndarray, like: Any) -> np.ndarray:
 
 
 def _load_rule_modules() -> None:
-    for family in ("elementwise", "reductions", "shape", "indexing", "linalg", "nn", "rnn"):
+    for family in ("elementwise", "reductions", "shape", "indexing", "linalg", "nn", "rnn", "batched"):
         importlib.import_module(f"{__name__}.{family}")  # each registers its rules
 
 
