@@ -121,3 +121,24 @@ def test_numpy_clipping_optimizers_take_the_pure_path():
     assert not _inplace_supported(optimizers.Adam(clipnorm=1.0), leaves)
     assert not _inplace_supported(optimizers.RMSprop(), leaves)
     assert not _inplace_supported(optimizers.SGD(), [np.zeros(2, np.float16)])
+
+
+@pytest.mark.parametrize("make", [lambda: optimizers.Adam(0.01, amsgrad=True),
+                                  lambda: optimizers.AdamW(0.01, weight_decay=0.1),
+                                  lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True)],
+                         ids=["adam_amsgrad", "adamw", "sgd_nesterov"])
+def test_torch_fit_out_of_place_update_equals_the_copy_path(torch_backend, make, monkeypatch):
+    """torch's fit writes large tensors' updates out of place (forced here): bit-identical to copy + in place."""
+    from ember.backends.torch import training
+
+    results = []
+    for threshold in (0, float("inf")):  # every update out of place, then none
+        monkeypatch.setattr(training, "_OUT_OF_PLACE_MEAN_SIZE", threshold)
+        model = ember.Sequential([ember.Input((4,)), layers.Dense(5, name="d"), layers.Dense(3, name="out")])
+        model.build(seed=0)
+        model.compile(optimizer=make(), loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True))
+        x = np.random.default_rng(2).normal(size=(24, 4)).astype(np.float32)
+        model.fit(x, np.arange(24) % 3, batch_size=8, epochs=2, verbose=0, shuffle=False)
+        results.append([ops.to_numpy(leaf) for leaf in optree.tree_leaves(model.state)])
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
