@@ -6,18 +6,21 @@ an update would leave some arrays a step ahead of others: a *torn* state that no
 of steps produces, which ``fit``'s cleanup would then publish and ``save`` would store.
 
 So a fit step never writes into the arrays of the state it was given. It asks
-:meth:`StepBuffers.writable` for a second set of arrays holding the same values (the
-previous step's arrays, which nobody reads any more, refilled with one copy), updates
-those in place, and calls :meth:`StepBuffers.commit` as its last action. Until the step
-returns, the caller's state is untouched; an interrupted step is simply not taken.
+:meth:`StepBuffers.writable` for a second set of arrays (the previous step's arrays, which
+nobody reads any more), writes the new state into them, and calls :meth:`StepBuffers.commit`
+as its last action. Until the step returns, the caller's state is untouched; an interrupted
+step is simply not taken.
 
-The cost is one copy of the params and optimizer state per step (a small part of a step's
-memory traffic) and a second set of those arrays alive during ``fit``.
+The update kernels write *out of place*: each new value is computed from the given arrays
+straight into the spare ones, so those arrays need no refill (``overwritten``). Only the
+arrays a step does not rewrite (frozen params, params without a gradient, optimizers
+without an out-of-place kernel) are refilled with a copy. The cost is a second set of
+the params and optimizer slots alive during ``fit``.
 
 Example:
     >>> import numpy as np
-    >>> buffers = StepBuffers(clone=np.copy, refill=lambda spare, leaves: [
-    ...     np.copyto(s, v) or s for s, v in zip(spare, leaves)])
+    >>> buffers = StepBuffers(clone=np.copy, refill=lambda spare, leaves, keep: [
+    ...     np.copyto(s, v) or s if k else s for s, v, k in zip(spare, leaves, keep)])
     >>> params, opt = {"w": np.zeros(2)}, {"m": np.zeros(2)}
     >>> new_params, new_opt = buffers.writable(params, opt)
     >>> new_params["w"] += 1.0                     # the step's in-place update
@@ -41,8 +44,9 @@ class StepBuffers:
 
     Args:
         clone: a new array with the value of a leaf (non-arrays are returned as they are).
-        refill: ``refill(spare_leaves, leaves) -> writable_leaves``: copy each leaf's value into
-            its spare array (or a fresh clone where they do not match) and return the result.
+        refill: ``refill(spare_leaves, leaves, keep) -> writable_leaves``: the spare array of each
+            leaf (a fresh clone where the two do not match), holding the leaf's value where ``keep``
+            is true (one copy; elsewhere the caller overwrites it whole).
     """
 
     def __init__(self, clone: Callable[[Any], Any], refill: Callable[[list, list], list]) -> None:
@@ -52,12 +56,20 @@ class StepBuffers:
         # state that step was given: free once the caller continues from the step's result.
         self._last: tuple | None = None
 
-    def writable(self, params: Any, opt_state: Any) -> tuple[Any, Any]:
-        """Arrays with the values of ``params`` and ``opt_state`` that the caller does not hold."""
+    def writable(self, params: Any, opt_state: Any, overwritten: frozenset = frozenset()) -> tuple[Any, Any]:
+        """Arrays for the next ``params`` and ``opt_state`` that the caller does not hold.
+
+        Args:
+            params: the params the step was given.
+            opt_state: the optimizer state the step was given.
+            overwritten: ``id()`` of the leaves whose new arrays the step writes whole from the old
+                ones (out of place): their arrays come back with stale values. Every other array
+                comes back holding its leaf's value.
+        """
         leaves, spec = optree.tree_flatten((params, opt_state), none_is_leaf=True)
         last = self._last
         if last is not None and last[0] is params and last[1] is opt_state and len(last[2]) == len(leaves):
-            fresh = self._refill(last[2], leaves)
+            fresh = self._refill(last[2], leaves, [id(leaf) not in overwritten for leaf in leaves])
         else:  # the first step on this state (or the caller went back to an older one): new arrays
             fresh = [self._clone(leaf) for leaf in leaves]
         return spec.unflatten(fresh)

@@ -78,7 +78,8 @@ def test_fused_loss_takes_the_generic_path_for_other_inputs(backend):
     lambda: optimizers.Adam(optimizers.schedules.ExponentialDecay(0.01, 2, 0.5)),
 ], ids=["sgd", "sgd_nesterov_wd", "sgd_momentum", "adam", "adam_amsgrad", "adamw", "adam_schedule"])
 def test_numpy_inplace_update_equals_the_pure_optimizer(make):
-    from ember.backends.numpy.training import _apply_inplace, _inplace_supported
+    """The fused update, written out of place into a second set of arrays (as fit does), leaves its input intact."""
+    from ember.backends.numpy.training import _apply_out_of_place, _inplace_supported
 
     rng = np.random.default_rng(0)
     params = {"a": {"kernel": rng.normal(size=(3, 4)).astype(np.float32), "bias": np.zeros(4, np.float32)}}
@@ -91,14 +92,21 @@ def test_numpy_inplace_update_equals_the_pure_optimizer(make):
              for path in optree.tree_paths(params)]
     own = optree.tree_map(np.copy, params)
     own_state = optree.tree_map(lambda v: v.copy(), opt.init(own))
+    spare, spare_state = optree.tree_map(np.copy, (own, own_state))
     for step in range(5):
         grads = optree.tree_map(lambda p: rng.normal(size=p.shape).astype(np.float32), params)
         pure_params, pure_state = opt.apply_gradients(grads, pure_state, pure_params)
         leaves, spec = optree.tree_flatten(own)
         slots = {name: spec.flatten_up_to(own_state[name]) for name in opt.slot_initializers()}
+        new_slots = {name: spec.flatten_up_to(spare_state[name]) for name in opt.slot_initializers()}
         lr = float(np.asarray(opt.learning_rate_at(own_state["iterations"], own_state)))
-        _apply_inplace(opt, spec.flatten_up_to(grads), leaves, slots, lr, step + 1.0, decay)
-        own_state["iterations"] = own_state["iterations"] + 1
+        before = optree.tree_map(np.copy, (own, own_state))
+        _apply_out_of_place(opt, spec.flatten_up_to(grads), leaves, slots, spec.flatten_up_to(spare), new_slots,
+                            lr, step + 1.0, decay)
+        for got, want in zip(optree.tree_leaves((own, own_state)), optree.tree_leaves(before)):
+            np.testing.assert_array_equal(got, want)  # the given arrays are only read
+        spare_state["iterations"] = own_state["iterations"] + 1
+        own, own_state, spare, spare_state = spare, spare_state, own, own_state
     for got, want in zip(optree.tree_leaves(own), optree.tree_leaves(pure_params)):
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
     for name in opt.slot_initializers():
@@ -113,3 +121,24 @@ def test_numpy_clipping_optimizers_take_the_pure_path():
     assert not _inplace_supported(optimizers.Adam(clipnorm=1.0), leaves)
     assert not _inplace_supported(optimizers.RMSprop(), leaves)
     assert not _inplace_supported(optimizers.SGD(), [np.zeros(2, np.float16)])
+
+
+@pytest.mark.parametrize("make", [lambda: optimizers.Adam(0.01, amsgrad=True),
+                                  lambda: optimizers.AdamW(0.01, weight_decay=0.1),
+                                  lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True)],
+                         ids=["adam_amsgrad", "adamw", "sgd_nesterov"])
+def test_torch_fit_out_of_place_update_equals_the_copy_path(torch_backend, make, monkeypatch):
+    """torch's fit writes large tensors' updates out of place (forced here): bit-identical to copy + in place."""
+    from ember.backends.torch import training
+
+    results = []
+    for threshold in (0, float("inf")):  # every update out of place, then none
+        monkeypatch.setattr(training, "_OUT_OF_PLACE_MEAN_SIZE", threshold)
+        model = ember.Sequential([ember.Input((4,)), layers.Dense(5, name="d"), layers.Dense(3, name="out")])
+        model.build(seed=0)
+        model.compile(optimizer=make(), loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True))
+        x = np.random.default_rng(2).normal(size=(24, 4)).astype(np.float32)
+        model.fit(x, np.arange(24) % 3, batch_size=8, epochs=2, verbose=0, shuffle=False)
+        results.append([ops.to_numpy(leaf) for leaf in optree.tree_leaves(model.state)])
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)

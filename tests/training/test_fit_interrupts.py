@@ -158,6 +158,23 @@ def _interrupted_fit(optimizer: str, n: int):
 
 @pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum"])
 def test_keyboard_interrupt_anywhere_leaves_whole_steps(backend, optimizer):
+    _check_interrupts_leave_whole_steps(backend, optimizer)
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum"])
+def test_keyboard_interrupt_in_torch_out_of_place_update_leaves_whole_steps(torch_backend, optimizer, monkeypatch):
+    """The out-of-place update torch's fit uses for large tensors (forced here on this small model)."""
+    from ember.backends.torch import optim, training
+
+    calls = []
+    into = optim.apply_gradients_into
+    monkeypatch.setattr(training, "_OUT_OF_PLACE_MEAN_SIZE", 0)
+    monkeypatch.setattr(optim, "apply_gradients_into", lambda *a, **k: calls.append(1) or into(*a, **k))
+    _check_interrupts_leave_whole_steps("torch", optimizer)
+    assert calls, "fit did not take the out-of-place update"
+
+
+def _check_interrupts_leave_whole_steps(backend, optimizer):
     reference = _reference(optimizer)
     _fit(_model(optimizer))  # warm up: imports and compiled steps are not part of the count
     total = _count_calls(optimizer)

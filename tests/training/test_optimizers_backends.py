@@ -184,3 +184,45 @@ def test_mlx_compiled_step_equals_eager(mlx_backend, case):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     assert int(ops.to_numpy(compiled_state["iterations"])) == 5
     assert ember.get_backend() == "mlx"
+
+
+OUT_OF_PLACE_CASES = ["sgd", "sgd_momentum_clipnorm", "sgd_nesterov_wd", "adam", "adam_amsgrad_global_clip",
+                      "adamw_schedule"]
+
+
+@pytest.mark.parametrize("case", OUT_OF_PLACE_CASES)
+def test_torch_out_of_place_step_equals_in_place_step_bit_for_bit(torch_backend, case):
+    """``apply_gradients_into`` (fit's atomic step) gives the in-place kernels' exact numbers, inputs untouched."""
+    params, grads = _arrays(1, 5)
+    for g in grads[::2]:
+        g["p1"] = None  # a param without a gradient: neither it nor its slots are written
+    opt = FAST_CASES[case]()
+    if opt.weight_decay is not None:
+        opt.exclude_from_weight_decay(var_names=["p2"])
+    inplace_params, current = _native(params), _native(params)
+    inplace_state, state = opt.init(inplace_params), opt.init(current)
+    spare = _native(params)
+    spare_state = opt.init(spare)
+    for g in grads:
+        inplace_params, inplace_state = opt.apply_gradients_inplace(_native(g), inplace_state, inplace_params)
+        before = _numpy((current, state))
+        # the arrays of what is not written must hold their current values (StepBuffers refills them)
+        for key in ("p1",) if g["p1"] is None else ():
+            spare[key].copy_(current[key])
+            for name in opt.slot_initializers():
+                spare_state[name][key].copy_(state[name][key])
+        new, new_state = opt.apply_gradients_into(_native(g), state, current, spare_state, spare)
+        assert all(new[k] is spare[k] for k in spare)
+        for got, want in zip(optree.tree_leaves(_numpy((current, state))), optree.tree_leaves(before)):
+            np.testing.assert_array_equal(got, want)  # the given state is never written
+        current, state, spare, spare_state = new, new_state, current, state
+    for got, want in zip(optree.tree_leaves(_numpy((current, state))),
+                         optree.tree_leaves(_numpy((inplace_params, inplace_state)))):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_apply_gradients_into_needs_an_out_of_place_kernel(backend):
+    params = {"w": ops.ones((2,))}
+    opt = optimizers.RMSprop(0.1) if ember.get_backend() == "torch" else optimizers.SGD(0.1)
+    with pytest.raises(TypeError, match="apply_gradients_into: no out-of-place kernel on the"):
+        opt.apply_gradients_into({"w": ops.ones((2,))}, opt.init(params), params, opt.init(params), params)

@@ -7,13 +7,14 @@
   tape starts its backward pass from the logits with that gradient: the same math as the
   op-by-op loss, without recording a dozen small ops.
 * ``fit`` owns a private copy of the params and optimizer slots (made once by
-  :meth:`NumpySteps.own`) and updates them in place with NumPy ``out=`` kernels for
-  ``SGD``, ``Adam`` and ``AdamW`` without gradient clipping (the same formulas as
-  :mod:`ember.training.optimizers`); other optimizers take the pure path. The update
-  goes into a second set of arrays (:mod:`ember.training.step_buffers`), so a step
-  interrupted anywhere leaves the state it was given intact.
+  :meth:`NumpySteps.own`) and a second set of arrays (:mod:`ember.training.step_buffers`).
+  For ``SGD``, ``Adam`` and ``AdamW`` without gradient clipping, NumPy ``out=`` kernels
+  compute the new params and slots from the current ones straight into the second set
+  (the same formulas as :mod:`ember.training.optimizers`); other optimizers take the pure
+  path. So a step reads and writes each array once, and a step interrupted anywhere leaves
+  the state it was given intact.
 
-The pure ``train_step`` copies the state first, so its input is never modified.
+The pure ``train_step`` writes into new arrays, so its input is never modified.
 
 Example:
     >>> import numpy as np
@@ -58,13 +59,14 @@ def _copy(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value
 
 
-def _refill(spare: list, leaves: list) -> list:
-    """Each leaf's value in its spare array (a fresh copy where the two do not match)."""
+def _refill(spare: list, leaves: list, keep: list) -> list:
+    """Each leaf's spare array (a fresh copy where the two do not match), refilled where ``keep``."""
     out = []
-    for target, leaf in zip(spare, leaves):
+    for target, leaf, refill in zip(spare, leaves, keep):
         if (isinstance(target, np.ndarray) and isinstance(leaf, np.ndarray) and target.shape == leaf.shape
                 and target.dtype == leaf.dtype and target is not leaf):
-            np.copyto(target, leaf)
+            if refill:
+                np.copyto(target, leaf)
             out.append(target)
         else:
             out.append(_copy(leaf))
@@ -113,47 +115,63 @@ def _one_minus_power(base: float, t: float) -> float:
     return -math.expm1(t * math.log(base)) if base > 0.0 else 1.0 - base ** t
 
 
-def _apply_inplace(optimizer: Any, grads: list, params: list, slots: dict, lr: float, t: float,
-                   decay: list) -> None:
-    """One SGD/Adam/AdamW step on lists of arrays, in place (the formulas of the pure path)."""
-    for i, (g, p) in enumerate(zip(grads, params)):
+def _written_slots(optimizer: Any) -> tuple[str, ...]:
+    """The slots :func:`_apply_out_of_place` writes for each param with a gradient."""
+    if type(optimizer) is optimizers.SGD:
+        return ("momentum",) if optimizer.momentum != 0.0 else ()
+    return ("momentum", "velocity") + (("velocity_hat",) if optimizer.amsgrad else ())
+
+
+def _apply_out_of_place(optimizer: Any, grads: list, params: list, slots: dict, new_params: list,
+                        new_slots: dict, lr: float, t: float, decay: list) -> None:
+    """One SGD/Adam/AdamW step on lists of arrays (the formulas of the pure path).
+
+    Reads ``params`` and ``slots`` and writes the new values whole into ``new_params`` and the
+    :func:`_written_slots` of ``new_slots`` (distinct arrays): each array is read and written once.
+    A param without a gradient is not written.
+    """
+    for i, (g, old) in enumerate(zip(grads, params)):
         if g is None:
             continue
         g = _plain(g)
-        if g.dtype != p.dtype:
-            g = g.astype(p.dtype)
+        if g.dtype != old.dtype:
+            g = g.astype(old.dtype)
+        p = new_params[i]
+        source = old  # the param's current value: the old array until p is written
         if decay[i]:
-            p -= p * (lr * optimizer.weight_decay)
+            np.multiply(old, lr * optimizer.weight_decay, out=p)
+            np.subtract(old, p, out=p)
+            source = p
         if type(optimizer) is optimizers.SGD:
             scaled = g * lr
             if optimizer.momentum == 0.0:
-                p -= scaled
+                np.subtract(source, scaled, out=p)
                 continue
-            velocity = slots["momentum"][i]
-            velocity *= optimizer.momentum
+            velocity = np.multiply(slots["momentum"][i], optimizer.momentum, out=new_slots["momentum"][i])
             velocity -= scaled
             if optimizer.nesterov:
-                p += velocity * optimizer.momentum
+                np.add(source, velocity * optimizer.momentum, out=p)
                 p -= scaled
             else:
-                p += velocity
+                np.add(source, velocity, out=p)
             continue
-        m, v = slots["momentum"][i], slots["velocity"][i]
-        scratch = np.subtract(g, m)
-        scratch *= 1.0 - optimizer.beta_1
-        m += scratch
-        np.multiply(g, g, out=scratch)
-        scratch -= v
-        scratch *= 1.0 - optimizer.beta_2
-        v += scratch
+        m_old, v_old = slots["momentum"][i], slots["velocity"][i]
+        m, v = new_slots["momentum"][i], new_slots["velocity"][i]
+        np.subtract(g, m_old, out=m)
+        m *= 1.0 - optimizer.beta_1
+        m += m_old
+        np.multiply(g, g, out=v)
+        v -= v_old
+        v *= 1.0 - optimizer.beta_2
+        v += v_old
         if optimizer.amsgrad:
-            v = np.maximum(slots["velocity_hat"][i], v, out=slots["velocity_hat"][i])
+            v = np.maximum(slots["velocity_hat"][i], v, out=new_slots["velocity_hat"][i])
         alpha = lr * math.sqrt(_one_minus_power(optimizer.beta_2, t)) / _one_minus_power(optimizer.beta_1, t)
-        np.sqrt(v, out=scratch)
+        scratch = np.sqrt(v)
         scratch += optimizer.epsilon
         np.divide(m, scratch, out=scratch)
         scratch *= alpha
-        p -= scratch
+        np.subtract(source, scratch, out=p)
 
 
 class NumpySteps(GenericSteps):
@@ -224,10 +242,10 @@ class NumpySteps(GenericSteps):
         return self._step(state, batch, self.buffers)
 
     def train_step(self, state: dict, batch: tuple) -> dict:
-        return self._step(self.own(state), batch, None)
+        return self._step(state, batch, StepBuffers(_copy, _refill))  # new arrays for the new state
 
-    def _step(self, state: dict, batch: tuple, buffers: StepBuffers | None) -> dict:
-        """A step; with ``buffers`` the in-place update writes into spare arrays, else into ``state``'s."""
+    def _step(self, state: dict, batch: tuple, buffers: StepBuffers) -> dict:
+        """A step; the fused update writes the new state into ``buffers``' arrays, never into ``state``'s."""
         core = self.core
         x, y, sw = batch
         model_state = state["model"]
@@ -246,16 +264,20 @@ class NumpySteps(GenericSteps):
         leaves, spec = optree.tree_flatten(trainable)
         in_place = _inplace_supported(optimizer, leaves)
         if in_place:
-            if buffers is not None:
-                params, opt_state = buffers.writable(params, opt_state)
-                trainable, frozen = core.split(params)
-                leaves = spec.flatten_up_to(trainable)
+            grad_leaves = spec.flatten_up_to(grads)
+            written = _written_slots(optimizer)
+            slots = {name: spec.flatten_up_to(opt_state[name]) for name in written}
+            overwritten = frozenset([id(array) for i, g in enumerate(grad_leaves) if g is not None
+                                     for array in [leaves[i]] + [slots[name][i] for name in written]])
+            params, opt_state = buffers.writable(params, opt_state, overwritten)  # the new state's arrays
+            new_trainable, frozen = core.split(params)
+            new_leaves = spec.flatten_up_to(new_trainable)
+            new_slots = {name: spec.flatten_up_to(opt_state[name]) for name in written}
             iterations = opt_state["iterations"]
             lr = float(np.asarray(optimizer.learning_rate_at(iterations, opt_state)))
             t = float(iterations) + 1.0
-            slots = {name: spec.flatten_up_to(opt_state[name]) for name in optimizer.slot_initializers()}
-            _apply_inplace(optimizer, spec.flatten_up_to(grads), leaves, slots, lr, t,
-                           self._decay_flags(optimizer, trainable, len(leaves)))
+            _apply_out_of_place(optimizer, grad_leaves, leaves, slots, new_leaves, new_slots, lr, t,
+                                self._decay_flags(optimizer, trainable, len(leaves)))
             opt_state = dict(opt_state)
             opt_state["iterations"] = np.asarray(iterations + 1, dtype=np.asarray(iterations).dtype)
             if core.constraints:
@@ -268,7 +290,7 @@ class NumpySteps(GenericSteps):
             params = core.apply_constraints(core.merge(new_trainable, frozen))
         if metrics is None:
             metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
-        if in_place and buffers is not None:  # the last action: the step is taken
+        if in_place:  # the last action: the step is taken
             buffers.commit(model_state["params"], state["optimizer"], params, opt_state)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
                 "rng": advance_rng(rng)}

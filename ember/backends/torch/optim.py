@@ -253,6 +253,125 @@ def _lion(opt, grads, params, slots, lr, t, shared):
     torch._foreach_lerp_(m, grads, 1.0 - opt.beta_2)
 
 
+# ------------------------------------------------------------------ out-of-place kernels
+# The same math as the kernels above for one parameter, reading the old tensors and writing the
+# new values whole into other tensors (``out=``): (optimizer, grad, param, new_param, slots,
+# new_slots, lr, t) -> None. ``param`` may be ``new_param`` (already holding the decayed value).
+# On the CPU the ``_foreach_*`` kernels above run these same per-tensor ops: the numbers are equal.
+
+
+def _sgd_into(opt, g, param, new_param, slots, new_slots, lr, t):
+    if opt.momentum == 0.0:
+        torch.add(param, g, alpha=-lr, out=new_param)
+        return
+    velocity = torch.mul(slots["momentum"], opt.momentum, out=new_slots["momentum"])
+    velocity.add_(g, alpha=-lr)
+    if opt.nesterov:
+        torch.add(param, velocity, alpha=opt.momentum, out=new_param)
+        new_param.add_(g, alpha=-lr)
+    else:
+        torch.add(param, velocity, out=new_param)
+
+
+def _adam_into(opt, g, param, new_param, slots, new_slots, lr, t):
+    m = torch.lerp(slots["momentum"], g, 1.0 - opt.beta_1, out=new_slots["momentum"])
+    v = torch.mul(slots["velocity"], opt.beta_2, out=new_slots["velocity"])
+    v.addcmul_(g, g, value=1.0 - opt.beta_2)
+    if opt.amsgrad:
+        v = torch.maximum(slots["velocity_hat"], v, out=new_slots["velocity_hat"])
+    alpha = lr * _sqrt(_one_minus_power(opt.beta_2, t)) / _one_minus_power(opt.beta_1, t)
+    denominator = torch.sqrt(v)
+    denominator.add_(opt.epsilon)
+    torch.addcdiv(param, m, denominator, value=-alpha, out=new_param)
+
+
+_KERNELS_INTO: dict[type, Callable] | None = None
+
+
+def _kernels_into() -> dict[type, Callable]:
+    global _KERNELS_INTO
+    if _KERNELS_INTO is None:
+        _KERNELS_INTO = {o.SGD: _sgd_into, o.Adam: _adam_into, o.AdamW: _adam_into}
+    return _KERNELS_INTO
+
+
+def written_slots(optimizer: Any, params: list) -> tuple[str, ...] | None:
+    """The slots :func:`apply_gradients_into` writes, or None when it has no kernel for these.
+
+    Out-of-place kernels exist for ``SGD``, ``Adam`` and ``AdamW`` on CPU tensors. On an
+    accelerator the multi-tensor in-place kernels (one launch per op for all tensors) stay
+    the fast path.
+
+    Example:
+        >>> import ember
+        >>> from ember import ops, optimizers
+        >>> from ember.backends.torch import optim
+        >>> ember.set_backend("torch")
+        >>> optim.written_slots(optimizers.Adam(), [ops.ones((2,))])
+        ('momentum', 'velocity')
+        >>> optim.written_slots(optimizers.RMSprop(), [ops.ones((2,))]) is None
+        True
+    """
+    if type(optimizer) not in _kernels_into() or any(p.device.type != "cpu" for p in params):
+        return None
+    if type(optimizer) is o.SGD:
+        return ("momentum",) if optimizer.momentum != 0.0 else ()
+    return ("momentum", "velocity") + (("velocity_hat",) if optimizer.amsgrad else ())
+
+
+def apply_gradients_into(optimizer: Any, grads: list, params: list, slots: dict, new_params: list, new_slots: dict,
+                         step: Any, lr: Any, decay: list | None = None) -> None:
+    """One optimizer step out of place: reads ``params``/``slots``, writes ``new_params``/``new_slots``.
+
+    The numbers of :func:`apply_gradients_inplace`; each tensor is read once and its new value
+    written once into a distinct tensor, so ``params`` and ``slots`` are never modified. A
+    parameter whose gradient is None is not written (nor are its slots).
+
+    Args:
+        optimizer: an Ember optimizer for which :func:`written_slots` is not None.
+        grads: one gradient (or None) per parameter.
+        params: the parameters, read only.
+        slots: ``{slot_name: list aligned with params}``, read only.
+        new_params: tensors (distinct from ``params``) that receive the new parameters.
+        new_slots: like ``slots``; its :func:`written_slots` receive the new slot values.
+        step: the 1-based step number: int, float or 0-d CPU tensor.
+        lr: the learning rate for this step: float or 0-d CPU tensor.
+        decay: per-parameter flags for weight decay (default: all, when ``weight_decay`` is set).
+
+    Raises:
+        TypeError: the optimizer (or the tensors' device) has no out-of-place kernel.
+        ValueError: every gradient is None.
+
+    Example:
+        >>> import ember
+        >>> from ember import ops, optimizers
+        >>> from ember.backends.torch import optim
+        >>> ember.set_backend("torch")
+        >>> params, new_params = [ops.ones((2,))], [ops.zeros((2,))]
+        >>> optim.apply_gradients_into(optimizers.SGD(0.5), [ops.ones((2,))], params, {}, new_params, {},
+        ...                            step=1, lr=0.5)
+        >>> params[0].tolist(), new_params[0].tolist()
+        ([1.0, 1.0], [0.5, 0.5])
+    """
+    if written_slots(optimizer, params) is None:
+        raise TypeError(f"apply_gradients_into: no out-of-place torch kernel for {type(optimizer).__name__} on "
+                        f"these tensors; use apply_gradients_inplace on a copy")
+    active = [i for i, g in enumerate(grads) if g is not None]
+    if not active:
+        raise ValueError(f"{type(optimizer).__name__}: no gradients provided for any variable (every grad is None)")
+    kernel = _kernels_into()[type(optimizer)]
+    with torch.no_grad():
+        g = [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype) for i in active]
+        g = _clip(optimizer, g)
+        lr_s, t = _scalar(lr), _scalar(step)
+        for k, i in enumerate(active):
+            param, new_param = params[i], new_params[i]
+            if optimizer.weight_decay is not None and (decay is None or decay[i]):
+                param = torch.add(param, param, alpha=-lr_s * optimizer.weight_decay, out=new_param)
+            kernel(optimizer, g[k], param, new_param, {name: values[i] for name, values in slots.items()},
+                   {name: values[i] for name, values in new_slots.items()}, lr_s, t)
+
+
 _KERNELS: dict[type, Callable] | None = None
 
 
