@@ -1,0 +1,169 @@
+"""Keras 3 interoperability: files written by real Keras load in Ember on every backend and
+predict the same, and files Ember writes load in Keras (``keras.saving.load_model`` /
+``load_weights``) and predict the same. Keras itself (torch backend) is the reference.
+
+Tolerance: float32 (rtol=atol=1e-5). The backends sum the conv/attention/recurrent reductions in
+different orders from Keras's torch kernels, which moves results by a few float32 ulps of
+values of order 1 over the ~10-100 terms summed (measured differences are <= 1e-6).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+import zipfile
+
+import numpy as np
+import optree
+import pytest
+
+import ember
+from ember import layers, ops
+from ember.saving import CheckpointError
+from ember.saving.keras_format import KerasFormatError
+from tests.saving.keras_models import MODELS, as_list, keras, trained
+
+TOL = {"rtol": 1e-5, "atol": 1e-5}
+
+
+@pytest.fixture(scope="module")
+def keras_files(tmp_path_factory):
+    """Every table model fitted in Keras, saved as .keras and .weights.h5, with Keras's predictions."""
+    directory = tmp_path_factory.mktemp("keras")
+    files = {}
+    for name in MODELS:
+        model, x = trained(name)
+        model.save(directory / f"{name}.keras")
+        model.save_weights(directory / f"{name}.weights.h5")
+        files[name] = (directory / f"{name}.keras", directory / f"{name}.weights.h5", x,
+                       as_list(model.predict(x, verbose=0)))
+    return files
+
+
+def _ember_predictions(model, x):
+    return [np.asarray(ops.to_numpy(o)) for o in as_list_native(model.predict(x, verbose=0))]
+
+
+def as_list_native(outputs):
+    return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+
+
+def _assert_close(got, expected):
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, **TOL)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_keras_file_loads_in_ember_and_predicts_the_same(backend, keras_files, name):
+    path, _, x, expected = keras_files[name]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = ember.load_model(path)
+    assert any("compile configuration" in str(w.message) for w in caught)  # says what it cannot carry
+    assert all(ops.is_array(leaf) for leaf in optree.tree_leaves(model.state))  # on the active backend
+    _assert_close(_ember_predictions(model, x), expected)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_ember_written_keras_file_loads_in_keras(keras_files, tmp_path, name):
+    path, _, x, expected = keras_files[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ember.load_model(path)
+    model.save(tmp_path / "from_ember.keras")
+    restored = keras.saving.load_model(tmp_path / "from_ember.keras")
+    _assert_close(as_list(restored.predict(x, verbose=0)), expected)
+    assert [layer.name for layer in restored.layers] == [layer.name for layer in keras.saving.load_model(path).layers]
+
+
+def test_keras_weights_file_loads_into_a_model_built_in_ember(backend, keras_files):
+    """Keras matches weights by layer class and order, not by name: so does Ember for Keras files."""
+    _, weights, x, expected = keras_files["recurrent"]
+    inputs = ember.Input((6, 4))
+    h = layers.Bidirectional(layers.LSTM(3, return_sequences=True))(inputs)
+    h = layers.GRU(3, return_sequences=True)(h)
+    h = layers.SimpleRNN(2)(h)
+    model = ember.Model(inputs, layers.Dense(1)(h))
+    report = model.load_weights(weights)
+    assert not report.skipped
+    _assert_close(_ember_predictions(model, x), expected)
+
+
+def test_model_built_and_trained_in_ember_predicts_the_same_in_keras(tmp_path):
+    """An Ember-native model (BatchNorm statistics moved by Ember's fit) saved as .keras and as
+    Keras weights: Keras rebuilds it and predicts what Ember predicts."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(16, 6, 3)).astype("float32")
+    inputs = ember.Input((6, 3))
+    h = layers.Conv1D(4, 3, padding="same", activation="relu")(inputs)
+    h = layers.BatchNormalization()(h)
+    h = layers.LSTM(4)(h)
+    model = ember.Model(inputs, layers.Dense(2)(h))
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(x, rng.normal(size=(16, 2)).astype("float32"), epochs=2, batch_size=8, verbose=0)
+    expected = model.predict(x, verbose=0)
+    model.save(tmp_path / "ember.keras")
+    _assert_close(as_list(keras.saving.load_model(tmp_path / "ember.keras").predict(x, verbose=0)), [expected])
+    model.save_weights(tmp_path / "ember.weights.h5", format="keras")
+    twin = keras.saving.load_model(tmp_path / "ember.keras")
+    twin.load_weights(tmp_path / "ember.weights.h5")
+    _assert_close(as_list(twin.predict(x, verbose=0)), [expected])
+
+
+def test_keras_layer_ember_lacks_is_named(tmp_path):
+    @keras.saving.register_keras_serializable(package="interop_test")
+    class Doubler(keras.layers.Layer):
+        def call(self, inputs):
+            return inputs * 2
+
+    model = keras.Sequential([keras.Input((3,)), Doubler(), keras.layers.Dense(1)])
+    model.save(tmp_path / "custom.keras")
+    with pytest.raises(CheckpointError, match=r"Doubler"):
+        ember.load_model(tmp_path / "custom.keras")
+
+
+def test_lambda_layers_are_refused_whatever_safe_mode_says(tmp_path):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Lambda(lambda t: t + 1.0)])
+    model.save(tmp_path / "lambda.keras")
+    for safe_mode in (True, False):
+        with pytest.raises(CheckpointError, match=r"Lambda.*never executes code"):
+            ember.load_model(tmp_path / "lambda.keras", safe_mode=safe_mode)
+
+
+def test_bad_files_give_clear_errors(tmp_path, keras_files):
+    text = tmp_path / "not_zip.keras"
+    text.write_text("hello")
+    with pytest.raises(CheckpointError, match="not a .keras file"):
+        ember.load_model(text)
+    with pytest.raises(FileNotFoundError):
+        ember.load_model(tmp_path / "missing.keras")
+    empty = tmp_path / "empty.keras"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("metadata.json", json.dumps({}))
+    with pytest.raises(CheckpointError, match="no config.json"):
+        ember.load_model(empty)
+
+
+def test_mismatched_keras_weights_change_nothing(keras_files):
+    _, weights, _, _ = keras_files["mlp"]
+    model = ember.Sequential([ember.Input((5,)), layers.Dense(8), layers.Dense(4)])
+    model.build(seed=0)
+    before = {k: np.array(v["kernel"]) for k, v in model.state["params"].items()}
+    with pytest.raises(CheckpointError, match=r"do not match"):
+        model.load_weights(weights)
+    assert all(np.array_equal(model.state["params"][k]["kernel"], v) for k, v in before.items())
+
+
+def test_what_keras_cannot_express_is_refused_on_save(tmp_path):
+    model = ember.Sequential([ember.Input((4, 3)), layers.LSTM(2, time_major=True)])
+    model.build(seed=0)
+    with pytest.raises(KerasFormatError, match=r"time_major"):
+        model.save(tmp_path / "m.keras")
+    bf16 = ember.Sequential([ember.Input((3,)), layers.Dense(2, dtype="bfloat16")])
+    bf16.build(seed=0)
+    with pytest.raises(KerasFormatError, match=r"bfloat16"):
+        bf16.save(tmp_path / "b.keras")
+    assert not (tmp_path / "m.keras").exists() and not (tmp_path / "b.keras").exists()
+    with pytest.raises(ValueError, match=r"format must be 'ember' or 'keras'"):
+        bf16.save_weights(tmp_path / "w.h5", format="tf")
