@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Any, Iterator
 
 import numpy as np
@@ -44,7 +45,8 @@ from ember.training.backend_check import move_model
 from ember.models.config import functional_config
 from ember.models.config import functional_from_config
 from ember.saving import keras_format
-from ember.saving.model_io import save_model
+from ember.saving.model_io import model_config, save_model
+from ember.serialization import custom_object_scope
 from ember.saving.weights import save_weights
 from ember.saving.weights import load_weights
 from ember import initializers
@@ -381,8 +383,15 @@ class Model(TrainingAPI, Layer):
         return functional_config(self)
 
     @classmethod
-    def from_config(cls, config: dict) -> "Model":
-        return functional_from_config(cls, config)
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Model":
+        """Rebuild a model from :meth:`get_config`; ``custom_objects`` resolves unregistered names."""
+        with custom_object_scope(custom_objects):
+            return functional_from_config(cls, config)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The model's architecture as JSON (``json.dumps`` keyword arguments pass through);
+        :func:`ember.models.model_from_json` rebuilds it."""
+        return json.dumps(model_config(self), **kwargs)
 
     # --- saving (ember.saving) ------------------------------------------------------------
     def save(self, filepath: Any, overwrite: bool = True, include_optimizer: bool = True) -> None:

@@ -23,7 +23,7 @@ from ember.symbolic import SymbolicTensor, is_shape
 from ember.training.handle import TrainingHandle
 from ember import ops
 from ember.serialization import serialize
-from ember.serialization import deserialize
+from ember.serialization import custom_object_scope, deserialize
 
 
 class Sequential(Model):
@@ -210,9 +210,10 @@ class Sequential(Model):
                 "build_input_shape": list(self._build_shape) if self._build_shape else None}
 
     @classmethod
-    def from_config(cls, config: dict) -> "Sequential":
-        model = cls([deserialize(entry) for entry in config["layers"]], name=config.get("name"),
-                    trainable=config.get("trainable", True))
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Sequential":
+        with custom_object_scope(custom_objects):
+            layers = [deserialize(entry) for entry in config["layers"]]
+        model = cls(layers, name=config.get("name"), trainable=config.get("trainable", True))
         if config.get("build_input_shape") is not None:
             object.__setattr__(model, "_build_shape", tuple(config["build_input_shape"]))
         return model

@@ -1,14 +1,68 @@
-"""Utilities around training: plots of a ``History`` (matplotlib, the ``[plot]`` extra).
+"""``ember.utils``: Keras's utilities, and Ember's training plots.
 
-``plot_history(history, path)`` writes loss and metrics per epoch, train vs validation.
-The wiring plot lives with the wirings: ``ember.wirings.AutoNCP(...).draw()``.
+* data: :func:`to_categorical`, :func:`normalize`, :func:`pad_sequences`, ``PyDataset``/``Sequence``
+  (Keras's names for :class:`ember.data.Dataset`);
+* images (Pillow, ``[image]`` extra): :func:`load_img`, :func:`img_to_array`, :func:`array_to_img`,
+  :func:`save_img`;
+* drawing (``[plot]`` extra): :func:`plot_model`, :func:`model_to_dot`, :func:`plot_history`
+  (loss and metrics per epoch; the wiring plot lives with the wirings: ``AutoNCP(...).draw()``);
+* :func:`set_random_seed`, :class:`Progbar`;
+* serialization: :func:`register_keras_serializable` (Ember's name: ``register_serializable``),
+  :func:`get_custom_objects`, :func:`custom_object_scope`, :func:`serialize_keras_object`,
+  :func:`deserialize_keras_object`, :func:`get_registered_name`, :func:`get_registered_object`.
+
+Names load on first use (``ember.layers`` imports :mod:`ember.utils.naming`, so eager imports
+of model code here would be circular).
 
 Example:
     >>> from ember import utils
-    >>> callable(utils.plot_history)
+    >>> utils.to_categorical([1, 0], num_classes=2).tolist()
+    [[0.0, 1.0], [1.0, 0.0]]
+    >>> utils.PyDataset is utils.Sequence
     True
 """
 
-from ember.utils.plot import plot_history
+from __future__ import annotations
 
-__all__ = ["plot_history"]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "plot_history": "ember.utils.plot",
+    "to_categorical": "ember.utils.numerical",
+    "normalize": "ember.utils.numerical",
+    "pad_sequences": "ember.utils.sequences",
+    "set_random_seed": "ember.utils.seeding",
+    "Progbar": "ember.utils.progbar",
+    "array_to_img": "ember.utils.images",
+    "img_to_array": "ember.utils.images",
+    "load_img": "ember.utils.images",
+    "save_img": "ember.utils.images",
+    "plot_model": "ember.utils.model_plot",
+    "model_to_dot": "ember.utils.model_plot",
+    "get_custom_objects": "ember.utils.object_registry",
+    "custom_object_scope": "ember.utils.object_registry",
+    "register_keras_serializable": "ember.utils.object_registry",
+    "register_serializable": "ember.utils.object_registry",
+    "serialize_keras_object": "ember.utils.object_registry",
+    "deserialize_keras_object": "ember.utils.object_registry",
+    "get_registered_name": "ember.utils.object_registry",
+    "get_registered_object": "ember.utils.object_registry",
+}
+# Keras's names for Ember's Dataset protocol.
+_ALIASES = {"PyDataset": ("ember.training.data.dataset", "Dataset"),
+            "Sequence": ("ember.training.data.dataset", "Dataset")}
+__all__ = sorted([*_EXPORTS, *_ALIASES])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name in _ALIASES:
+        module, attribute = _ALIASES[name]
+        return getattr(importlib.import_module(module), attribute)
+    raise AttributeError(f"module 'ember.utils' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,0 +1,45 @@
+"""``model_from_json``: a model from the JSON of ``model.to_json()`` (Ember's config) or of
+Keras 3's ``model.to_json()`` (translated by :mod:`ember.saving.keras_format`).
+
+Only registered classes are rebuilt; no code is read from the JSON.
+
+Example:
+    >>> import ember
+    >>> from ember import layers
+    >>> from ember.models import model_from_json
+    >>> model = ember.Sequential([ember.Input((3,)), layers.Dense(2, name="d")], name="small")
+    >>> twin = model_from_json(model.to_json())
+    >>> twin.name, twin.layers[0].units
+    ('small', 2)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ember.saving.keras_format.model_config import model_from_keras
+from ember.saving.serialization import custom_object_scope, deserialize
+
+KERAS_MODEL_CLASSES = ("Sequential", "Functional", "Model")
+
+
+def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any:
+    """The (unbuilt) model a JSON config describes.
+
+    Raises:
+        TypeError: ``json_string`` is not a string.
+        ValueError: invalid JSON, not a model config, or an unknown class (named).
+    """
+    if not isinstance(json_string, (str, bytes)):
+        raise TypeError(f"model_from_json: expected a JSON string, received {type(json_string).__name__}")
+    try:
+        config = json.loads(json_string)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"model_from_json: invalid JSON ({error})") from None
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError("model_from_json: the JSON is not a model config (no class_name)")
+    with custom_object_scope(custom_objects):
+        if config["class_name"] in KERAS_MODEL_CLASSES and "module" in config:
+            return model_from_keras(config)
+        return deserialize({"class_name": config["class_name"], "config": config["config"]})
