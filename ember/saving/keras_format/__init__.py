@@ -8,10 +8,12 @@
 * :func:`load_keras_weights` / :func:`save_keras_weights`: weights only, in Keras's layout
   (``model.load_weights`` recognises a Keras file by its content).
 
-What a ``.keras`` file cannot carry, and Ember's ``.h5`` does: the optimizer state and training
-progress (a model loaded from ``.keras`` starts a fresh optimizer), bfloat16 variables,
-checksums, and Ember-only layers or arguments (refused with an error naming them). Keras layers
-Ember lacks, and ``Lambda`` layers (stored as bytecode, never executed), are refused the same way.
+The compile configuration (optimizer, loss, metrics) travels both ways, and so does the optimizer
+state for SGD, Adam and AdamW (see :mod:`ember.saving.keras_format.compile_bridge`). What a
+``.keras`` file cannot carry, and Ember's ``.h5`` does: other optimizers' state, the training
+progress (seeds, epoch) for an exact resume, bfloat16 variables, checksums, and Ember-only layers
+or arguments (refused with an error naming them). Keras layers Ember lacks, and ``Lambda``
+layers (stored as bytecode, never executed), are refused the same way.
 
 Example:
     >>> import os, tempfile
@@ -37,6 +39,7 @@ import warnings
 from typing import Any
 
 from ember.saving.format import CheckpointError
+from ember.saving.keras_format import compile_bridge
 from ember.saving.keras_format.archive import read_archive, write_archive
 from ember.saving.keras_format.keras_weights import (
     h5_bytes,
@@ -63,9 +66,8 @@ def load_keras_model(filepath: Any, custom_objects: dict | None = None, compile:
     Args:
         filepath: the ``.keras`` file.
         custom_objects: ``{name: class or function}`` for custom objects in the file's config.
-        compile: accepted for Keras compatibility; the model comes back uncompiled (the file's
-            optimizer state cannot be carried over, see the module docstring) and a warning says
-            so when the file holds a compile configuration.
+        compile: compile the model as the file's ``compile_config`` says, with the optimizer
+            state where it maps (a warning says what could not be carried).
 
     Raises:
         FileNotFoundError: no such file.
@@ -78,14 +80,18 @@ def load_keras_model(filepath: Any, custom_objects: dict | None = None, compile:
             model = model_from_keras(contents.config)
     except (KerasFormatError, TypeError, ValueError) as error:
         raise CheckpointError(contents.path, f"cannot rebuild the Keras model: {error}") from None
-    if contents.weights is not None:
-        import h5py
+    compile_config = contents.config.get("compile_config") if compile else None
+    if contents.weights is None:
+        if compile_config:
+            compile_bridge.compile_from_keras(model, compile_config, None, contents.path)
+        return model
+    import h5py
 
-        with h5py.File(io.BytesIO(contents.weights), "r") as handle:
-            model.state, _ = read_arrays(model, handle, contents.path, skip_mismatch=False)
-    if compile and contents.config.get("compile_config"):
-        warnings.warn(f"load_model({contents.path!r}): the Keras compile configuration and optimizer state are "
-                      "not carried into Ember; call model.compile(...) before fit", UserWarning, stacklevel=3)
+    with h5py.File(io.BytesIO(contents.weights), "r") as handle:
+        model.state, _ = read_arrays(model, handle, contents.path, skip_mismatch=False)
+        if compile_config:
+            with custom_object_scope(custom_objects):
+                compile_bridge.compile_from_keras(model, compile_config, handle, contents.path)
     return model
 
 
@@ -97,7 +103,17 @@ def save_keras_model(model: Any, filepath: Any, overwrite: bool = True) -> None:
         KerasFormatError: (a ``ValueError``) a layer, argument or dtype Keras cannot express (named).
     """
     config = model_to_keras(model)
-    write_archive(filepath, config, h5_bytes(model), overwrite=overwrite)
+    optimizer = None
+    try:
+        compile_config = compile_bridge.keras_compile_config(model)
+    except KerasFormatError as error:
+        warnings.warn(f"save({os.fspath(filepath)!r}): the compile configuration is not written ({error})",
+                      UserWarning, stacklevel=3)
+        compile_config = None
+    if compile_config is not None:
+        config["compile_config"] = compile_config
+        optimizer = compile_bridge.keras_optimizer(model)
+    write_archive(filepath, config, h5_bytes(model, optimizer), overwrite=overwrite)
 
 
 __all__ = [

@@ -3,10 +3,10 @@
 The Keras dataset for each Ember variable comes from
 :func:`ember.saving.keras_format.weights_layout.model_paths`; the arrays are matched to the
 model with the same checks as Ember's own checkpoints (every variable present, shapes equal,
-nothing left over, else an error naming them and nothing is changed). Keras's optimizer
-variables (``optimizer/vars/...``) are not read: Ember's optimizer slots are keyed by
-parameter path, Keras's by creation order, so a model loaded from Keras starts a fresh
-optimizer (use Ember's ``.h5`` format to resume training exactly).
+nothing left over, else an error naming them and nothing is changed). ``load_weights`` reads
+the model's variables only; the optimizer variables (``optimizer/vars/...``) are read by
+``load_model`` with the compile configuration (:mod:`ember.saving.keras_format.compile_bridge`),
+and written here for a compiled model whose optimizer state maps, as Keras's ``save_weights`` does.
 
 Example:
     >>> import os, tempfile
@@ -38,6 +38,7 @@ import numpy as np
 
 from ember.saving import _arrays
 from ember.saving.format import CheckpointError
+from ember.saving.keras_format.compile_bridge import keras_optimizer
 from ember.saving.keras_format.objects import KerasFormatError
 from ember.saving.keras_format.weights_layout import model_paths
 from ember.saving.weights import LoadReport, match_state, state_template
@@ -149,8 +150,9 @@ def _flatten(tree: dict, prefix: str, out: dict) -> None:
             out[path] = value
 
 
-def write_h5(model: Any, target: Any) -> None:
-    """Write the Keras weights layout of ``model`` to ``target`` (a path or a binary file object)."""
+def write_h5(model: Any, target: Any, optimizer: tuple[str, list] | None = None) -> None:
+    """Write the Keras weights layout of ``model`` to ``target`` (a path or a binary file object),
+    with ``optimizer = (name, [arrays in Keras's order])`` under ``optimizer/vars`` when given."""
     import h5py
 
     pairs = host_arrays(model)
@@ -159,17 +161,24 @@ def write_h5(model: Any, target: Any) -> None:
         handle.create_group("vars").attrs["name"] = model.name
         for keras_path, array in pairs:
             handle.create_dataset(keras_path, data=array)
+        if optimizer is not None:
+            name, arrays = optimizer
+            group = handle.create_group(f"{KERAS_OPTIMIZER_GROUP}/vars")
+            group.attrs["name"] = name
+            for index, array in enumerate(arrays):
+                group.create_dataset(str(index), data=array)
 
 
-def h5_bytes(model: Any) -> bytes:
+def h5_bytes(model: Any, optimizer: tuple[str, list] | None = None) -> bytes:
     """The Keras weights file of ``model`` as bytes (for a ``.keras`` archive)."""
     buffer = io.BytesIO()
-    write_h5(model, buffer)
+    write_h5(model, buffer, optimizer)
     return buffer.getvalue()
 
 
 def save_keras_weights(model: Any, filepath: Any, overwrite: bool = True) -> None:
-    """Write ``model``'s weights as a Keras 3 ``.weights.h5`` file (atomically).
+    """Write ``model``'s weights as a Keras 3 ``.weights.h5`` file (atomically); a compiled model's
+    optimizer variables go with them where they map (as Keras's ``save_weights`` writes them).
 
     Raises:
         ValueError: the path does not end with ``.weights.h5``, or the model is not built.
@@ -181,7 +190,7 @@ def save_keras_weights(model: Any, filepath: Any, overwrite: bool = True) -> Non
                          f"received {path!r}")
     if not overwrite and os.path.exists(path):
         raise FileExistsError(f"save_weights: {path!r} exists and overwrite=False")
-    data = h5_bytes(model)
+    data = h5_bytes(model, keras_optimizer(model))
     with atomic_path(path) as temporary:
         with open(temporary, "wb") as handle:
             handle.write(data)
