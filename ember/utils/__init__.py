@@ -52,7 +52,12 @@ _EXPORTS = {
 # Keras's names for Ember's Dataset protocol.
 _ALIASES = {"PyDataset": ("ember.training.data.dataset", "Dataset"),
             "Sequence": ("ember.training.data.dataset", "Dataset")}
-__all__ = sorted([*_EXPORTS, *_ALIASES])
+__all__ = [
+    "Progbar", "PyDataset", "Sequence", "array_to_img", "custom_object_scope", "deserialize_keras_object",
+    "get_custom_objects", "get_registered_name", "get_registered_object", "img_to_array", "load_img",
+    "model_to_dot", "normalize", "pad_sequences", "plot_history", "plot_model", "register_keras_serializable",
+    "register_serializable", "save_img", "serialize_keras_object", "set_random_seed", "to_categorical",
+]
 
 
 def __getattr__(name: str) -> Any:

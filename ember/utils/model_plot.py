@@ -25,12 +25,12 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import pathlib
 import shutil
 from typing import Any
 
-from ember.layers.core.input_layer import InputLayer
 from ember.models.model import Model
 from ember.models.sequential import Sequential
 
@@ -129,7 +129,7 @@ def _add_model(model: Any, options: _Options, prefix: str, nodes: list, edges: l
         calls = _sequential_calls(model)
         for layer, inputs, outputs, dtypes_ in calls:
             add_layer(layer, inputs, outputs, dtypes_)
-        for (previous, *_), (layer, *_) in zip(calls, calls[1:]):
+        for (previous, *_), (layer, *_) in itertools.pairwise(calls):
             connect(previous, layer)
         ids = [prefix + layer.name for layer, *_ in calls]
         return entries[ids[0]][0] if ids else [], entries[ids[-1]][1] if ids else []

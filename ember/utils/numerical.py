@@ -24,10 +24,11 @@ def _is_backend_array(x: Any) -> bool:
 
 def _class_indices(x: Any, num_classes: int | None) -> tuple[np.ndarray, int]:
     labels = np.asarray(x)
-    if labels.dtype.kind not in "iub":
-        if labels.dtype.kind != "f" or not np.all(np.isfinite(labels)) or np.any(labels != np.round(labels)):
-            raise ValueError(f"to_categorical: x must hold integer class indices, received dtype {labels.dtype} "
-                             f"with values like {labels.reshape(-1)[:3].tolist()}")
+    integral = labels.dtype.kind in "iub" or (
+        labels.dtype.kind == "f" and np.all(np.isfinite(labels)) and np.all(labels == np.round(labels)))
+    if not integral:
+        raise ValueError(f"to_categorical: x must hold integer class indices, received dtype {labels.dtype} "
+                         f"with values like {labels.reshape(-1)[:3].tolist()}")
     labels = labels.astype(np.int64)
     if labels.ndim > 1 and labels.shape[-1] == 1:
         labels = labels[..., 0]

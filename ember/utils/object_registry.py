@@ -21,7 +21,8 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ember.saving import serialization
 from ember.saving.keras_format.layer_config import ember_layer_config

@@ -19,7 +19,8 @@ Example:
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ember.training.callbacks.progbar import Progbar as _BaseProgbar
 

@@ -11,9 +11,9 @@ import os
 
 os.environ["KERAS_BACKEND"] = "torch"  # before keras is imported anywhere in the test process
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-from keras import layers as L  # noqa: E402
+import keras
+import numpy as np
+from keras import layers as L
 
 RNG = np.random.default_rng(0)
 

@@ -23,6 +23,9 @@ from ember.saving import CheckpointError
 from ember.saving.keras_format import KerasFormatError
 from tests.saving.keras_models import MODELS, as_list, keras, trained
 
+# Keras 3.15 on torch warns about NumPy 2 __array__(copy=...) on every conversion.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 

@@ -12,6 +12,9 @@ import ember
 from ember import layers, ops, utils
 from tests.saving.keras_models import keras
 
+# Keras 3.15 on torch warns about NumPy 2 __array__(copy=...) on every conversion.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
 
 # ------------------------------------------------------------------------------ to_categorical
 @pytest.mark.parametrize("labels,num_classes", [

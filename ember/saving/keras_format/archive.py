@@ -91,9 +91,8 @@ def write_archive(filepath: Any, config: dict, weights: bytes, overwrite: bool =
         raise FileNotFoundError(f"save: the directory {directory!r} of {path!r} does not exist")
     metadata = {"keras_version": KERAS_FORMAT_VERSION, "ember_version": EMBER_VERSION,
                 "date_saved": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d@%H:%M:%S")}
-    with atomic_path(path) as temporary:
-        with zipfile.ZipFile(temporary, "w") as archive:
-            archive.writestr(METADATA, json.dumps(metadata))
-            archive.writestr(CONFIG, json.dumps(config))
-            if weights:
-                archive.writestr(WEIGHTS, weights)
+    with atomic_path(path) as temporary, zipfile.ZipFile(temporary, "w") as archive:
+        archive.writestr(METADATA, json.dumps(metadata))
+        archive.writestr(CONFIG, json.dumps(config))
+        if weights:
+            archive.writestr(WEIGHTS, weights)

@@ -22,7 +22,12 @@ from typing import Any
 import numpy as np
 
 from ember.saving import training_state
-from ember.saving.keras_format.objects import KerasFormatError, drop_unknown, accepted_arguments, from_keras
+from ember.saving.keras_format.objects import (
+    KerasFormatError,
+    accepted_arguments,
+    drop_unknown,
+    from_keras,
+)
 from ember.saving.keras_format.weights_layout import model_paths
 from ember.saving.serialization import deserialize, registered_name
 from ember.saving.weights import match_state

@@ -191,6 +191,5 @@ def save_keras_weights(model: Any, filepath: Any, overwrite: bool = True) -> Non
     if not overwrite and os.path.exists(path):
         raise FileExistsError(f"save_weights: {path!r} exists and overwrite=False")
     data = h5_bytes(model, keras_optimizer(model))
-    with atomic_path(path) as temporary:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
+    with atomic_path(path) as temporary, open(temporary, "wb") as handle:
+        handle.write(data)

@@ -35,12 +35,19 @@ from ember.saving.keras_format.objects import (
     keras_dtype_policy,
     to_keras,
 )
-from ember.saving.serialization import deserialize, get_registered_class, registered_name
+from ember.saving.serialization import (
+    deserialize,
+    get_registered_class,
+    registered_name,
+)
 
 # Keras arguments Ember's layers lack, with the value that means "feature off" (besides None/False).
-KERAS_OFF_VALUES = {"renorm_momentum": 0.99}
+# (data_format: an Ember layer without the argument works channels-last, Keras's default.)
+KERAS_OFF_VALUES = {"renorm_momentum": 0.99, "data_format": "channels_last"}
 # Ember arguments Keras's layers lack: left out of a .keras file when they hold their "off" value.
 EMBER_ONLY = {"time_major": False, "cell": None}
+# (Keras 3.15's SpatialDropout1D takes neither data_format nor trainable.)
+EMBER_ONLY_BY_CLASS = {"SpatialDropout1D": {"data_format": "channels_last", "trainable": True}}
 # Model classes Keras writes (handled by the model converter).
 MODEL_CLASSES = ("Sequential", "Functional", "Model")
 # Sub-layer arguments (a Keras layer dict in Keras's config, a registry dict in Ember's).
@@ -138,10 +145,11 @@ def layer_from_keras(entry: dict) -> Layer:
 def _keras_config(layer_entry: dict, where: str) -> dict:
     """An Ember registry dict (a layer's) as Keras's config dict values."""
     config = {}
+    ember_only = {**EMBER_ONLY, **EMBER_ONLY_BY_CLASS.get(layer_entry["class_name"].rpartition(">")[2], {})}
     for key, value in layer_entry["config"].items():
-        if key in EMBER_ONLY and value == EMBER_ONLY[key]:
+        if key in ember_only and value == ember_only[key]:
             continue
-        if key in EMBER_ONLY:
+        if key in ember_only:
             raise KerasFormatError(f"{where}: Ember's {key}={value!r} cannot be expressed in a Keras file")
         if key in SUBLAYER_KEYS and isinstance(value, dict) and "class_name" in value:
             config[key] = keras_layer_entry(value)

@@ -38,11 +38,15 @@ from ember.models.symbolic import SymbolicTensor
 from ember.saving.keras_format.layer_config import (
     MODEL_CLASSES,
     check_supported,
-    keras_layer_entry,
     layer_from_keras,
     layer_to_keras,
 )
-from ember.saving.keras_format.objects import KerasFormatError, from_keras, keras_dtype_policy, to_keras
+from ember.saving.keras_format.objects import (
+    KerasFormatError,
+    from_keras,
+    keras_dtype_policy,
+    to_keras,
+)
 from ember.saving.serialization import registered_name
 
 KERAS_TENSOR = "__keras_tensor__"
