@@ -31,8 +31,11 @@ import pathlib
 import shutil
 from typing import Any
 
+import optree
+
 from ember.models.model import Model
 from ember.models.sequential import Sequential
+from ember.models.symbolic import SymbolicTensor
 
 RANKDIRS = ("TB", "LR", "BT", "RL")
 
@@ -147,10 +150,6 @@ def _add_model(model: Any, options: _Options, prefix: str, nodes: list, edges: l
 
 
 def _tensors(node: Any) -> list:
-    import optree
-
-    from ember.models.symbolic import SymbolicTensor
-
     return [t for t in optree.tree_leaves([node.inputs, node.kwargs], is_leaf=lambda v: isinstance(v, SymbolicTensor),
                                           none_is_leaf=False) if isinstance(t, SymbolicTensor)]
 

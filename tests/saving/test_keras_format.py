@@ -80,6 +80,37 @@ def test_ember_written_keras_file_loads_in_keras(keras_files, tmp_path, name):
     assert [layer.name for layer in restored.layers] == [layer.name for layer in keras.saving.load_model(path).layers]
 
 
+def test_nested_models_dict_io_and_attention_masks_cross_both_ways(backend, tmp_path):
+    """A nested Sequential, a nested functional model called twice, dict inputs and outputs, and a
+    MultiHeadAttention fed an attention_mask input."""
+    rng = np.random.default_rng(2)
+    L = keras.layers
+    inner = keras.Sequential([keras.Input((4,)), L.Dense(3, activation="relu"), L.Dense(3)], name="inner")
+    encoder_in = keras.Input((3,))
+    encoder = keras.Model(encoder_in, L.Dense(2)(encoder_in), name="encoder")
+    x, seq, mask = keras.Input((4,)), keras.Input((5, 6)), keras.Input((5, 5))
+    first, second = encoder(inner(x)), encoder(L.Dense(3)(x))
+    attended = L.MultiHeadAttention(2, 3)(seq, seq, attention_mask=mask)
+    outputs = {"a": L.Dense(1, name="a")(L.Concatenate()([first, second])),
+               "b": L.GlobalAveragePooling1D(name="b")(attended)}
+    reference = keras.Model({"x": x, "seq": seq, "mask": mask}, outputs)
+    inputs = {"x": rng.normal(size=(2, 4)).astype("float32"), "seq": rng.normal(size=(2, 5, 6)).astype("float32"),
+              "mask": rng.uniform(size=(2, 5, 5)) > 0.3}
+    expected = reference.predict(inputs, verbose=0)
+    reference.save(tmp_path / "nested.keras")
+    model = ember.load_model(tmp_path / "nested.keras")
+    got = model.predict_on_batch(inputs)
+    for key in expected:
+        np.testing.assert_allclose(ops.to_numpy(got[key]), expected[key], **TOL)
+    model.save(tmp_path / "back.keras")
+    back = keras.saving.load_model(tmp_path / "back.keras").predict(inputs, verbose=0)
+    for key in expected:
+        np.testing.assert_allclose(back[key], expected[key], **TOL)
+    model.state = None
+    model.load_weights(tmp_path / "nested.keras")  # the weights inside a .keras archive
+    np.testing.assert_allclose(ops.to_numpy(model.predict_on_batch(inputs)["a"]), expected["a"], **TOL)
+
+
 def test_keras_weights_file_loads_into_a_model_built_in_ember(backend, keras_files):
     """Keras matches weights by layer class and order, not by name: so does Ember for Keras files."""
     _, weights, x, expected = keras_files["recurrent"]

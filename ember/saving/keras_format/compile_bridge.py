@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.saving import training_state
+from ember.saving import _arrays, training_state
 from ember.saving.keras_format.objects import (
     KerasFormatError,
     accepted_arguments,
@@ -183,8 +183,6 @@ def keras_compile_config(model: Any) -> dict | None:
 
 def optimizer_arrays(model: Any) -> list[np.ndarray] | None:
     """Keras's ``optimizer/vars`` list for a compiled model whose optimizer state maps (else None)."""
-    from ember.saving import _arrays
-
     training = getattr(model, "_training", None) or {}
     trainer = training.get("trainer")
     opt_state, _ = training_state.capture(model) if trainer is not None else (None, None)

@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ember import dtypes
@@ -130,8 +131,6 @@ def ember_layer_config(entry: dict) -> dict:
 
 
 def _fields(cls: type) -> set[str] | None:
-    import dataclasses
-
     if dataclasses.is_dataclass(cls):
         return {f.name for f in dataclasses.fields(cls)}
     return accepted_arguments(cls)

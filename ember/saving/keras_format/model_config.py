@@ -267,7 +267,7 @@ def _functional_to_keras(model: Model) -> dict:
             kwargs = {"key": convert(node.inputs[2])} if len(node.inputs) > 2 else {}
         else:
             args, kwargs = [convert(node.inputs)], {}
-        kwargs.update(to_keras(convert(node.kwargs), f"layer {node.layer.name!r} call"))
+        kwargs.update(convert(to_keras(node.kwargs, f"layer {node.layer.name!r} call")))
         inbound.setdefault(node.layer.name, []).append({"args": args, "kwargs": kwargs})
     entries = []
     for layer in model.layers:
