@@ -6,10 +6,18 @@
   :func:`save_img`;
 * drawing (``[plot]`` extra): :func:`plot_model`, :func:`model_to_dot`, :func:`plot_history`
   (loss and metrics per epoch; the wiring plot lives with the wirings: ``AutoNCP(...).draw()``);
-* :func:`set_random_seed`, :class:`Progbar`;
+* :func:`set_random_seed`, :class:`Progbar`, ``clear_session``, ``standardize_dtype``;
+* graphs and batches: :func:`is_keras_tensor`, :func:`get_source_inputs`, :func:`pack_x_y_sample_weight`,
+  :func:`unpack_x_y_sample_weight`;
 * serialization: :func:`register_keras_serializable` (Ember's name: ``register_serializable``),
   :func:`get_custom_objects`, :func:`custom_object_scope`, :func:`serialize_keras_object`,
-  :func:`deserialize_keras_object`, :func:`get_registered_name`, :func:`get_registered_object`.
+  :func:`deserialize_keras_object`, :func:`get_registered_name`, :func:`get_registered_object`,
+  ``CustomObjectScope``.
+
+Not provided (see the report of issue 19): ``get_file`` (Ember never uses the network),
+the ``*_dataset_from_directory`` loaders, ``timeseries_dataset_from_array``, ``split_dataset``,
+``FeatureSpace`` (built on tf.data in Keras), the interactive-logging switches, ``bounding_boxes``
+and ``legacy``.
 
 Names load on first use (``ember.layers`` imports :mod:`ember.utils.naming`, so eager imports
 of model code here would be circular).
@@ -48,15 +56,24 @@ _EXPORTS = {
     "deserialize_keras_object": "ember.utils.object_registry",
     "get_registered_name": "ember.utils.object_registry",
     "get_registered_object": "ember.utils.object_registry",
+    "pack_x_y_sample_weight": "ember.utils.batches",
+    "unpack_x_y_sample_weight": "ember.utils.batches",
+    "get_source_inputs": "ember.utils.graph",
+    "is_keras_tensor": "ember.utils.graph",
 }
 # Keras's names for Ember's Dataset protocol.
 _ALIASES = {"PyDataset": ("ember.training.data.dataset", "Dataset"),
-            "Sequence": ("ember.training.data.dataset", "Dataset")}
+            "Sequence": ("ember.training.data.dataset", "Dataset"),
+            "CustomObjectScope": ("ember.utils.object_registry", "custom_object_scope"),
+            "clear_session": ("ember.layers.layer", "clear_session"),
+            "standardize_dtype": ("ember.dtypes", "standardize_dtype")}
 __all__ = [
-    "Progbar", "PyDataset", "Sequence", "array_to_img", "custom_object_scope", "deserialize_keras_object",
-    "get_custom_objects", "get_registered_name", "get_registered_object", "img_to_array", "load_img",
-    "model_to_dot", "normalize", "pad_sequences", "plot_history", "plot_model", "register_keras_serializable",
-    "register_serializable", "save_img", "serialize_keras_object", "set_random_seed", "to_categorical",
+    "CustomObjectScope", "Progbar", "PyDataset", "Sequence", "array_to_img", "clear_session",
+    "custom_object_scope", "deserialize_keras_object", "get_custom_objects", "get_registered_name",
+    "get_registered_object", "get_source_inputs", "img_to_array", "is_keras_tensor", "load_img", "model_to_dot",
+    "normalize", "pack_x_y_sample_weight", "pad_sequences", "plot_history", "plot_model",
+    "register_keras_serializable", "register_serializable", "save_img", "serialize_keras_object",
+    "set_random_seed", "standardize_dtype", "to_categorical", "unpack_x_y_sample_weight",
 ]
 
 

@@ -192,3 +192,30 @@ def test_pydataset_and_sequence_are_the_dataset_protocol():
     model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
     assert len(model.fit(Batches(), epochs=2, verbose=0).history["loss"]) == 2
+
+
+# ------------------------------------------------------------------------------ small helpers
+@pytest.mark.parametrize("args", [((1,),), ((1,), (2,)), ((1,), (2,), (3,)), ([1, 2],), (np.ones(2),)])
+def test_pack_and_unpack_match_keras(args):
+    packed = utils.pack_x_y_sample_weight(*args)
+    expected = keras.utils.pack_x_y_sample_weight(*args)
+    assert type(packed) is type(expected)
+    if isinstance(expected, tuple):
+        assert len(packed) == len(expected) and all(p is e for p, e in zip(packed, expected))
+    else:
+        assert packed is expected
+    assert [id(v) for v in utils.unpack_x_y_sample_weight(packed)] == \
+        [id(v) for v in keras.utils.unpack_x_y_sample_weight(expected)]
+    with pytest.raises(ValueError, match="more than|elements"):
+        utils.unpack_x_y_sample_weight((1, 2, 3, 4))
+
+
+def test_graph_helpers_and_aliases():
+    a, b = ember.Input((2,), name="a"), ember.Input((2,), name="b")
+    out = layers.Add()([layers.Dense(2)(b), a])
+    assert [t.name for t in utils.get_source_inputs(out)] == ["b", "a"]
+    assert utils.is_keras_tensor(out) and not utils.is_keras_tensor(np.ones(2))
+    with pytest.raises(TypeError, match="symbolic tensor"):
+        utils.get_source_inputs(np.ones(2))
+    assert utils.CustomObjectScope is utils.custom_object_scope
+    assert utils.clear_session is ember.clear_session and utils.standardize_dtype("float") == "float32"
