@@ -1,7 +1,7 @@
 """``ember.utils``: Keras's utilities, and Ember's training plots.
 
 * data: :func:`to_categorical`, :func:`normalize`, :func:`pad_sequences`, ``PyDataset``/``Sequence``
-  (Keras's names for :class:`ember.data.Dataset`);
+  (Keras's names for :class:`ember.data.Dataset`), :func:`timeseries_dataset_from_array` (a Dataset);
 * images (Pillow, ``[image]`` extra): :func:`load_img`, :func:`img_to_array`, :func:`array_to_img`,
   :func:`save_img`;
 * drawing (``[plot]`` extra): :func:`plot_model`, :func:`model_to_dot`, :func:`plot_history`
@@ -15,7 +15,7 @@
   ``CustomObjectScope``.
 
 Not provided (see the report of issue 19): ``get_file`` (Ember never uses the network),
-the ``*_dataset_from_directory`` loaders, ``timeseries_dataset_from_array``, ``split_dataset``,
+the ``*_dataset_from_directory`` loaders, ``split_dataset``,
 ``FeatureSpace`` (built on tf.data in Keras), the interactive-logging switches, ``bounding_boxes``
 and ``legacy``.
 
@@ -60,6 +60,7 @@ _EXPORTS = {
     "unpack_x_y_sample_weight": "ember.utils.batches",
     "get_source_inputs": "ember.utils.graph",
     "is_keras_tensor": "ember.utils.graph",
+    "timeseries_dataset_from_array": "ember.utils.timeseries",
 }
 # Keras's names for Ember's Dataset protocol.
 _ALIASES = {"PyDataset": ("ember.training.data.dataset", "Dataset"),
@@ -73,7 +74,8 @@ __all__ = [
     "get_registered_object", "get_source_inputs", "img_to_array", "is_keras_tensor", "load_img", "model_to_dot",
     "normalize", "pack_x_y_sample_weight", "pad_sequences", "plot_history", "plot_model",
     "register_keras_serializable", "register_serializable", "save_img", "serialize_keras_object",
-    "set_random_seed", "standardize_dtype", "to_categorical", "unpack_x_y_sample_weight",
+    "set_random_seed", "standardize_dtype", "timeseries_dataset_from_array", "to_categorical",
+    "unpack_x_y_sample_weight",
 ]
 
 

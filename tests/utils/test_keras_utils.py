@@ -219,3 +219,54 @@ def test_graph_helpers_and_aliases():
         utils.get_source_inputs(np.ones(2))
     assert utils.CustomObjectScope is utils.custom_object_scope
     assert utils.clear_session is ember.clear_session and utils.standardize_dtype("float") == "float32"
+
+
+# --------------------------------------------------------------------- timeseries windows
+def _reference_windows(data, targets, length, stride, rate, start, end):
+    """Keras's documented semantics written out: window k starts at start + k * stride."""
+    windows, labels = [], []
+    first = start
+    while first + (length - 1) * rate < end and (targets is None or first < len(targets)):
+        windows.append(data[first:first + length * rate:rate])
+        if targets is not None:
+            labels.append(targets[first])
+        first += stride
+    return np.array(windows), np.array(labels)
+
+
+@pytest.mark.parametrize("length,stride,rate,start,end,batch", [
+    (3, 1, 1, None, None, 4), (4, 2, 2, 1, 18, 3), (2, 3, 1, 5, None, None)])
+def test_timeseries_windows_follow_keras_semantics(length, stride, rate, start, end, batch):
+    data = np.arange(40, dtype="float32").reshape(20, 2)
+    targets = np.arange(20) * 10
+    dataset = utils.timeseries_dataset_from_array(data, targets, length, stride, rate, batch_size=batch,
+                                                  start_index=start, end_index=end)
+    items = list(dataset)  # Python iteration batch by batch
+    if batch is None:
+        windows, labels = np.stack([w for w, _ in items]), np.array([t for _, t in items])
+    else:
+        windows, labels = np.concatenate([w for w, _ in items]), np.concatenate([t for _, t in items])
+    expected_windows, expected_labels = _reference_windows(data, targets, length, stride, rate, start or 0,
+                                                           end or 20)
+    np.testing.assert_array_equal(windows, expected_windows)
+    np.testing.assert_array_equal(labels, expected_labels)
+
+
+def test_timeseries_dataset_shuffles_trains_and_checks_arguments():
+    data = np.sin(np.linspace(0, 6, 50)).astype("float32")[:, None]
+    dataset = utils.timeseries_dataset_from_array(data[:-3], data[3:], 3, batch_size=8, shuffle=True, seed=1)
+    first = np.concatenate([x for x, _ in dataset])
+    assert sorted(map(tuple, first.reshape(len(first), -1))) == sorted(
+        map(tuple, np.concatenate([x for x, _ in utils.timeseries_dataset_from_array(
+            data[:-3], data[3:], 3, batch_size=8)]).reshape(len(first), -1)))
+    only_inputs = utils.timeseries_dataset_from_array(data, None, 5, batch_size=10)
+    assert only_inputs[0].shape == (10, 5, 1)
+    model = ember.Sequential([ember.Input((3, 1)), layers.Flatten(), layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    assert len(model.fit(dataset, epochs=1, verbose=0).history["loss"]) == 1
+    with pytest.raises(ValueError, match="sequence_length"):
+        utils.timeseries_dataset_from_array(data, None, 0)
+    with pytest.raises(ValueError, match="no complete window"):
+        utils.timeseries_dataset_from_array(data[:2], None, 3)
+    with pytest.raises(IndexError):
+        only_inputs[len(only_inputs)]
