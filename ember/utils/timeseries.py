@@ -49,7 +49,7 @@ class TimeseriesDataset(Dataset):
     def __len__(self) -> int:
         if self.batch_size is None:
             return len(self.starts)
-        return -(-len(self.starts) // self.batch_size)
+        return (len(self.starts) + self.batch_size - 1) // self.batch_size
 
     def __getitem__(self, index: int) -> Any:
         if not -len(self) <= index < len(self):
