@@ -183,6 +183,28 @@ def test_unmapped_optimizer_state_is_reported(tmp_path):
     assert ember.load_model(tmp_path / "rms.keras", compile=False).optimizer is None
 
 
+def test_custom_activation_registered_in_both_libraries_crosses(tmp_path):
+    @keras.saving.register_keras_serializable(package="interop")
+    def cube(x):
+        return x * x * x
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation=cube)])
+    x = np.linspace(-1, 1, 6, dtype="float32").reshape(2, 3)
+    model.save(tmp_path / "cube.keras")
+    with pytest.raises(CheckpointError, match=r"interop>cube.*not registered"):
+        ember.load_model(tmp_path / "cube.keras")
+
+    def ember_cube(x):
+        return ops.multiply(ops.multiply(x, x), x)
+
+    ember.utils.register_keras_serializable(package="interop", name="cube")(ember_cube)
+    restored = ember.load_model(tmp_path / "cube.keras")
+    np.testing.assert_allclose(restored.predict_on_batch(x), model.predict(x, verbose=0), **TOL)
+    restored.save(tmp_path / "back.keras")
+    np.testing.assert_allclose(keras.saving.load_model(tmp_path / "back.keras").predict(x, verbose=0),
+                               model.predict(x, verbose=0), **TOL)
+
+
 def test_keras_layer_ember_lacks_is_named(tmp_path):
     @keras.saving.register_keras_serializable(package="interop_test")
     class Doubler(keras.layers.Layer):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ember import activations
 from ember.saving.serialization import get_registered_class
 
 # Keras module of each Ember namespace whose objects appear inside layer configs.
@@ -113,10 +114,11 @@ def from_keras(value: Any, where: str) -> Any:
     if class_name in ("DTypePolicy", "FloatDTypePolicy"):
         return dtype_from_policy(value, where)
     if class_name == "function" or value.get("module") in ("keras.activations", "builtins"):
-        if isinstance(config, str) and not value.get("registered_name", "").startswith(("Custom>", "custom")):
-            return config  # a built-in activation by name
-        cls = _ember_class(config, value.get("registered_name"), where)
-        return {"class_name": getattr(cls, "_ember_registered_name", f"Custom>{config}"), "config": None}
+        name = config if isinstance(config, str) else class_name
+        if name in activations.NAMES:
+            return name  # a built-in activation, by name
+        function = _ember_class(name.rpartition(">")[2], name, where)
+        return {"class_name": getattr(function, "_ember_registered_name", name), "config": None}
     if str(value.get("module", "")).startswith("keras.layers") or value.get("module") in ("keras", "keras.models"):
         raise KerasFormatError(f"{where}: a nested {class_name} here is translated by the layer converter")
     cls = _ember_class(class_name, value.get("registered_name"), where)
@@ -163,8 +165,7 @@ def to_keras(value: Any, where: str) -> Any:
     package, _, class_name = key.rpartition(">")
     cls = get_registered_class(key)
     if value["config"] is None and not isinstance(cls, type):  # a registered function
-        return {"module": getattr(cls, "__module__", "builtins"), "class_name": "function", "config": class_name,
-                "registered_name": key.replace(">", ">", 1)}
+        return {"module": "builtins", "class_name": "function", "config": key, "registered_name": "function"}
     module = KERAS_MODULES.get(getattr(cls, "__module__", ""))
     if package != "ember":
         return {"module": getattr(cls, "__module__", None), "class_name": class_name,
