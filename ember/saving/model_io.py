@@ -102,7 +102,7 @@ def save_model(model: Any, filepath: Any, overwrite: bool = True, include_optimi
         True
     """
     if keras_format.is_keras_path(filepath):
-        keras_format.save_keras_model(model, filepath, overwrite=overwrite)
+        keras_format.save_keras_model(model, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
         return
     documents: dict = {"config": model_config(model)}
     trees: dict = {}

@@ -167,6 +167,9 @@ def test_training_continues_across_the_two_libraries(backend, tmp_path, optimize
     model.save(tmp_path / "e.keras")
     again = keras.saving.load_model(tmp_path / "e.keras")
     assert int(again.optimizer.iterations) == 12
+    model.save(tmp_path / "no_optimizer.keras", include_optimizer=False)
+    with pytest.warns(UserWarning, match="the file holds no optimizer variables"):
+        assert ember.load_model(tmp_path / "no_optimizer.keras").optimizer is not None
     again.fit(x, y, epochs=1, **fit)
     model.fit(x, y, epochs=1, **fit)
     np.testing.assert_allclose(_ember_predictions(model, x)[0], again.predict(x, verbose=0), **TOL)

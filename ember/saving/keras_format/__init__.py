@@ -95,8 +95,10 @@ def load_keras_model(filepath: Any, custom_objects: dict | None = None, compile:
     return model
 
 
-def save_keras_model(model: Any, filepath: Any, overwrite: bool = True) -> None:
-    """Write ``model`` (a built ``Sequential`` or functional model) as a Keras 3 ``.keras`` file.
+def save_keras_model(model: Any, filepath: Any, overwrite: bool = True, include_optimizer: bool = True) -> None:
+    """Write ``model`` (a built ``Sequential`` or functional model) as a Keras 3 ``.keras`` file: the
+    architecture, the weights and, for a compiled model, its compile configuration and (with
+    ``include_optimizer``, where it maps) its optimizer variables.
 
     Raises:
         ValueError: the model is not built, or the path does not end with ``.keras``.
@@ -112,7 +114,7 @@ def save_keras_model(model: Any, filepath: Any, overwrite: bool = True) -> None:
         compile_config = None
     if compile_config is not None:
         config["compile_config"] = compile_config
-        optimizer = compile_bridge.keras_optimizer(model)
+        optimizer = compile_bridge.keras_optimizer(model) if include_optimizer else None
     write_archive(filepath, config, h5_bytes(model, optimizer), overwrite=overwrite)
 
 
