@@ -27,7 +27,7 @@ from ember.layers.core.input_layer import InputLayer, symbolic_input
 from ember.layers.layer import Layer
 from ember.models.model import Model
 from ember.models.sequential import Sequential
-from ember.models.symbolic import SymbolicTensor, replace_symbolic
+from ember.symbolic import SymbolicTensor, replace_symbolic
 
 
 def _default_clone(layer: Layer) -> Layer:

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from ember.saving.keras_format.model_config import model_from_keras
-from ember.saving.serialization import custom_object_scope, deserialize
+from ember.serialization import custom_object_scope, deserialize
 
 KERAS_MODEL_CLASSES = ("Sequential", "Functional", "Model")
 

@@ -19,8 +19,11 @@ the ``*_dataset_from_directory`` loaders, ``split_dataset``,
 ``FeatureSpace`` (built on tf.data in Keras), the interactive-logging switches, ``bounding_boxes``
 and ``legacy``.
 
-Names load on first use (``ember.layers`` imports :mod:`ember.utils.naming`, so eager imports
-of model code here would be circular).
+``ember.utils`` is a foundation package (ARCHITECTURE.md): it holds the naming helpers every
+layer uses, ``pad_sequences`` and the image helpers (NumPy and Pillow only), and
+``plot_history``. Keras's other ``utils`` names live in the packages that implement them
+(``features``, ``training``, ``saving``, ``models``) and are looked up from here on first use,
+so that nothing below those packages imports them.
 
 Example:
     >>> from ember import utils
@@ -37,35 +40,35 @@ from typing import Any
 
 _EXPORTS = {
     "plot_history": "ember.utils.plot",
-    "to_categorical": "ember.utils.numerical",
-    "normalize": "ember.utils.numerical",
+    "to_categorical": "ember.features.categorical",
+    "normalize": "ember.features.categorical",
     "pad_sequences": "ember.utils.sequences",
-    "set_random_seed": "ember.utils.seeding",
-    "Progbar": "ember.utils.progbar",
+    "set_random_seed": "ember.training.seeding",
+    "Progbar": "ember.training.callbacks.keras_progbar",
     "array_to_img": "ember.utils.images",
     "img_to_array": "ember.utils.images",
     "load_img": "ember.utils.images",
     "save_img": "ember.utils.images",
-    "plot_model": "ember.utils.model_plot",
-    "model_to_dot": "ember.utils.model_plot",
-    "get_custom_objects": "ember.utils.object_registry",
-    "custom_object_scope": "ember.utils.object_registry",
-    "register_keras_serializable": "ember.utils.object_registry",
-    "register_serializable": "ember.utils.object_registry",
-    "serialize_keras_object": "ember.utils.object_registry",
-    "deserialize_keras_object": "ember.utils.object_registry",
-    "get_registered_name": "ember.utils.object_registry",
-    "get_registered_object": "ember.utils.object_registry",
-    "pack_x_y_sample_weight": "ember.utils.batches",
-    "unpack_x_y_sample_weight": "ember.utils.batches",
-    "get_source_inputs": "ember.utils.graph",
-    "is_keras_tensor": "ember.utils.graph",
-    "timeseries_dataset_from_array": "ember.utils.timeseries",
+    "plot_model": "ember.models.plotting",
+    "model_to_dot": "ember.models.plotting",
+    "get_custom_objects": "ember.saving.keras_objects",
+    "custom_object_scope": "ember.saving.keras_objects",
+    "register_keras_serializable": "ember.saving.keras_objects",
+    "register_serializable": "ember.saving.keras_objects",
+    "serialize_keras_object": "ember.saving.keras_objects",
+    "deserialize_keras_object": "ember.saving.keras_objects",
+    "get_registered_name": "ember.saving.keras_objects",
+    "get_registered_object": "ember.saving.keras_objects",
+    "pack_x_y_sample_weight": "ember.training.data.batches",
+    "unpack_x_y_sample_weight": "ember.training.data.batches",
+    "get_source_inputs": "ember.models.sources",
+    "is_keras_tensor": "ember.models.sources",
+    "timeseries_dataset_from_array": "ember.training.data.timeseries",
 }
 # Keras's names for Ember's Dataset protocol.
 _ALIASES = {"PyDataset": ("ember.training.data.dataset", "Dataset"),
             "Sequence": ("ember.training.data.dataset", "Dataset"),
-            "CustomObjectScope": ("ember.utils.object_registry", "custom_object_scope"),
+            "CustomObjectScope": ("ember.saving.keras_objects", "custom_object_scope"),
             "clear_session": ("ember.layers.layer", "clear_session"),
             "standardize_dtype": ("ember.dtypes", "standardize_dtype")}
 __all__ = [

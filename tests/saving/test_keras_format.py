@@ -88,7 +88,7 @@ def test_nested_models_dict_io_and_attention_masks_cross_both_ways(backend, tmp_
     inner = keras.Sequential([keras.Input((4,)), L.Dense(3, activation="relu"), L.Dense(3)], name="inner")
     encoder_in = keras.Input((3,))
     encoder = keras.Model(encoder_in, L.Dense(2)(encoder_in), name="encoder")
-    x, seq, mask = keras.Input((4,)), keras.Input((5, 6)), keras.Input((5, 5))
+    x, seq, mask = keras.Input((4,), name="x"), keras.Input((5, 6), name="seq"), keras.Input((5, 5), name="mask")
     first, second = encoder(inner(x)), encoder(L.Dense(3)(x))
     attended = L.MultiHeadAttention(2, 3)(seq, seq, attention_mask=mask)
     outputs = {"a": L.Dense(1, name="a")(L.Concatenate()([first, second])),

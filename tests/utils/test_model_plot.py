@@ -11,7 +11,7 @@ from PIL import Image
 
 import ember
 from ember import layers, utils
-from ember.utils import model_plot
+from ember.models import plotting as model_plot
 
 
 def _two_branch_model():

@@ -50,7 +50,7 @@ from ember.saving.keras_format.keras_weights import (
 )
 from ember.saving.keras_format.model_config import model_from_keras, model_to_keras
 from ember.saving.keras_format.objects import KerasFormatError
-from ember.saving.serialization import custom_object_scope
+from ember.serialization import custom_object_scope
 
 KERAS_SUFFIX = ".keras"
 

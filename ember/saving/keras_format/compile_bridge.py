@@ -29,11 +29,8 @@ from ember.saving.keras_format.objects import (
     from_keras,
 )
 from ember.saving.keras_format.weights_layout import model_paths
-from ember.saving.serialization import deserialize, registered_name
+from ember.serialization import deserialize, get_registered_class, registered_name
 from ember.saving.weights import match_state
-from ember.training import losses as ember_losses
-from ember.training import metrics as ember_metrics
-from ember.training import optimizers as ember_optimizers
 
 # Per-variable slots, in Keras's order, of the optimizers whose state is carried.
 SLOT_ORDER = {"SGD": ("momentum",), "Adam": ("momentum", "velocity"), "AdamW": ("momentum", "velocity")}
@@ -42,18 +39,25 @@ COMPILE_KEYS = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metric
 
 
 # ------------------------------------------------------------------------------ Keras -> Ember
-def _namespace_object(value: Any, namespace: Any, kind: str) -> Any:
+# Registry packages of Ember's optimizers, losses and metrics (``ember.saving`` is below ``ember.training``).
+PACKAGES = {"optimizer": "ember", "loss": "ember", "metric": "ember.metrics"}
+
+
+def _namespace_object(value: Any, kind: str) -> Any:
     """A Keras loss/metric/optimizer (a name or a serialized object) as an Ember object or name."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):
-        return [_namespace_object(v, namespace, kind) for v in value]
+        return [_namespace_object(v, kind) for v in value]
     if isinstance(value, dict) and "class_name" not in value:
-        return {k: _namespace_object(v, namespace, kind) for k, v in value.items()}
+        return {k: _namespace_object(v, kind) for k, v in value.items()}
     class_name = value["class_name"]
     if class_name == "function":
         return value["config"]  # a built-in loss/metric function by name
-    cls = getattr(namespace, class_name, None)
+    try:
+        cls = get_registered_class(f"{PACKAGES[kind]}>{class_name}")
+    except ValueError:
+        cls = None
     if not isinstance(cls, type):
         raise KerasFormatError(f"compile: Keras's {kind} {class_name} has no Ember equivalent")
     config = from_keras(value.get("config") or {}, f"{kind} {class_name}")
@@ -74,11 +78,11 @@ def compile_arguments(config: dict) -> dict:
     if config.get("steps_per_execution", 1) not in (None, 1):
         raise KerasFormatError(f"compile: steps_per_execution={config['steps_per_execution']} is not supported")
     return {
-        "optimizer": _namespace_object(config.get("optimizer") or "rmsprop", ember_optimizers, "optimizer"),
-        "loss": _namespace_object(config.get("loss"), ember_losses, "loss"),
+        "optimizer": _namespace_object(config.get("optimizer") or "rmsprop", "optimizer"),
+        "loss": _namespace_object(config.get("loss"), "loss"),
         "loss_weights": config.get("loss_weights"),
-        "metrics": _namespace_object(config.get("metrics"), ember_metrics, "metric"),
-        "weighted_metrics": _namespace_object(config.get("weighted_metrics"), ember_metrics, "metric"),
+        "metrics": _namespace_object(config.get("metrics"), "metric"),
+        "weighted_metrics": _namespace_object(config.get("weighted_metrics"), "metric"),
         "run_eagerly": bool(config.get("run_eagerly", False)),
     }
 
@@ -158,7 +162,7 @@ def _keras_object(value: Any, module: str) -> Any:
             return name
         raise KerasFormatError(f"compile: cannot write {value!r} to a Keras file")
     key = registered_name(type(value))
-    if not key.startswith("ember>"):
+    if key.split(">")[0] not in ("ember", "ember.metrics"):
         raise KerasFormatError(f"compile: the custom object {key} cannot be written to a Keras file")
     return {"module": module, "class_name": type(value).__name__, "config": value.get_config(),
             "registered_name": None}

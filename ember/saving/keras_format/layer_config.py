@@ -36,7 +36,7 @@ from ember.saving.keras_format.objects import (
     keras_dtype_policy,
     to_keras,
 )
-from ember.saving.serialization import (
+from ember.serialization import (
     deserialize,
     get_registered_class,
     registered_name,

@@ -32,9 +32,8 @@ import optree
 from ember import dtypes
 from ember.layers.attention.multi_head_attention import MultiHeadAttention
 from ember.layers.core.input_layer import InputLayer, symbolic_input
-from ember.models.model import Model
-from ember.models.sequential import Sequential
-from ember.models.symbolic import SymbolicTensor
+from ember.symbolic import SymbolicTensor
+from ember.saving.keras_format.model_classes import is_model, is_sequential, model_class, sequential_class
 from ember.saving.keras_format.layer_config import (
     MODEL_CLASSES,
     check_supported,
@@ -47,13 +46,13 @@ from ember.saving.keras_format.objects import (
     keras_dtype_policy,
     to_keras,
 )
-from ember.saving.serialization import registered_name
+from ember.serialization import registered_name
 
 KERAS_TENSOR = "__keras_tensor__"
 
 
 # ------------------------------------------------------------------------------ Keras -> Ember
-def model_from_keras(config: dict) -> Model:
+def model_from_keras(config: dict) -> Any:
     """The Ember model (unbuilt) for a Keras model config dict (``config.json``'s content).
 
     Raises:
@@ -76,9 +75,9 @@ def _layer_or_model(entry: dict) -> Any:
     return layer_from_keras(entry)
 
 
-def _sequential_from_keras(body: dict, build_config: dict | None) -> Sequential:
+def _sequential_from_keras(body: dict, build_config: dict | None) -> Any:
     entries = body.get("layers", [])
-    model = Sequential(name=body.get("name"), trainable=body.get("trainable", True))
+    model = sequential_class()(name=body.get("name"), trainable=body.get("trainable", True))
     for entry in entries:
         layer = _layer_or_model(entry)
         model.add(symbolic_input(layer) if isinstance(layer, InputLayer) else layer)
@@ -131,7 +130,7 @@ def _call(layer: Any, args: list, kwargs: dict) -> Any:
     return layer(*args, **kwargs)
 
 
-def _functional_from_keras(body: dict) -> Model:
+def _functional_from_keras(body: dict) -> Any:
     layers: dict[str, Any] = {}
     produced: dict[tuple[str, int], list] = {}
     pending = []
@@ -172,7 +171,7 @@ def _functional_from_keras(body: dict) -> Model:
         return [refs(v) for v in value]
 
     inputs, outputs = refs(body["input_layers"]), refs(body["output_layers"])
-    return Model(inputs, outputs, name=body.get("name"), trainable=body.get("trainable", True))
+    return model_class()(inputs, outputs, name=body.get("name"), trainable=body.get("trainable", True))
 
 
 def from_keras_args(value: Any) -> Any:
@@ -193,26 +192,26 @@ def _shape(shape: Any) -> list:
     return [None if d is None else int(d) for d in shape]
 
 
-def model_to_keras(model: Model) -> dict:
+def model_to_keras(model: Any) -> dict:
     """The Keras config dict (``config.json``'s content) of an Ember ``Sequential`` or functional model.
 
     Raises:
         KerasFormatError: a layer or object Keras cannot express (named in the message).
     """
-    if isinstance(model, Sequential):
+    if is_sequential(model):
         return _sequential_to_keras(model)
-    if type(model) is not Model and registered_name(type(model)).startswith("Custom>"):
+    if type(model) is not model_class() and registered_name(type(model)).startswith("Custom>"):
         raise KerasFormatError(f"model {model.name!r}: a custom Model subclass cannot be written to a .keras file")
     return _functional_to_keras(model)
 
 
 def _entry(layer: Any) -> dict:
-    if isinstance(layer, Model):
+    if is_model(layer):
         return model_to_keras(layer)
     return layer_to_keras(layer)
 
 
-def _sequential_to_keras(model: Sequential) -> dict:
+def _sequential_to_keras(model: Any) -> dict:
     shape = model._known_input_shape()
     entries = []
     if model._input_layer is not None:
@@ -232,7 +231,7 @@ def _sequential_to_keras(model: Sequential) -> dict:
     return config
 
 
-def _node_indices(model: Model) -> dict[int, tuple[str, int]]:
+def _node_indices(model: Any) -> dict[int, tuple[str, int]]:
     """``id(node) -> (layer name, node index)`` in Keras's numbering (each layer's calls in order)."""
     index: dict[int, tuple[str, int]] = {}
     for tensor in model._input_list:
@@ -245,7 +244,7 @@ def _node_indices(model: Model) -> dict[int, tuple[str, int]]:
     return index
 
 
-def _functional_to_keras(model: Model) -> dict:
+def _functional_to_keras(model: Any) -> dict:
     index = _node_indices(model)
 
     def tensor(t: SymbolicTensor) -> dict:
@@ -282,14 +281,14 @@ def _functional_to_keras(model: Model) -> dict:
 
 
 # ------------------------------------------------------------------------------ layer order
-def keras_layer_order(model: Model) -> list:
+def keras_layer_order(model: Any) -> list:
     """The layers of ``model`` in the order Keras lists them after rebuilding it from its config.
 
     Sequential: the layers as added (no InputLayer). Functional: Keras's graph order, the
     layers sorted by decreasing depth (distance to the outputs, inputs deepest), ties broken by
     when a depth-first walk from the outputs first reaches them.
     """
-    if isinstance(model, Sequential):
+    if is_sequential(model):
         return list(model.layers)
     input_ids = {t.uid for t in model._input_list}
     finished: set[int] = set()

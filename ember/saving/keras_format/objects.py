@@ -25,7 +25,7 @@ import inspect
 from typing import Any
 
 from ember import activations
-from ember.saving.serialization import get_registered_class
+from ember.serialization import get_registered_class
 
 # Keras module of each Ember namespace whose objects appear inside layer configs.
 KERAS_MODULES = {

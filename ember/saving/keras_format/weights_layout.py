@@ -33,7 +33,7 @@ from ember.layers.rnn.gru import GRU
 from ember.layers.rnn.lstm import LSTM
 from ember.layers.rnn.simple_rnn import SimpleRNN
 from ember.layers.rnn.time_distributed import TimeDistributed
-from ember.models.model import Model
+from ember.saving.keras_format.model_classes import is_model
 from ember.saving.keras_format.model_config import keras_layer_order
 from ember.utils.naming import to_snake_case
 
@@ -67,7 +67,7 @@ def _sub(state: dict, key: str) -> dict:
 
 def layer_paths(layer: Any, state: dict, keras_path: str, ember_prefix: str) -> list[tuple[str, str]]:
     """``(keras dataset path, ember state path)`` for every variable of ``layer`` (its ``state``)."""
-    if isinstance(layer, Model):
+    if is_model(layer):
         return model_paths(layer, state, keras_path, ember_prefix)
     if isinstance(layer, RECURRENT_LAYERS):
         return _own(f"{keras_path}/cell", state, ember_prefix)
@@ -87,7 +87,7 @@ def layer_paths(layer: Any, state: dict, keras_path: str, ember_prefix: str) -> 
     return _own(keras_path, state, ember_prefix)
 
 
-def model_paths(model: Model, state: dict, keras_path: str = "", ember_prefix: str = "") -> list[tuple[str, str]]:
+def model_paths(model: Any, state: dict, keras_path: str = "", ember_prefix: str = "") -> list[tuple[str, str]]:
     """Every variable of ``model`` (its ``state``) as ``(keras path, ember path)``, Keras's layer numbering."""
     used: dict[str, int] = {}
     pairs = []
@@ -102,6 +102,6 @@ def model_paths(model: Model, state: dict, keras_path: str = "", ember_prefix: s
     return pairs
 
 
-def variable_paths(model: Model) -> list[tuple[str, str]]:
+def variable_paths(model: Any) -> list[tuple[str, str]]:
     """Every variable of ``model`` as ``(keras dataset path, ember state path)``."""
     return model_paths(model, model.placeholder_state())

@@ -9,7 +9,7 @@ SVG or PDF comes out either way. pydot and matplotlib are the ``[plot]`` extra.
 Example:
     >>> import ember
     >>> from ember import layers
-    >>> from ember.utils.model_plot import dot_source, layer_graph
+    >>> from ember.models.plotting import dot_source, layer_graph
     >>> ember.set_backend("numpy")
     >>> x = ember.Input((3,), name="x")
     >>> model = ember.Model(x, layers.Dense(2, name="out")(x))
@@ -35,7 +35,7 @@ import optree
 
 from ember.models.model import Model
 from ember.models.sequential import Sequential
-from ember.models.symbolic import SymbolicTensor
+from ember.symbolic import SymbolicTensor
 
 RANKDIRS = ("TB", "LR", "BT", "RL")
 

@@ -19,7 +19,7 @@ from typing import Any
 import optree
 
 from ember.layers.core.input_layer import InputLayer
-from ember.models.symbolic import SymbolicTensor
+from ember.symbolic import SymbolicTensor
 
 
 def is_keras_tensor(x: Any) -> bool:

@@ -24,7 +24,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from ember.saving import serialization
+from ember import serialization
 from ember.saving.keras_format.layer_config import ember_layer_config
 from ember.saving.keras_format.model_config import model_from_keras
 from ember.saving.keras_format.objects import from_keras, is_keras_object
