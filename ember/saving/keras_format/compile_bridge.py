@@ -29,8 +29,8 @@ from ember.saving.keras_format.objects import (
     from_keras,
 )
 from ember.saving.keras_format.weights_layout import model_paths
-from ember.serialization import deserialize, get_registered_class, registered_name
 from ember.saving.weights import match_state
+from ember.serialization import deserialize, get_registered_class, registered_name
 
 # Per-variable slots, in Keras's order, of the optimizers whose state is carried.
 SLOT_ORDER = {"SGD": ("momentum",), "Adam": ("momentum", "velocity"), "AdamW": ("momentum", "velocity")}

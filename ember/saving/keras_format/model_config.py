@@ -32,13 +32,17 @@ import optree
 from ember import dtypes
 from ember.layers.attention.multi_head_attention import MultiHeadAttention
 from ember.layers.core.input_layer import InputLayer, symbolic_input
-from ember.symbolic import SymbolicTensor
-from ember.saving.keras_format.model_classes import is_model, is_sequential, model_class, sequential_class
 from ember.saving.keras_format.layer_config import (
     MODEL_CLASSES,
     check_supported,
     layer_from_keras,
     layer_to_keras,
+)
+from ember.saving.keras_format.model_classes import (
+    is_model,
+    is_sequential,
+    model_class,
+    sequential_class,
 )
 from ember.saving.keras_format.objects import (
     KerasFormatError,
@@ -47,6 +51,7 @@ from ember.saving.keras_format.objects import (
     to_keras,
 )
 from ember.serialization import registered_name
+from ember.symbolic import SymbolicTensor
 
 KERAS_TENSOR = "__keras_tensor__"
 
