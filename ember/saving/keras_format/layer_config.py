@@ -69,7 +69,7 @@ def keras_layer_classes(entry: dict) -> list[str]:
 
 def ember_layer_class(class_name: str, registered: Any = None) -> type | None:
     """The Ember layer class for a Keras class name (None when Ember has none)."""
-    for key in ([registered] if registered else []) + [f"ember>{class_name}", f"Custom>{class_name}"]:
+    for key in [registered] if registered else [f"ember>{class_name}"]:
         try:
             cls = get_registered_class(key)
         except ValueError:

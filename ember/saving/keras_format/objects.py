@@ -84,9 +84,9 @@ def drop_unknown(config: dict, accepted: set[str] | None, where: str, ignorable:
 
 def _ember_class(class_name: str, registered_name: Any, where: str) -> Any:
     """The Ember class for a Keras object: built-ins by class name, custom ones by registered name."""
-    names = [f"ember>{class_name}"]
-    if registered_name:
-        names = [registered_name, f"Custom>{class_name}", class_name]
+    # A custom object resolves by its exact registered name only (or through custom_objects), never
+    # by a bare name that another package's object may also carry.
+    names = [registered_name] if registered_name else [f"ember>{class_name}"]
     for name in names:
         try:
             return get_registered_class(name)
