@@ -145,14 +145,20 @@ def test_model_built_and_trained_in_ember_predicts_the_same_in_keras(tmp_path):
     _assert_close(as_list(twin.predict(x, verbose=0)), [expected])
 
 
-@pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum", "adamw"])
+OPTIMIZERS = {"adam": lambda: keras.optimizers.Adam(0.01), "adamw": lambda: keras.optimizers.AdamW(0.01),
+              "sgd_momentum": lambda: keras.optimizers.SGD(0.05, momentum=0.9),
+              "rmsprop_centered_momentum": lambda: keras.optimizers.RMSprop(0.01, momentum=0.5, centered=True),
+              "adagrad": lambda: keras.optimizers.Adagrad(0.05), "adamax": lambda: keras.optimizers.Adamax(0.01),
+              "lion": lambda: keras.optimizers.Lion(0.001)}
+
+
+@pytest.mark.parametrize("optimizer", list(OPTIMIZERS))
 def test_training_continues_across_the_two_libraries(backend, tmp_path, optimizer):
     """The optimizer state moves with the file both ways: one more epoch in Ember after loading a
     Keras file gives what one more epoch in Keras gives, and back again."""
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(32, 5)).astype("float32"), rng.normal(size=(32, 2)).astype("float32")
-    make = {"adam": lambda: keras.optimizers.Adam(0.01), "adamw": lambda: keras.optimizers.AdamW(0.01),
-            "sgd_momentum": lambda: keras.optimizers.SGD(0.05, momentum=0.9)}[optimizer]
+    make = OPTIMIZERS[optimizer]
     keras.utils.set_random_seed(0)
     reference = keras.Sequential([keras.Input((5,)), keras.layers.Dense(4, activation="relu"),
                                   keras.layers.BatchNormalization(), keras.layers.Dense(2)])
@@ -177,13 +183,13 @@ def test_training_continues_across_the_two_libraries(backend, tmp_path, optimize
 
 def test_unmapped_optimizer_state_is_reported(tmp_path):
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
-    model.compile(keras.optimizers.RMSprop(0.01), "mse")
+    model.compile(keras.optimizers.Nadam(0.01), "mse")
     model.fit(np.ones((4, 3), "float32"), np.ones((4, 1), "float32"), verbose=0)
-    model.save(tmp_path / "rms.keras")
-    with pytest.warns(UserWarning, match=r"fresh optimizer state: the state of optimizer RMSprop is not mapped"):
-        restored = ember.load_model(tmp_path / "rms.keras")
-    assert type(restored.optimizer).__name__ == "RMSprop"
-    assert ember.load_model(tmp_path / "rms.keras", compile=False).optimizer is None
+    model.save(tmp_path / "nadam.keras")
+    with pytest.warns(UserWarning, match=r"fresh optimizer state: the state of optimizer Nadam is not mapped"):
+        restored = ember.load_model(tmp_path / "nadam.keras")
+    assert type(restored.optimizer).__name__ == "Nadam"
+    assert ember.load_model(tmp_path / "nadam.keras", compile=False).optimizer is None
 
 
 def test_custom_activation_registered_in_both_libraries_crosses(tmp_path):

@@ -9,7 +9,8 @@
   (``model.load_weights`` recognises a Keras file by its content).
 
 The compile configuration (optimizer, loss, metrics) travels both ways, and so does the optimizer
-state for SGD, Adam and AdamW (see :mod:`ember.saving.keras_format.compile_bridge`). What a
+state for SGD, Adam, AdamW, Adamax, RMSprop, Adagrad and Lion (see
+:mod:`ember.saving.keras_format.compile_bridge`). What a
 ``.keras`` file cannot carry, and Ember's ``.h5`` does: other optimizers' state, the training
 progress (seeds, epoch) for an exact resume, bfloat16 variables, checksums, and Ember-only layers
 or arguments (refused with an error naming them). Keras layers Ember lacks, and ``Lambda``

@@ -2,16 +2,18 @@
 
 Keras's ``compile_config`` (optimizer, loss, metrics, loss weights) maps argument for
 argument onto ``Model.compile``: Ember's optimizers, losses and metrics take Keras's names.
-The optimizer's variables map for the optimizers whose slot layout is known here (Keras
-stores ``iterations``, ``learning_rate``, then each trainable variable's slots in turn, in
-the order of ``model.trainable_variables``): SGD, Adam and AdamW (without ``amsgrad``). For
-any other optimizer, or a file without optimizer variables, the model is compiled with a
-fresh optimizer state and a warning says so.
+The optimizer's variables map for the optimizers whose slot layout is known here. Keras
+stores ``iterations``, ``learning_rate``, then its slot groups one after the other: a group
+created together (Adam's momentum and velocity) holds each trainable variable's slots in turn,
+in the order of ``model.trainable_variables``. Mapped: SGD, Adam, AdamW, Adamax (without
+``amsgrad``), RMSprop (momentum and centered included), Adagrad and Lion. For any other
+optimizer, or a file without optimizer variables, the model is compiled with a fresh optimizer
+state and a warning says so.
 
 Example:
     >>> from ember.saving.keras_format import compile_bridge
-    >>> compile_bridge.SLOT_ORDER["Adam"]
-    ('momentum', 'velocity')
+    >>> compile_bridge.slot_groups(type("Adam", (), {})())
+    [('momentum', 'velocity')]
 """
 
 from __future__ import annotations
@@ -32,8 +34,27 @@ from ember.saving.keras_format.weights_layout import model_paths
 from ember.saving.weights import match_state
 from ember.serialization import deserialize, get_registered_class, registered_name
 
-# Per-variable slots, in Keras's order, of the optimizers whose state is carried.
-SLOT_ORDER = {"SGD": ("momentum",), "Adam": ("momentum", "velocity"), "AdamW": ("momentum", "velocity")}
+# Keras's slot groups (Ember's slot names) of the optimizers whose state is carried; optional groups
+# are kept only when the optimizer has that slot (SGD/RMSprop momentum, centered RMSprop).
+SLOT_GROUPS = {"SGD": [("momentum",)], "Adam": [("momentum", "velocity")], "AdamW": [("momentum", "velocity")],
+               "Adamax": [("momentum", "norm")], "RMSprop": [("velocity",), ("momentum",), ("average_gradient",)],
+               "Adagrad": [("accumulator",)], "Lion": [("momentum",)]}
+
+
+def slot_groups(optimizer: Any) -> list[tuple[str, ...]] | None:
+    """Keras's slot groups for ``optimizer`` (None when its state is not mapped)."""
+    kind = type(optimizer).__name__
+    if kind not in SLOT_GROUPS or getattr(optimizer, "amsgrad", False):
+        return None
+    own = optimizer.slot_initializers() if hasattr(optimizer, "slot_initializers") else None
+    if own is None:
+        return SLOT_GROUPS[kind]
+    return [group for group in SLOT_GROUPS[kind] if all(slot in own for slot in group)]
+
+
+def _keras_order(groups: list[tuple[str, ...]], paths: list[str]) -> list[str]:
+    """Ember optimizer-state paths (``slot/param path``) in Keras's order of its optimizer variables."""
+    return [f"{slot}/{path}" for group in groups for path in paths for slot in group]
 OPTIMIZER_GROUP = "optimizer/vars"
 COMPILE_KEYS = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics")
 
@@ -110,23 +131,19 @@ def restore_optimizer(model: Any, handle: Any, label: str) -> str | None:
     """Load Keras's optimizer variables into a compiled model; returns why not, or None when loaded."""
     optimizer = model._training["trainer"].optimizer
     kind = type(optimizer).__name__
-    if kind not in SLOT_ORDER or getattr(optimizer, "amsgrad", False):
-        return f"the state of optimizer {kind} is not mapped (carried: {sorted(SLOT_ORDER)} without amsgrad)"
+    groups = slot_groups(optimizer)
+    if groups is None:
+        return f"the state of optimizer {kind} is not mapped (carried: {sorted(SLOT_GROUPS)}, without amsgrad)"
     if OPTIMIZER_GROUP not in handle:
         return "the file holds no optimizer variables"
     group = handle[OPTIMIZER_GROUP]
     stored = [group[str(i)] for i in range(len(group))]
-    slots = SLOT_ORDER[kind] if kind != "SGD" or optimizer.momentum != 0.0 else ()
-    variables = _trainable_paths(model)
-    if len(stored) != 2 + len(slots) * len(variables):
-        return (f"the file's optimizer has {len(stored)} variables, the model's {kind} needs "
-                f"{2 + len(slots) * len(variables)}")
+    order = _keras_order(groups, [e[len("params/"):] for _, e in _trainable_paths(model)])
+    if len(stored) != 2 + len(order):
+        return f"the file's optimizer has {len(stored)} variables, the model's {kind} needs {2 + len(order)}"
     arrays = {"iterations": np.asarray(stored[0][()]), "learning_rate": np.asarray(stored[1][()])}
-    position = 2
-    for _, ember_path in variables:
-        for slot in slots:
-            arrays[f"{slot}/{ember_path[len('params/'):]}"] = np.asarray(stored[position][()])
-            position += 1
+    for path, dataset in zip(order, stored[2:]):
+        arrays[path] = np.asarray(dataset[()])
     template = training_state.optimizer_template(model)
     state, _ = match_state(template, arrays, label, skip_mismatch=False, what="optimizer state")
     training_state.restore(model, state, None)
@@ -190,8 +207,8 @@ def optimizer_arrays(model: Any) -> list[np.ndarray] | None:
     training = getattr(model, "_training", None) or {}
     trainer = training.get("trainer")
     opt_state, _ = training_state.capture(model) if trainer is not None else (None, None)
-    if opt_state is None or type(trainer.optimizer).__name__ not in SLOT_ORDER or \
-            getattr(trainer.optimizer, "amsgrad", False):
+    groups = slot_groups(trainer.optimizer) if trainer is not None else None
+    if opt_state is None or groups is None:
         return None
     host = {}
     for key, value in opt_state.items():
@@ -203,17 +220,13 @@ def optimizer_arrays(model: Any) -> list[np.ndarray] | None:
                 host[f"{key}/{path}"] = np.asarray(_arrays.to_host(leaf)[0])
         else:
             host[key] = np.asarray(_arrays.to_host(value)[0])
-    slots = [s for s in SLOT_ORDER[type(trainer.optimizer).__name__] if s in opt_state]
-    arrays = [host["iterations"].astype(np.int64), host["learning_rate"].astype(np.float32)]
-    for _, ember_path in _trainable_paths(model):
-        for slot in slots:
-            arrays.append(host[f"{slot}/{ember_path[len('params/'):]}"])
-    return arrays
+    order = _keras_order(groups, [e[len("params/"):] for _, e in _trainable_paths(model)])
+    return [host["iterations"].astype(np.int64), host["learning_rate"].astype(np.float32)] + [host[p] for p in order]
 
 
 def keras_optimizer(model: Any) -> tuple[str, list[np.ndarray]] | None:
     """``(optimizer name, Keras's optimizer/vars arrays)`` of a built, compiled model whose optimizer
-    state maps (see :data:`SLOT_ORDER`), else None."""
+    state maps (see :data:`SLOT_GROUPS`), else None."""
     if model.state is None:
         return None
     arrays = optimizer_arrays(model)
