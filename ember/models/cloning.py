@@ -55,6 +55,14 @@ def clone_model(model: Model, input_tensors: Any = None, clone_function: Callabl
     Raises:
         TypeError: ``model`` is not an Ember model, or ``clone_function`` returns a non-layer.
         ValueError: ``input_tensors`` does not match the model's inputs.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> model = ember.Sequential([ember.Input((3,)), layers.Dense(4, name="hidden")])
+        >>> wider = clone_model(model, clone_function=lambda layer: layer.replace(units=8))
+        >>> wider.layers[0].units, model.layers[0].units
+        (8, 4)
     """
     if not isinstance(model, Model):
         raise TypeError(f"clone_model: model must be an ember.Model or Sequential, received {type(model).__name__}")

@@ -30,6 +30,15 @@ def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any
     Raises:
         TypeError: ``json_string`` is not a string.
         ValueError: invalid JSON, not a model config, or an unknown class (named).
+
+    Example:
+        >>> import json
+        >>> keras_json = json.dumps({"module": "keras", "class_name": "Sequential", "config": {"name": "k", "layers": [
+        ...     {"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_shape": [None, 2]}},
+        ...     {"module": "keras.layers", "class_name": "Dense", "config": {"name": "out", "units": 1}}]}})
+        >>> model = model_from_json(keras_json)  # Keras's to_json() output works too
+        >>> model.name, model.layers[0].units
+        ('k', 1)
     """
     if not isinstance(json_string, (str, bytes)):
         raise TypeError(f"model_from_json: expected a JSON string, received {type(json_string).__name__}")

@@ -36,6 +36,15 @@ class Progbar(_BaseProgbar):
         stateful_metrics: names of metrics shown as given instead of averaged.
         unit_name: the unit of the per-step time.
         output: a text stream (``sys.stdout`` by default). Ember extension.
+
+    Example:
+        >>> import io
+        >>> out = io.StringIO()
+        >>> bar = Progbar(2, verbose=2, stateful_metrics=["lr"], output=out)
+        >>> bar.update(1, values=[("loss", 4.0), ("lr", 0.1)])
+        >>> bar.add(1, values=[("loss", 2.0), ("lr", 0.05)])
+        >>> "loss: 3.0000" in out.getvalue(), "lr: 0.0500" in out.getvalue()
+        (True, True)
     """
 
     def __init__(self, target: int | None, width: int = 20, verbose: int = 1, interval: float = 0.05,
