@@ -129,7 +129,7 @@ def _flat_keys(tree: dict, prefix: str = "") -> set[str]:
 
 def restore_optimizer(model: Any, handle: Any, label: str) -> str | None:
     """Load Keras's optimizer variables into a compiled model; returns why not, or None when loaded."""
-    optimizer = model._training["trainer"].optimizer
+    optimizer = _trainer(model).optimizer
     kind = type(optimizer).__name__
     groups = slot_groups(optimizer)
     if groups is None:
@@ -185,13 +185,17 @@ def _keras_object(value: Any, module: str) -> Any:
             "registered_name": None}
 
 
+def _trainer(model: Any) -> Any:
+    """The ``Trainer`` of a compiled model (its training handle's), or None."""
+    return getattr(getattr(model, "_training", None), "trainer", None)
+
+
 def keras_compile_config(model: Any) -> dict | None:
     """Keras's ``compile_config`` for a compiled Ember model (None when not compiled or not expressible)."""
-    training = getattr(model, "_training", None) or {}
-    trainer = training.get("trainer")
+    trainer = _trainer(model)
     if trainer is None:
         return None
-    arguments = dict(training.get("compile_config") or {})
+    arguments = dict(model._training.compile_config or {})
     return {
         "optimizer": _keras_object(trainer.optimizer, "keras.optimizers"),
         "loss": _keras_object(arguments.get("loss"), "keras.losses"),
@@ -204,8 +208,7 @@ def keras_compile_config(model: Any) -> dict | None:
 
 def optimizer_arrays(model: Any) -> list[np.ndarray] | None:
     """Keras's ``optimizer/vars`` list for a compiled model whose optimizer state maps (else None)."""
-    training = getattr(model, "_training", None) or {}
-    trainer = training.get("trainer")
+    trainer = _trainer(model)
     opt_state, _ = training_state.capture(model) if trainer is not None else (None, None)
     groups = slot_groups(trainer.optimizer) if trainer is not None else None
     if opt_state is None or groups is None:
@@ -230,4 +233,4 @@ def keras_optimizer(model: Any) -> tuple[str, list[np.ndarray]] | None:
     if model.state is None:
         return None
     arrays = optimizer_arrays(model)
-    return None if arrays is None else (model._training["trainer"].optimizer.name, arrays)
+    return None if arrays is None else (_trainer(model).optimizer.name, arrays)
