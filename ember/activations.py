@@ -33,6 +33,11 @@ def _make(name: str) -> Callable[[Any], Any]:
         name = "silu"
     if name == "exponential":
         return lambda x: ops.exp(x)
+    if name == "gelu":  # Keras's activations.gelu is the exact (erf) form; ops.nn.gelu defaults to tanh's
+        def gelu(x: Any) -> Any:
+            return ops.nn.gelu(x, approximate=False)
+
+        return gelu
 
     def activation(x: Any) -> Any:
         return getattr(ops.nn, name)(x)

@@ -85,6 +85,20 @@ def registered_function_name(function: Any) -> str | None:
 
 
 _SCOPES: list[dict] = []
+# Keras's global custom-objects dict: ``{name: class or function}`` users may fill directly.
+_CUSTOM_OBJECTS: dict[str, Any] = {}
+
+
+def get_custom_objects() -> dict:
+    """The global ``{name: class or function}`` dict consulted when deserializing (after any
+    :func:`custom_object_scope`); add to it to make a name loadable without registering it.
+
+    Example:
+        >>> from ember import serialization
+        >>> serialization.get_custom_objects() is serialization.get_custom_objects()
+        True
+    """
+    return _CUSTOM_OBJECTS
 
 
 @contextlib.contextmanager
@@ -113,7 +127,7 @@ def custom_object_scope(objects: dict | None) -> Iterator[None]:
 
 def _scoped(key: str) -> Any:
     bare = key.split(">", 1)[-1]
-    for scope in reversed(_SCOPES):
+    for scope in [*reversed(_SCOPES), _CUSTOM_OBJECTS]:
         for name in (key, bare):
             if name in scope:
                 return scope[name]
@@ -122,7 +136,7 @@ def _scoped(key: str) -> Any:
 
 def get_registered_class(key: str) -> Any:
     """The class (or function) registered as ``key`` (``"ember>Dense"``; a bare ``"Dense"`` also resolves)."""
-    scoped = _scoped(key) if _SCOPES else None
+    scoped = _scoped(key) if _SCOPES or _CUSTOM_OBJECTS else None
     if scoped is not None:
         return scoped
     if key in _REGISTRY:

@@ -24,7 +24,9 @@ PACKAGE = ROOT / "ember"
 LAZY_THIRD_PARTY = {
     "h5py": "required, but ~150 ms to import: paid only when a checkpoint is read or written",
     "ml_dtypes": "required, but ~25 ms to import: paid only when bfloat16 meets NumPy",
-    "matplotlib": "optional extra [plot]: plot_history and Wiring.draw only",
+    "matplotlib": "optional extra [plot]: plot_history, plot_model and Wiring.draw only",
+    "pydot": "optional extra [plot]: plot_model/model_to_dot with Graphviz only",
+    "PIL": "optional extra [image]: ember.utils' image helpers only",
     "sklearn": "dev extra: the demo's data set",
     "networkx": "optional extra [graph]: OpGraph.to_networkx only",
 }

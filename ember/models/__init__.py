@@ -1,4 +1,5 @@
-"""``ember.models``: the functional ``Model``, ``Sequential`` and (re-exported) ``Input``.
+"""``ember.models``: symbolic inputs, the functional ``Model`` and ``Sequential``, ``clone_model``,
+``model_from_json`` and Keras's ``load_model``/``save_model`` (from :mod:`ember.saving`).
 
 Names are loaded on first use. Nothing in ember below the models imports this package any
 more (symbolic tensors live in :mod:`ember.symbolic`), but code written against the old
@@ -21,6 +22,10 @@ _EXPORTS = {
     "Input": "ember.layers.core.input_layer",
     "Model": "ember.models.model",
     "Sequential": "ember.models.sequential",
+    "clone_model": "ember.models.cloning",
+    "model_from_json": "ember.models.json_config",
+    "load_model": "ember.saving.model_io",
+    "save_model": "ember.saving.model_io",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
+import json
 from typing import Any, Iterator
 
 import numpy as np
@@ -46,7 +47,9 @@ from ember import ops
 from ember.training.backend_check import move_model
 from ember.models.config import functional_config
 from ember.models.config import functional_from_config
-from ember.saving.model_io import save_model
+from ember.saving import keras_format
+from ember.saving.model_io import model_config, save_model
+from ember.serialization import custom_object_scope
 from ember.saving.weights import save_weights
 from ember.saving.weights import load_weights
 from ember import initializers
@@ -475,22 +478,44 @@ class Model(TrainingAPI, Layer):
         return functional_config(self)
 
     @classmethod
-    def from_config(cls, config: dict) -> "Model":
-        return functional_from_config(cls, config)
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Model":
+        """Rebuild a model from :meth:`get_config`; ``custom_objects`` resolves unregistered names."""
+        with custom_object_scope(custom_objects):
+            return functional_from_config(cls, config)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The model's architecture as JSON (``json.dumps`` keyword arguments pass through);
+        :func:`ember.models.model_from_json` rebuilds it."""
+        return json.dumps(model_config(self), **kwargs)
 
     # --- saving (ember.saving) ------------------------------------------------------------
     def save(self, filepath: Any, overwrite: bool = True, include_optimizer: bool = True) -> None:
         """Save architecture, compile config, weights and training state to one ``.h5`` file
-        (atomically); reload on any backend with :func:`ember.load_model`. See :func:`ember.saving.save_model`."""
+        (atomically); reload on any backend with :func:`ember.load_model`. A ``.keras`` path writes a
+        Keras 3 archive instead (architecture and weights). See :func:`ember.saving.save_model`."""
         save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
 
-    def save_weights(self, filepath: Any, overwrite: bool = True) -> None:
-        """Save :attr:`state` (weights only) to an ``.h5`` file. See :func:`ember.saving.save_weights`."""
-        save_weights(self, filepath, overwrite=overwrite)
+    def save_weights(self, filepath: Any, overwrite: bool = True, format: str = "ember") -> None:
+        """Save :attr:`state` (weights only) to an ``.h5`` file. See :func:`ember.saving.save_weights`.
+
+        ``format="keras"`` writes Keras 3's ``.weights.h5`` layout instead (what ``keras.Model.load_weights``
+        reads; float dtypes only, no checksums)."""
+        if format == "keras":
+            keras_format.save_keras_weights(self, filepath, overwrite=overwrite)
+        elif format == "ember":
+            save_weights(self, filepath, overwrite=overwrite)
+        else:
+            raise ValueError(f"save_weights: format must be 'ember' or 'keras', received {format!r}")
 
     def load_weights(self, filepath: Any, skip_mismatch: bool = False) -> Any:
         """Replace :attr:`state` with the weights of a ``save_weights``/``save`` file, matched by state
-        path; returns an :class:`ember.saving.LoadReport`. See :func:`ember.saving.load_weights`."""
+        path, or of a Keras 3 ``.weights.h5``/``.keras`` file (recognised by its content, matched by
+        Keras's layer order); returns an :class:`ember.saving.LoadReport`. See
+        :func:`ember.saving.load_weights` and :mod:`ember.saving.keras_format`."""
+        if keras_format.is_keras_path(filepath):
+            return keras_format.load_keras_archive_weights(self, filepath, skip_mismatch=skip_mismatch)
+        if keras_format.is_keras_weights_file(filepath):
+            return keras_format.load_keras_weights(self, filepath, skip_mismatch=skip_mismatch)
         return load_weights(self, filepath, skip_mismatch=skip_mismatch)
 
     def _tree_flatten(self) -> tuple[list, Any, list]:

@@ -24,7 +24,7 @@ from ember.symbolic import SymbolicTensor, is_shape
 from ember.training.handle import TrainingHandle
 from ember import ops
 from ember.serialization import serialize
-from ember.serialization import deserialize
+from ember.serialization import custom_object_scope, deserialize
 from ember.models.config import auto_named, restore_auto_named
 
 
@@ -230,8 +230,9 @@ class Sequential(Model):
         return config
 
     @classmethod
-    def from_config(cls, config: dict) -> "Sequential":
-        layers = [deserialize(entry) for entry in config["layers"]]
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Sequential":
+        with custom_object_scope(custom_objects):
+            layers = [deserialize(entry) for entry in config["layers"]]
         restore_auto_named(layers, config.get("auto_named"))
         model = cls(layers, name=config.get("name"), trainable=config.get("trainable", True))
         if config.get("build_input_shape") is not None:

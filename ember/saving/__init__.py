@@ -6,7 +6,9 @@
   matched by state path;
 * :func:`save_object` / :func:`load_object`: fitted objects such as ``ember.features`` transformers;
 * :func:`register_serializable`: make custom layers, losses, metrics and functions saveable by
-  name (no pickle, no code is stored or loaded).
+  name (no pickle, no code is stored or loaded);
+* Keras 3 files: ``load_model("m.keras")``, ``model.save("m.keras")``, ``model.load_weights`` of a
+  Keras ``.weights.h5`` (see :mod:`ember.saving.keras_format`).
 
 Writes are atomic (temporary file + rename) and every read is checked (format, completeness,
 per-block XXH3-64 checksums), so a failed save never damages the previous file and a damaged file is

@@ -39,7 +39,7 @@ import warnings
 from typing import Any
 
 from ember.saving import format as fmt
-from ember.saving import training_state
+from ember.saving import keras_format, training_state
 from ember.saving.reader import CheckpointReader
 from ember.serialization import custom_object_scope, deserialize, registered_name, serialize
 from ember.saving.weights import match_state, state_template
@@ -79,7 +79,8 @@ def save_model(model: Any, filepath: Any, overwrite: bool = True, include_optimi
 
     Args:
         model: an ``ember.Model`` / ``Sequential`` (an unbuilt one is saved without weights).
-        filepath: the target ``.h5`` path.
+        filepath: the target ``.h5`` path, or a ``.keras`` path for a Keras 3 archive (see
+            :mod:`ember.saving.keras_format`; architecture and weights only).
         overwrite: replace an existing file (False raises ``FileExistsError``).
         include_optimizer: also save the optimizer state and training progress (for exact resume).
 
@@ -100,6 +101,9 @@ def save_model(model: Any, filepath: Any, overwrite: bool = True, include_optimi
         >>> os.path.exists(path)
         True
     """
+    if keras_format.is_keras_path(filepath):
+        keras_format.save_keras_model(model, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
+        return
     documents: dict = {"config": model_config(model)}
     trees: dict = {}
     try:
@@ -147,12 +151,14 @@ def load_model(filepath: Any, custom_objects: dict | None = None, compile: bool 
     """Load a model saved by ``model.save``, on the active backend.
 
     Args:
-        filepath: the ``.h5`` file.
+        filepath: the ``.h5`` file, or a ``.keras`` archive written by Keras 3 or Ember (see
+            :mod:`ember.saving.keras_format`).
         custom_objects: ``{name: class or function}`` for custom objects that are not registered
             with ``@ember.saving.register_serializable()`` (used for this call only).
         compile: compile the model as it was saved, with its optimizer state (if saved), so that
             ``fit`` continues the saved training.
-        safe_mode: accepted for Keras compatibility; loading never runs code from the file anyway.
+        safe_mode: Keras's flag for allowing ``Lambda`` bytecode; Ember never executes code from a
+            file whatever its value, so a ``.keras`` file with a ``Lambda`` layer is refused either way.
 
     Returns:
         The model, its ``state`` set from the file (nothing is initialized randomly).
@@ -177,7 +183,9 @@ def load_model(filepath: Any, custom_objects: dict | None = None, compile: bool 
         ...     print(restored.name, type(restored.layers[0].weights[0].value).__module__)
         tiny mlx.core
     """
-    del safe_mode
+    del safe_mode  # nothing to relax: no code is ever executed from a file (documented above)
+    if keras_format.is_keras_path(filepath):
+        return keras_format.load_keras_model(filepath, custom_objects=custom_objects, compile=compile)
     with CheckpointReader(filepath, caller="load_model") as reader:
         if reader.kind == "weights":
             raise reader.error("holds only weights (written by save_weights), not a model: create the model in "
