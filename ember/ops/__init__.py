@@ -26,14 +26,9 @@ from ember.ops import _binding
 
 
 def _install(tables: dict) -> None:
-    """Bind ``{namespace: {name: function}}`` into the ``ember.ops`` namespaces.
-
-    The Keras-compatible wrappers that replace a core op (``one_hot`` with ``num_classes``)
-    are bound again on top, whichever table (plain or recording) was installed.
-    """
+    """Bind ``{namespace: {name: function}}`` into the ``ember.ops`` namespaces."""
     for namespace, table in tables.items():
         vars(_MODULES[namespace]).update(table)
-    vars(_THIS).update(_forward.OVERRIDES)
 
 
 def _select_on_first_use(namespace: str, name: str):
@@ -76,6 +71,5 @@ from ember.ops.extra import forward as _forward  # noqa: E402
 
 vars(_THIS).update(_forward.forwarders())
 vars(_THIS).update(_extra.EXPORTS)
-vars(_THIS).update(_forward.OVERRIDES)
 
 _backends.on_backend_change(_on_backend_change)

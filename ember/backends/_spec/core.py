@@ -1123,8 +1123,10 @@ class core:
             [0, 1, 1, 0]
         """
 
-    def one_hot(indices, depth, dtype=None, axis=-1):
+    def one_hot(indices, depth=None, dtype=None, axis=-1, *, num_classes=None):
         """One-hot encoding; out-of-range indices give an all-zero row.
+
+        The class count is ``depth`` or, Keras's name, ``num_classes`` (exactly one of them).
 
         ``indices`` must have an integer dtype (float or bool indices are a ``TypeError``).
 
