@@ -71,5 +71,6 @@ from ember.ops.extra import forward as _forward  # noqa: E402
 
 vars(_THIS).update(_forward.forwarders())
 vars(_THIS).update(_extra.EXPORTS)
+vars(random).update(_extra.RANDOM_EXPORTS)
 
 _backends.on_backend_change(_on_backend_change)
