@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+import ember
 from ember import losses, ops
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
@@ -71,3 +72,39 @@ def test_bad_arguments_are_refused():
         losses.CategoricalGeneralizedCrossEntropy(q=0.0)
     with pytest.raises(ValueError, match="same shape"):
         losses.categorical_focal_crossentropy(ONE_HOT[:, :2], PROBS)
+
+
+# ------------------------------------------------------------------------ CTC
+CTC_LOGITS = rng.normal(size=(3, 6, 5)).astype(np.float32)
+CTC_TARGET = np.array([[1, 2, 2, 0], [3, 0, 0, 0], [1, 4, 1, 3]], dtype=np.int32)
+
+
+def test_ctc_loss_op_and_gradient_match_torch(backend):
+    import torch
+
+    target_length, output_length = np.array([3, 1, 4]), np.array([6, 4, 6])
+    logits = torch.tensor(CTC_LOGITS, dtype=torch.float64, requires_grad=True)
+    reference = torch.nn.functional.ctc_loss(
+        torch.log_softmax(logits, -1).transpose(0, 1), torch.tensor(CTC_TARGET, dtype=torch.long),
+        torch.tensor(output_length), torch.tensor(target_length), blank=0, reduction="none")
+    reference.sum().backward()
+    actual = ops.ctc_loss(CTC_TARGET, ops.convert_to_tensor(CTC_LOGITS), target_length, output_length)
+    np.testing.assert_allclose(ops.to_numpy(actual), reference.detach().numpy(), rtol=1e-5)
+    grad = ember.grad(lambda v: ops.sum(ops.ctc_loss(CTC_TARGET, v, target_length, output_length)))(
+        ops.convert_to_tensor(CTC_LOGITS))
+    np.testing.assert_allclose(ops.to_numpy(grad), logits.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_ctc_loss_class_and_greedy_decode_match_keras(backend):
+    expected = float(keras.ops.convert_to_numpy(keras.losses.CTC()(CTC_TARGET, CTC_LOGITS)))
+    np.testing.assert_allclose(float(ops.to_numpy(losses.CTC()(CTC_TARGET, CTC_LOGITS))), expected, rtol=1e-5)
+    lengths = np.array([6, 3, 5])
+    for merge in (True, False):
+        theirs = keras.ops.ctc_decode(CTC_LOGITS, lengths, merge_repeated=merge)
+        ours = ops.ctc_decode(ops.convert_to_tensor(CTC_LOGITS), lengths, merge_repeated=merge)
+        np.testing.assert_array_equal(ops.to_numpy(ours[0]), keras.ops.convert_to_numpy(theirs[0]))
+        np.testing.assert_allclose(ops.to_numpy(ours[1]), keras.ops.convert_to_numpy(theirs[1]), rtol=1e-5)
+    with pytest.raises(NotImplementedError, match="beam_search"):
+        ops.ctc_decode(ops.convert_to_tensor(CTC_LOGITS), lengths, strategy="beam_search")
+    with pytest.raises(ValueError, match="ctc: y_true"):
+        losses.ctc(CTC_TARGET[0], CTC_LOGITS)

@@ -20,9 +20,9 @@ Example:
 
 from __future__ import annotations
 
-from ember.ops.extra import arrays, control_flow, distributions, host, linalg, math, nn, windows
+from ember.ops.extra import arrays, control_flow, ctc, distributions, host, linalg, math, nn, windows
 
-_MODULES = (math, arrays, host, nn, linalg, windows, control_flow)
+_MODULES = (math, arrays, host, nn, ctc, linalg, windows, control_flow)
 
 EXPORTS = {name: getattr(module, name) for module in _MODULES for name in module.__all__}
 
