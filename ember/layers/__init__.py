@@ -274,3 +274,25 @@ __all__ += [
     "AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D",
     "AlphaDropout", "deserialize", "serialize",
 ]
+
+# Preprocessing layers (issue 19, item 3).
+from ember.layers.preprocessing import (  # noqa: E402
+    CategoryEncoding,
+    CenterCrop,
+    Discretization,
+    Normalization,
+    RandomBrightness,
+    RandomContrast,
+    RandomCrop,
+    RandomFlip,
+    RandomRotation,
+    RandomTranslation,
+    RandomZoom,
+    Rescaling,
+    Resizing,
+)
+
+__all__ += [
+    "CategoryEncoding", "CenterCrop", "Discretization", "Normalization", "RandomBrightness", "RandomContrast",
+    "RandomCrop", "RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom", "Rescaling", "Resizing",
+]
