@@ -280,6 +280,8 @@ from ember.layers.preprocessing import (  # noqa: E402
     CategoryEncoding,
     CenterCrop,
     Discretization,
+    Hashing,
+    IntegerLookup,
     Normalization,
     RandomBrightness,
     RandomContrast,
@@ -290,9 +292,12 @@ from ember.layers.preprocessing import (  # noqa: E402
     RandomZoom,
     Rescaling,
     Resizing,
+    StringLookup,
+    TextVectorization,
 )
 
 __all__ += [
-    "CategoryEncoding", "CenterCrop", "Discretization", "Normalization", "RandomBrightness", "RandomContrast",
+    "CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup", "StringLookup", "TextVectorization",
+    "Normalization", "RandomBrightness", "RandomContrast",
     "RandomCrop", "RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom", "Rescaling", "Resizing",
 ]

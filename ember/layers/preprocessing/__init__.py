@@ -6,6 +6,10 @@ from ember.layers.preprocessing.category_encoding import CategoryEncoding
 from ember.layers.preprocessing.center_crop import CenterCrop
 from ember.layers.preprocessing.color import RandomBrightness, RandomContrast
 from ember.layers.preprocessing.discretization import Discretization
+from ember.layers.preprocessing.hashing import Hashing
+from ember.layers.preprocessing.integer_lookup import IntegerLookup
+from ember.layers.preprocessing.string_lookup import StringLookup
+from ember.layers.preprocessing.text_vectorization import TextVectorization
 from ember.layers.preprocessing.normalization import Normalization
 from ember.layers.preprocessing.random_crop import RandomCrop
 from ember.layers.preprocessing.random_flip import RandomFlip
@@ -13,6 +17,6 @@ from ember.layers.preprocessing.rescaling import Rescaling
 from ember.layers.preprocessing.resizing import Resizing
 
 __all__ = [
-    "CategoryEncoding", "CenterCrop", "Discretization", "Normalization", "RandomBrightness", "RandomContrast",
+    "CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup", "StringLookup", "TextVectorization", "Normalization", "RandomBrightness", "RandomContrast",
     "RandomCrop", "RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom", "Rescaling", "Resizing",
 ]
