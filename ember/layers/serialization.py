@@ -9,8 +9,6 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
 from ember.layers.layer import Layer
 from ember.saving import serialization
 

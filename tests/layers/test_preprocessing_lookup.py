@@ -12,7 +12,6 @@ import pytest
 import ember
 from ember import layers, ops
 
-
 # Token counts are all distinct, so the frequency order of the vocabulary has no ties.
 CORPUS = ["the cat sat on the mat", "the dog ate the bone", "The cat! the cat?", "a dog, a cat and the mat",
           "dog dog dog sat"]

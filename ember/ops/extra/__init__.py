@@ -20,7 +20,17 @@ Example:
 
 from __future__ import annotations
 
-from ember.ops.extra import arrays, control_flow, ctc, distributions, host, linalg, math, nn, windows
+from ember.ops.extra import (
+    arrays,
+    control_flow,
+    ctc,
+    distributions,
+    host,
+    linalg,
+    math,
+    nn,
+    windows,
+)
 
 _MODULES = (math, arrays, host, nn, ctc, linalg, windows, control_flow)
 

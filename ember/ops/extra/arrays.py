@@ -387,7 +387,7 @@ def bincount(x, weights=None, minlength=0, sparse=False):
     return ops.sum(ops.multiply(hits, ops.expand_dims(weights, -1)), axis=-2)
 
 
-def histogram(x, bins=10, range=None):  # noqa: A002  (NumPy's argument name)
+def histogram(x, bins=10, range=None):
     """``(counts, bin_edges)`` of the flattened ``x`` in ``bins`` equal bins over ``range``."""
     x = ops.ravel(_tensor(x))
     if not dtypes.is_float(ops.dtype(x)):

@@ -51,7 +51,7 @@ def fori_loop(lower, upper, body_fun, init_val):
     return value
 
 
-def while_loop(cond, body, loop_vars, maximum_iterations=None):  # noqa: A002
+def while_loop(cond, body, loop_vars, maximum_iterations=None):
     """``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)`` (at most ``maximum_iterations`` times).
 
     A tuple or list of ``loop_vars`` is unpacked into ``cond`` and ``body``; any other value is
@@ -117,7 +117,7 @@ def associative_scan(f, elems, reverse=False, axis=0):
     return optree.tree_map(lambda leaf: ops.moveaxis(leaf, 0, axis), stacked)
 
 
-def map(f, xs):  # noqa: A001  (Keras's name)
+def map(f, xs):
     """``f`` applied to each slice along the leading axis of ``xs``, results stacked."""
     leaves = optree.tree_leaves(xs)
     return _stack_tree([f(_slice_tree(xs, i)) for i in range(ops.shape(leaves[0])[0])])

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ember import dtypes, ops
 
 __all__ = ["ctc_loss", "ctc_decode"]

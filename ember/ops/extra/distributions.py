@@ -88,7 +88,7 @@ def _parameter(value: Any, shape: tuple, dtype: str, op: str, argument: str) -> 
     array = ops.cast(value if ops.is_array(value) else ops.convert_to_tensor(value), dtype)
     try:
         return ops.broadcast_to(array, shape)
-    except Exception as error:  # noqa: BLE001  (each backend raises its own broadcast error)
+    except Exception as error:
         raise ValueError(f"random.{op}: {argument} of shape {ops.shape(array)} does not broadcast to "
                          f"shape {shape}") from error
 

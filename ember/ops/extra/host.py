@@ -88,7 +88,7 @@ def bitwise_not(x):
     return bitwise_invert(x)
 
 
-def unique(x, sorted=True, return_inverse=False, return_counts=False, axis=None, size=None, fill_value=None):  # noqa: A002
+def unique(x, sorted=True, return_inverse=False, return_counts=False, axis=None, size=None, fill_value=None):
     """Sorted unique elements of ``x`` (and inverse indices and counts), NumPy's ``unique``.
 
     ``size`` pads (with ``fill_value``, default the smallest unique value) or truncates the

@@ -419,13 +419,13 @@ def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
     return ops.reshape(stacked, (n, c * kh * kw, out_h * out_w))
 
 
-def segment_min(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
+def segment_min(data, segment_ids, num_segments=None, sorted=False):
     """Minimum of ``data`` rows per segment (the negated ``ops.segment_max`` of ``-data``)."""
     data = data if ops.is_array(data) else ops.convert_to_tensor(data)
     return ops.negative(ops.segment_max(ops.negative(data), segment_ids, num_segments=num_segments))
 
 
-def segment_prod(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
+def segment_prod(data, segment_ids, num_segments=None, sorted=False):
     """Product of ``data`` rows per segment: magnitudes summed in log space, signs and zeros counted."""
     data = _float(data)
     zero = ops.equal(data, 0)

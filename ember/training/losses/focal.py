@@ -6,7 +6,13 @@ from typing import Any
 
 from ember import ops
 from ember.saving.serialization import register_serializable
-from ember.training.losses.base import EPSILON, LossFunctionWrapper, as_float, check_axis, check_fraction
+from ember.training.losses.base import (
+    EPSILON,
+    LossFunctionWrapper,
+    as_float,
+    check_axis,
+    check_fraction,
+)
 
 _DEFAULT = "sum_over_batch_size"
 

@@ -6,7 +6,12 @@ from typing import Any
 
 from ember import ops
 from ember.saving.serialization import register_serializable
-from ember.training.losses.base import EPSILON, as_float, check_axis, squeeze_or_expand_to_same_rank
+from ember.training.losses.base import (
+    EPSILON,
+    as_float,
+    check_axis,
+    squeeze_or_expand_to_same_rank,
+)
 from ember.training.metrics.reduction import MeanMetricWrapper
 
 
