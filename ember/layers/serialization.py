@@ -10,7 +10,7 @@ Example:
 from __future__ import annotations
 
 from ember.layers.layer import Layer
-from ember.saving import serialization
+from ember import serialization
 
 
 def serialize(layer: Layer) -> dict:

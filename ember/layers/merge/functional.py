@@ -24,7 +24,7 @@ from ember.layers.merge.maximum import Maximum
 from ember.layers.merge.minimum import Minimum
 from ember.layers.merge.multiply import Multiply
 from ember.layers.merge.subtract import Subtract
-from ember.models.symbolic import is_symbolic
+from ember.symbolic import is_symbolic
 
 __all__ = ["add", "average", "concatenate", "dot", "maximum", "minimum", "multiply", "subtract"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.losses.base import LossFunctionWrapper, as_float
 
 

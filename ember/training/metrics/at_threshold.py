@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ember import ops
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.losses.base import divide_no_nan
 from ember.training.metrics.base import Metric
 from ember.training.metrics.confusion import confusion_counts, prepare_confusion_inputs

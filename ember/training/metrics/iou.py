@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ember import ops
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.losses.base import EPSILON
 from ember.training.metrics.base import Metric
 

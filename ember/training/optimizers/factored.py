@@ -7,7 +7,7 @@ from typing import Any
 import optree
 
 from ember import ops
-from ember.saving.serialization import register_serializable
+from ember.serialization import register_serializable
 from ember.training.optimizers._math import check_number
 from ember.training.optimizers.base import Optimizer
 
