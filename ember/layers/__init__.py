@@ -246,6 +246,7 @@ __all__ += [
 # Keras's activation layers, functional merge helpers, adaptive pooling, AlphaDropout and
 # layer (de)serialization (issue 19).
 from ember.layers.activation import ELU, LeakyReLU, PReLU, ReLU, Softmax  # noqa: E402
+from ember.layers.core.einsum_dense import EinsumDense  # noqa: E402
 from ember.layers.merge.functional import (  # noqa: E402
     add,
     average,
@@ -268,7 +269,7 @@ from ember.layers.regularization.alpha_dropout import AlphaDropout  # noqa: E402
 from ember.layers.serialization import deserialize, serialize  # noqa: E402
 
 __all__ += [
-    "ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax",
+    "ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "EinsumDense",
     "add", "average", "concatenate", "dot", "maximum", "minimum", "multiply", "subtract",
     "AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAveragePooling3D",
     "AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D",

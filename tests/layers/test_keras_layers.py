@@ -162,3 +162,35 @@ def test_layers_serialize_round_trip():
         layers.deserialize({"config": {}})
     with pytest.raises(TypeError, match="expected a Layer"):
         layers.serialize("Dense")
+
+
+@pytest.mark.parametrize("equation, output_shape, bias_axes, input_shape", [
+    ("ab,bc->ac", 4, "c", (2, 3)),
+    ("abc,cd->abd", (None, 5), "d", (2, 3, 4)),
+    ("abc,cde->abde", (3, 4, 5), "de", (2, 3, 2)),
+    ("...b,bc->...c", 5, "c", (2, 3, 4)),
+    ("ab...,bc->ac...", (4,), None, (2, 3, 2)),
+])
+def test_einsum_dense_matches_keras_with_the_same_weights(backend, equation, output_shape, bias_axes, input_shape):
+    x = np.random.default_rng(0).normal(size=input_shape).astype(np.float32)
+    theirs = keras.layers.EinsumDense(equation, output_shape, bias_axes=bias_axes, bias_initializer="random_normal")
+    expected = keras.ops.convert_to_numpy(theirs(keras.ops.convert_to_tensor(x)))
+    layer = layers.EinsumDense(equation, output_shape, bias_axes=bias_axes)
+    state = layer.build((None,) + input_shape[1:], seed=0)
+    for variable in theirs.weights:
+        key = "kernel" if "kernel" in variable.path else "bias"
+        assert ops.shape(state["params"][key]) == tuple(variable.shape)
+        state["params"][key] = ops.convert_to_tensor(keras.ops.convert_to_numpy(variable))
+    actual, _ = layer.apply(state, ops.convert_to_tensor(x))
+    np.testing.assert_allclose(ops.to_numpy(actual), expected, rtol=2e-5, atol=2e-6)
+    assert layer.compute_output_shape((None,) + input_shape[1:])[1:] == tuple(expected.shape[1:])
+
+
+def test_einsum_dense_harness_and_bad_equations():
+    run_layer_test(lambda: layers.EinsumDense("abc,cd->abd", (None, 2), bias_axes="d", activation="tanh"), (2, 3, 4),
+                   reference=lambda p, x: np.tanh(np.einsum("abc,cd->abd", x, p["kernel"]) + p["bias"]),
+                   expected_param_shapes={"kernel": (4, 2), "bias": (2,)})
+    with pytest.raises(ValueError, match="equation"):
+        layers.EinsumDense("ab->b", 3)
+    with pytest.raises(ValueError, match="bias_axes"):
+        layers.EinsumDense("ab,bc->ac", 3, bias_axes="z").build((None, 2))
