@@ -33,7 +33,7 @@ from ember import dtypes
 from ember.serialization import register_serializable
 from ember import ops
 from ember.seeds import derive_seed, is_seed_array, sub_seed  # noqa: F401 (public here too)
-from ember.serialization import deserialize
+from ember.serialization import deserialize as _deserialize
 from ember.serialization import serialize as _serialize
 
 _global = np.random.default_rng()
@@ -485,7 +485,7 @@ def get(identifier: Any) -> Initializer:
             raise ValueError(f"unknown initializer {identifier!r}; expected one of {sorted(_ALIASES)}")
         return cls()
     if isinstance(identifier, dict):
-        return deserialize(identifier)
+        return _deserialize(identifier)
     if callable(identifier):
         return identifier
     raise TypeError(f"initializer: expected a name, an Initializer or a config, received {identifier!r}")

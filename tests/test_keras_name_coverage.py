@@ -44,7 +44,6 @@ EXCLUDED: dict[str, dict[str, str]] = {
         "TFSMLayer": "loads a TensorFlow SavedModel: Ember has no TensorFlow backend (and never runs code from files)",
         "TorchModuleWrapper": "wraps a torch.nn.Module with its own parameters: it cannot run on the NumPy or MLX "
                               "backends, and Ember's layers keep parameters in explicit state",
-        "ConvLSTM1D": _ROADMAP, "ConvLSTM2D": _ROADMAP, "ConvLSTM3D": _ROADMAP,
         "GroupQueryAttention": _ROADMAP, "ReversibleEmbedding": _ROADMAP, "SpectralNormalization": _ROADMAP,
         "StackedRNNCells": _ROADMAP, "Pipeline": _ROADMAP, "HashedCrossing": _ROADMAP, "Wrapper": _ROADMAP,
         "InputSpec": "Ember layers validate input shapes in build/compute_output_shape, not with InputSpec objects",

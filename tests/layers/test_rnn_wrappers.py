@@ -301,3 +301,37 @@ def test_wrappers_pass_the_inner_penalties(backend):
     assert len(activity) == 2
     assert_close(activity[0], 0.5 * np.sum(f_seq ** 2))
     assert_close(activity[1], 0.5 * np.sum(b_seq ** 2))
+
+
+# ------------------------------------------------------------------ ConvLSTM (issue 19)
+@pytest.mark.parametrize("cls_name, kwargs, shape", [
+    ("ConvLSTM1D", {"filters": 3, "kernel_size": 2}, (2, 4, 6, 2)),
+    ("ConvLSTM2D", {"filters": 2, "kernel_size": 3, "padding": "same", "return_sequences": True}, (2, 3, 5, 4, 2)),
+    ("ConvLSTM2D", {"filters": 2, "kernel_size": (2, 3), "strides": 2, "go_backwards": True, "return_state": True},
+     (1, 3, 6, 7, 1)),
+    ("ConvLSTM3D", {"filters": 2, "kernel_size": 2}, (1, 2, 3, 3, 3, 1)),
+])
+def test_conv_lstm_matches_keras_with_the_same_weights(backend, cls_name, kwargs, shape):
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    from ember import layers as ember_layers
+
+    x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+    theirs = getattr(keras.layers, cls_name)(**kwargs, bias_initializer="random_normal")
+    expected = theirs(keras.ops.convert_to_tensor(x))
+    expected = [keras.ops.convert_to_numpy(e) for e in (expected if isinstance(expected, (list, tuple)) else [expected])]
+    layer = getattr(ember_layers, cls_name)(**kwargs)
+    state = layer.build((None,) + shape[1:], seed=0)
+    for variable in theirs.weights:
+        key = variable.path.split("/")[-1]
+        assert ops.shape(state["params"][key]) == tuple(variable.shape), key
+        state["params"][key] = ops.convert_to_tensor(keras.ops.convert_to_numpy(variable))
+    actual, _ = layer.apply(state, ops.convert_to_tensor(x))
+    actual = actual if isinstance(actual, list) else [actual]
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(ops.to_numpy(a), e, rtol=1e-4, atol=1e-5)  # float32 over several steps
+    shapes = layer.compute_output_shape((None,) + shape[1:])
+    shapes = shapes if isinstance(shapes, list) else [shapes]
+    assert [s[1:] for s in shapes] == [e.shape[1:] for e in expected]
