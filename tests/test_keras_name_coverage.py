@@ -20,7 +20,7 @@ keras = pytest.importorskip("keras")
 NAMESPACES = ("layers", "ops", "activations", "initializers", "regularizers", "losses", "metrics", "optimizers",
               "callbacks", "utils", "random")
 
-# Measured share of Keras's names present in Ember (this round: 701 of 804 without ember.utils,
+# Measured share of Keras's names present in Ember (this round: 705 of 804 without ember.utils,
 # which is the keras-interop engineer's part of issue 19). Raise it as names land.
 COVERAGE_FLOOR = 0.87
 
