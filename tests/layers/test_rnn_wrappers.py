@@ -335,3 +335,21 @@ def test_conv_lstm_matches_keras_with_the_same_weights(backend, cls_name, kwargs
     shapes = layer.compute_output_shape((None,) + shape[1:])
     shapes = shapes if isinstance(shapes, list) else [shapes]
     assert [s[1:] for s in shapes] == [e.shape[1:] for e in expected]
+
+
+def test_stacked_rnn_cells_equal_stacked_rnn_layers(backend):
+    x = ops.convert_to_tensor(np.random.default_rng(1).normal(size=(2, 5, 3)).astype(np.float32))
+    stacked = layers.RNN(layers.StackedRNNCells([layers.LSTMCell(4, name="first"), layers.GRUCell(3, name="second")]),
+                         return_sequences=True, return_state=True)
+    state = stacked.build((None, 5, 3), seed=0)
+    first, second = layers.LSTM(4, return_sequences=True), layers.GRU(3, return_sequences=True, return_state=True)
+    hidden, _ = first.apply({"params": state["params"]["first"], "buffers": {}}, x)
+    expected = second.apply({"params": state["params"]["second"], "buffers": {}}, hidden)[0]
+    actual, _ = stacked.apply(state, x)
+    assert len(actual) == 1 + 3  # outputs, then the LSTM's h and c and the GRU's h
+    for a, e in zip([actual[0], actual[3]], expected):
+        np.testing.assert_allclose(ops.to_numpy(a), ops.to_numpy(e), rtol=1e-5, atol=1e-6)
+    rebuilt = layers.deserialize(layers.serialize(stacked))
+    np.testing.assert_allclose(ops.to_numpy(rebuilt.apply(state, x)[0][0]), ops.to_numpy(actual[0]), rtol=1e-6)
+    with pytest.raises(ValueError, match="cells"):
+        layers.StackedRNNCells([])
