@@ -32,7 +32,7 @@ def relu(x, negative_slope=0.0, max_value=None, threshold=0.0):
     if negative_slope == 0.0 and max_value is None and threshold == 0.0:
         return ops.nn.relu(x)
     x = x if ops.is_array(x) else ops.convert_to_tensor(x)
-    below = ops.multiply(ops.subtract(x, threshold), negative_slope)
+    below = ops.multiply(ops.subtract(x, threshold), negative_slope) if negative_slope else ops.zeros_like(x)
     out = ops.where(ops.greater_equal(x, threshold), x, below)
     if max_value is not None:
         out = ops.minimum(out, max_value)

@@ -50,7 +50,7 @@ def get(identifier: Any) -> Optimizer | None:
         >>> optimizers.get("adamm")
         Traceback (most recent call last):
         ...
-        ValueError: unknown optimizer 'adamm'; expected one of ['adadelta', 'adagrad', 'adam', 'adamax', 'adamw', 'lamb', 'lion', 'nadam', 'rmsprop', 'sgd']
+        ValueError: unknown optimizer 'adamm'; expected one of ['adadelta', 'adafactor', 'adagrad', 'adam', 'adamax', 'adamw', 'ftrl', 'lamb', 'lion', 'nadam', 'rmsprop', 'sgd']
     """
     if identifier is None or isinstance(identifier, Optimizer):
         return identifier
