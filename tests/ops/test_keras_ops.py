@@ -74,6 +74,7 @@ NUMPY_CASES = [
     ("left_shift", (INTS, 2), {}, None), ("right_shift", (INTS * 9, 1), {}, None), ("gcd", (INTS * 6, 4), {}, None),
     ("lcm", (INTS + 1, 4), {}, None), ("nextafter", (X, Y), {}, None), ("logspace", (0.0, 2.0, 5), {}, None),
     ("geomspace", (1.0, 1000.0, 4), {}, None), ("tri", (3, 4, 1), {}, None),
+    ("i0", (np.concatenate([X.ravel() * 12, [29.5, 30.5, -45.0, 80.0]]).astype(np.float32),), {}, None),
 ]
 
 
