@@ -247,6 +247,7 @@ __all__ += [
 # layer (de)serialization (issue 19).
 from ember.layers.activation import ELU, LeakyReLU, PReLU, ReLU, Softmax  # noqa: E402
 from ember.layers.core.einsum_dense import EinsumDense  # noqa: E402
+from ember.layers.core.wrapper import Wrapper  # noqa: E402
 from ember.layers.rnn.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D  # noqa: E402
 from ember.layers.rnn.stacked_cells import StackedRNNCells  # noqa: E402
 from ember.layers.merge.functional import (  # noqa: E402
@@ -271,7 +272,7 @@ from ember.layers.regularization.alpha_dropout import AlphaDropout  # noqa: E402
 from ember.layers.serialization import deserialize, serialize  # noqa: E402
 
 __all__ += [
-    "ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "EinsumDense", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "StackedRNNCells",
+    "ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "EinsumDense", "Wrapper", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "StackedRNNCells",
     "add", "average", "concatenate", "dot", "maximum", "minimum", "multiply", "subtract",
     "AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAveragePooling3D",
     "AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D",

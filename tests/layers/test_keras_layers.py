@@ -194,3 +194,16 @@ def test_einsum_dense_harness_and_bad_equations():
         layers.EinsumDense("ab->b", 3)
     with pytest.raises(ValueError, match="bias_axes"):
         layers.EinsumDense("ab,bc->ac", 3, bias_axes="z").build((None, 2))
+
+
+def test_wrapper_delegates_to_the_wrapped_layer(backend):
+    dense = layers.Dense(2, name="inner")
+    wrapper = layers.Wrapper(dense)
+    state = wrapper.build((None, 3), seed=0)
+    x = ops.convert_to_tensor(np.ones((1, 3), np.float32))
+    np.testing.assert_array_equal(ops.to_numpy(wrapper.apply(state, x)[0]), ops.to_numpy(dense.apply(state, x)[0]))
+    assert wrapper.compute_output_shape((None, 3)) == (None, 2)
+    rebuilt = layers.deserialize(layers.serialize(wrapper))
+    assert isinstance(rebuilt.layer, layers.Dense) and rebuilt.layer.units == 2
+    with pytest.raises(ValueError, match="layer must be an ember Layer"):
+        layers.Wrapper("dense")
