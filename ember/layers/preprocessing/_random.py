@@ -5,16 +5,16 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from ember.layers.core.dropout import _check_seed
+from ember.seeds import call_seed, check_seed
 
 
 def seed_for(layer: Any, rng: Any) -> Any:
     """The seed of one call: the ``rng`` given to ``apply``, else the layer's ``seed``, else None (global stream)."""
-    return _check_seed(rng, f"layer {layer.name!r}: rng") if rng is not None else layer.seed
+    return call_seed(layer, rng)
 
 
 def check_seed(layer: Any) -> None:
-    layer._normalize("seed", _check_seed(layer.seed, f"{layer.name}: seed"))
+    layer._normalize("seed", check_seed(layer.seed, f"{layer.name}: seed"))
 
 
 def factor_range(layer: Any, argument: str, value: Any, low: float | None = None, high: float | None = None,

@@ -6,7 +6,7 @@ import numbers
 from typing import Any
 
 from ember import ops
-from ember.layers.core.dropout import _check_seed
+from ember.seeds import call_seed, check_seed
 from ember.layers.layer import Layer
 
 _ALPHA = 1.6732632423543772848170429916717
@@ -47,7 +47,7 @@ class AlphaDropout(Layer):
         self._normalize("rate", float(rate))
         if self.noise_shape is not None:
             self._normalize("noise_shape", tuple(self.noise_shape))
-        self._normalize("seed", _check_seed(self.seed, f"{self.name}: seed"))
+        self._normalize("seed", check_seed(self.seed, f"{self.name}: seed"))
 
     def _mask_shape(self, shape: tuple) -> tuple:
         if self.noise_shape is None:
@@ -60,7 +60,7 @@ class AlphaDropout(Layer):
     def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
         if not training or self.rate == 0.0:
             return inputs
-        seed = _check_seed(rng, f"layer {self.name!r}: rng") if rng is not None else self.seed
+        seed = call_seed(self, rng)
         shape = self._mask_shape(tuple(ops.shape(inputs)))
         kept = ops.cast(ops.greater_equal(ops.random.uniform(shape, seed=seed), self.rate), ops.dtype(inputs))
         saturation = -_ALPHA * _SCALE
