@@ -33,7 +33,7 @@ _UTILS = "in progress: issue 19 item 4 (ember.utils, keras-interop engineer)"
 EXCLUDED: dict[str, dict[str, str]] = {
     "layers": {
         **{name: _AUGMENT for name in (
-            "AugMix", "AutoContrast", "ContrastLimitedAdaptiveHistogramEqualization", "CutMix", "Equalization",
+            "AugMix", "ContrastLimitedAdaptiveHistogramEqualization", "CutMix", "Equalization",
             "MaxNumBoundingBoxes", "MixUp", "RandAugment", "RandomColorDegeneration", "RandomColorJitter",
             "RandomElasticTransform", "RandomErasing", "RandomGaussianBlur", "RandomGrayscale", "RandomHue",
             "RandomInvert", "RandomPerspective", "RandomPosterization", "RandomSaturation", "RandomSharpness",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from ember.seeds import call_seed, check_seed
+from ember.seeds import call_seed
+from ember.seeds import check_seed as check_seed_value
 
 
 def seed_for(layer: Any, rng: Any) -> Any:
@@ -14,7 +15,7 @@ def seed_for(layer: Any, rng: Any) -> Any:
 
 
 def check_seed(layer: Any) -> None:
-    layer._normalize("seed", check_seed(layer.seed, f"{layer.name}: seed"))
+    layer._normalize("seed", check_seed_value(layer.seed, f"{layer.name}: seed"))
 
 
 def factor_range(layer: Any, argument: str, value: Any, low: float | None = None, high: float | None = None,
