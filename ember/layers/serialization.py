@@ -18,6 +18,11 @@ def serialize(layer: Layer) -> dict:
 
     Raises:
         TypeError: ``layer`` is not a Layer.
+
+    Example:
+        >>> from ember import layers
+        >>> layers.serialize(layers.ReLU(name="r"))["class_name"]
+        'ember>ReLU'
     """
     if not isinstance(layer, Layer):
         raise TypeError(f"layers.serialize: expected a Layer, received {type(layer).__name__}")
@@ -29,6 +34,11 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
 
     Raises:
         ValueError: a config without ``class_name``/``config`` or naming an unknown class.
+
+    Example:
+        >>> from ember import layers
+        >>> layers.deserialize({"class_name": "LeakyReLU", "config": {"negative_slope": 0.1}}).negative_slope
+        0.1
     """
     if not isinstance(config, dict) or "class_name" not in config or "config" not in config:
         raise ValueError(f"layers.deserialize: expected a dict with 'class_name' and 'config', received {config!r}")

@@ -41,40 +41,104 @@ def _merge(layer: Any, inputs: Any) -> Any:
 
 
 def add(inputs, **kwargs):
-    """Element-wise sum of ``inputs`` (the :class:`Add` layer)."""
+    """Element-wise sum of ``inputs`` (the :class:`Add` layer).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> ops.to_numpy(layers.add([ops.ones((1, 2)), ops.ones((1, 2))])).tolist()
+        [[2.0, 2.0]]
+    """
     return _merge(Add(**kwargs), inputs)
 
 
 def average(inputs, **kwargs):
-    """Element-wise mean of ``inputs`` (the :class:`Average` layer)."""
+    """Element-wise mean of ``inputs`` (the :class:`Average` layer).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> ops.to_numpy(layers.average([ops.ones((1, 2)), ops.zeros((1, 2))])).tolist()
+        [[0.5, 0.5]]
+    """
     return _merge(Average(**kwargs), inputs)
 
 
 def concatenate(inputs, axis=-1, **kwargs):
-    """``inputs`` joined along ``axis`` (the :class:`Concatenate` layer)."""
+    """``inputs`` joined along ``axis`` (the :class:`Concatenate` layer).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> ops.to_numpy(layers.concatenate([ops.ones((1, 1)), ops.zeros((1, 1))])).tolist()
+        [[1.0, 0.0]]
+    """
     return _merge(Concatenate(axis=axis, **kwargs), inputs)
 
 
 def dot(inputs, axes=-1, normalize=False, **kwargs):
-    """Dot product of two inputs along ``axes`` (the :class:`Dot` layer)."""
+    """Dot product of two inputs along ``axes`` (the :class:`Dot` layer).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> ops.to_numpy(layers.dot([ops.ones((1, 2)), ops.ones((1, 2))], axes=1)).tolist()
+        [[2.0]]
+    """
     return _merge(Dot(axes=axes, normalize=normalize, **kwargs), inputs)
 
 
 def maximum(inputs, **kwargs):
-    """Element-wise maximum of ``inputs`` (the :class:`Maximum` layer)."""
+    """Element-wise maximum of ``inputs`` (the :class:`Maximum` layer).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> ops.to_numpy(layers.maximum([ops.ones((1, 2)), ops.zeros((1, 2))])).tolist()
+        [[1.0, 1.0]]
+    """
     return _merge(Maximum(**kwargs), inputs)
 
 
 def minimum(inputs, **kwargs):
-    """Element-wise minimum of ``inputs`` (the :class:`Minimum` layer)."""
+    """Element-wise minimum of ``inputs`` (the :class:`Minimum` layer).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> ops.to_numpy(layers.minimum([ops.ones((1, 2)), ops.zeros((1, 2))])).tolist()
+        [[0.0, 0.0]]
+    """
     return _merge(Minimum(**kwargs), inputs)
 
 
 def multiply(inputs, **kwargs):
-    """Element-wise product of ``inputs`` (the :class:`Multiply` layer)."""
+    """Element-wise product of ``inputs`` (the :class:`Multiply` layer).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> ops.to_numpy(layers.multiply([ops.ones((1, 2)), ops.zeros((1, 2))])).tolist()
+        [[0.0, 0.0]]
+    """
     return _merge(Multiply(**kwargs), inputs)
 
 
 def subtract(inputs, **kwargs):
-    """``inputs[0] - inputs[1]`` (the :class:`Subtract` layer)."""
+    """``inputs[0] - inputs[1]`` (the :class:`Subtract` layer).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> ops.to_numpy(layers.subtract([ops.ones((1, 2)), ops.ones((1, 2))])).tolist()
+        [[0.0, 0.0]]
+    """
     return _merge(Subtract(**kwargs), inputs)
