@@ -1041,9 +1041,10 @@ class core:
         Out-of-range integer indices raise ``IndexError`` naming the index, axis and size.
 
         Example:
+            >>> import builtins
             >>> from ember import ops
             >>> x = ops.reshape(ops.arange(6), (2, 3))
-            >>> ops.to_numpy(ops.getitem(x, (slice(None), 1))).tolist()
+            >>> ops.to_numpy(ops.getitem(x, (builtins.slice(None), 1))).tolist()
             [1, 4]
             >>> ops.to_numpy(ops.getitem(x, (1, [0, 2]))).tolist()
             [3, 5]
