@@ -1,7 +1,9 @@
-"""Activation functions by name, resolved against ``ember.ops.nn`` at call time.
+"""Activation functions by name (Keras's ``keras.activations``), resolved against ``ember.ops`` at call time.
 
 Layers store activations as names (``"relu"``), so configs stay plain JSON and the
-function always belongs to the active backend.
+function always belongs to the active backend. Every name is also a function of this
+module with Keras's signature (``activations.relu(x, negative_slope=0.0,
+max_value=None, threshold=0.0)``, ``activations.gelu(x, approximate=False)``, ...).
 
 Example:
     >>> import ember
@@ -9,44 +11,197 @@ Example:
     >>> ember.set_backend("numpy")
     >>> ops.to_numpy(activations.get("relu")(ops.convert_to_tensor([-1.0, 2.0]))).tolist()
     [0.0, 2.0]
+    >>> ops.to_numpy(activations.relu(ops.convert_to_tensor([-1.0, 2.0]), negative_slope=0.5)).tolist()
+    [-0.5, 2.0]
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
+
 from ember import ops
+
+
+def linear(x: Any) -> Any:
+    """Identity."""
+    return x
+
+
+def relu(x, negative_slope=0.0, max_value=None, threshold=0.0):
+    """Rectified linear unit with Keras's options: slope below ``threshold``, ceiling ``max_value``."""
+    if negative_slope == 0.0 and max_value is None and threshold == 0.0:
+        return ops.nn.relu(x)
+    x = x if ops.is_array(x) else ops.convert_to_tensor(x)
+    below = ops.multiply(ops.subtract(x, threshold), negative_slope) if negative_slope else ops.zeros_like(x)
+    out = ops.where(ops.greater_equal(x, threshold), x, below)
+    if max_value is not None:
+        out = ops.minimum(out, max_value)
+    return out
+
+
+def relu6(x):
+    """``min(max(x, 0), 6)``."""
+    return ops.nn.relu6(x)
+
+
+def leaky_relu(x, negative_slope=0.2):
+    """``x`` for ``x >= 0``, ``negative_slope * x`` otherwise."""
+    return ops.nn.leaky_relu(x, negative_slope=negative_slope)
+
+
+def elu(x, alpha=1.0):
+    """Exponential linear unit."""
+    return ops.nn.elu(x, alpha=alpha)
+
+
+def selu(x):
+    """Scaled exponential linear unit."""
+    return ops.nn.selu(x)
+
+
+def gelu(x, approximate=False):
+    """Gaussian error linear unit (exact by default, as Keras's activation; ``approximate``: tanh form)."""
+    return ops.nn.gelu(x, approximate=approximate)
+
+
+def silu(x):
+    """``x * sigmoid(x)``."""
+    return ops.nn.silu(x)
+
+
+def swish(x):
+    """Alias of :func:`silu`."""
+    return ops.nn.silu(x)
+
+
+def sigmoid(x):
+    """Logistic sigmoid."""
+    return ops.nn.sigmoid(x)
+
+
+def hard_sigmoid(x):
+    """Piecewise-linear sigmoid ``relu6(x + 3) / 6``."""
+    return ops.nn.hard_sigmoid(x)
+
+
+def softplus(x):
+    """``log(1 + exp(x))``."""
+    return ops.nn.softplus(x)
+
+
+def softsign(x):
+    """``x / (1 + |x|)``."""
+    return ops.nn.softsign(x)
+
+
+def tanh(x):
+    """Hyperbolic tangent."""
+    return ops.nn.tanh(x)
+
+
+def lecun_tanh(x):
+    """LeCun's scaled tanh ``1.7159 tanh(2x/3)``."""
+    return ops.nn.lecun_tanh(x)
+
+
+def softmax(x, axis=-1):
+    """Softmax along ``axis``."""
+    return ops.nn.softmax(x, axis=axis)
+
+
+def log_softmax(x, axis=-1):
+    """Log-softmax along ``axis``."""
+    return ops.nn.log_softmax(x, axis=axis)
+
+
+def exponential(x):
+    """``exp(x)``."""
+    return ops.exp(x)
+
+
+def celu(x, alpha=1.0):
+    """Continuously differentiable ELU."""
+    return ops.celu(x, alpha=alpha)
+
+
+def glu(x, axis=-1):
+    """Gated linear unit over ``axis``."""
+    return ops.glu(x, axis=axis)
+
+
+def hard_shrink(x, threshold=0.5):
+    """``x`` where ``|x| > threshold``, else 0."""
+    return ops.hard_shrink(x, threshold=threshold)
+
+
+def hard_silu(x):
+    """``x * relu6(x + 3) / 6``."""
+    return ops.hard_silu(x)
+
+
+def hard_swish(x):
+    """Alias of :func:`hard_silu`."""
+    return ops.hard_silu(x)
+
+
+def hard_tanh(x):
+    """``clip(x, -1, 1)``."""
+    return ops.hard_tanh(x)
+
+
+def log_sigmoid(x):
+    """``log(sigmoid(x))``."""
+    return ops.log_sigmoid(x)
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``."""
+    return ops.multiply(x, ops.tanh(ops.nn.softplus(x)))
+
+
+def soft_shrink(x, threshold=0.5):
+    """Soft thresholding."""
+    return ops.soft_shrink(x, threshold=threshold)
+
+
+def sparse_plus(x):
+    """Piecewise smooth softplus."""
+    return ops.sparse_plus(x)
+
+
+def sparse_sigmoid(x):
+    """Piecewise-linear sigmoid ``clip((x + 1) / 2, 0, 1)``."""
+    return ops.sparse_sigmoid(x)
+
+
+def sparsemax(x, axis=-1):
+    """Projection onto the probability simplex along ``axis``."""
+    return ops.sparsemax(x, axis=axis)
+
+
+def squareplus(x, b=4):
+    """``(x + sqrt(x**2 + b)) / 2``."""
+    return ops.squareplus(x, b=b)
+
+
+def tanh_shrink(x):
+    """``x - tanh(x)``."""
+    return ops.tanh_shrink(x)
+
+
+def threshold(x, threshold, default_value):
+    """``x`` where ``x > threshold``, else ``default_value``."""
+    return ops.threshold(x, threshold, default_value)
+
 
 NAMES = (
     "linear", "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "swish", "sigmoid",
     "hard_sigmoid", "softplus", "softsign", "tanh", "lecun_tanh", "softmax", "log_softmax", "exponential",
+    "celu", "glu", "hard_shrink", "hard_silu", "hard_swish", "hard_tanh", "log_sigmoid", "mish",
+    "soft_shrink", "sparse_plus", "sparse_sigmoid", "sparsemax", "squareplus", "tanh_shrink",
 )
 
-
-def _linear(x: Any) -> Any:
-    return x
-
-
-def _make(name: str) -> Callable[[Any], Any]:
-    if name == "linear":
-        return _linear
-    if name == "swish":
-        name = "silu"
-    if name == "exponential":
-        return lambda x: ops.exp(x)
-    if name == "gelu":  # Keras's activations.gelu is the exact (erf) form; ops.nn.gelu defaults to tanh's
-        def gelu(x: Any) -> Any:
-            return ops.nn.gelu(x, approximate=False)
-
-        return gelu
-
-    def activation(x: Any) -> Any:
-        return getattr(ops.nn, name)(x)
-
-    activation.__name__ = name
-    return activation
-
-
-_FUNCTIONS = {name: _make(name) for name in NAMES}
+_FUNCTIONS: dict[str, Callable] = {name: globals()[name] for name in NAMES}
 
 
 def standardize(identifier: Any, argument: str = "activation") -> str | Callable:
@@ -71,3 +226,24 @@ def get(identifier: Any) -> Callable[[Any], Any]:
     """The activation function for a name, ``None`` (linear) or a callable."""
     standardized = standardize(identifier)
     return _FUNCTIONS[standardized] if isinstance(standardized, str) else standardized
+
+
+def serialize(activation: Any) -> str:
+    """The name of a built-in activation (Keras's ``activations.serialize``).
+
+    Raises:
+        ValueError: a function that is not one of this module's activations.
+    """
+    name = standardize(activation)
+    if not isinstance(name, str):
+        raise ValueError(f"activations.serialize: {activation!r} is not a built-in activation; register a custom "
+                         "function with @ember.saving.register_serializable() and save it by its registered name")
+    return name
+
+
+def deserialize(config: Any, custom_objects: dict | None = None) -> Callable:
+    """The activation function for a name (or ``{"class_name": name}``), looked up in ``custom_objects`` first."""
+    name = config.get("class_name", config.get("config")) if isinstance(config, dict) else config
+    if custom_objects and name in custom_objects:
+        return custom_objects[name]
+    return get(name)

@@ -33,7 +33,7 @@ from ember import dtypes
 from ember.serialization import register_serializable
 from ember import ops
 from ember.seeds import derive_seed, is_seed_array, sub_seed  # noqa: F401 (public here too)
-from ember.serialization import deserialize
+from ember.serialization import deserialize as _deserialize
 from ember.serialization import serialize as _serialize
 
 _global = np.random.default_rng()
@@ -388,13 +388,88 @@ class Identity(Initializer):
         return self.gain * np.eye(*shape)
 
 
+_WINDOWS = {"hann": np.hanning, "hanning": np.hanning, "hamming": np.hamming, "blackman": np.blackman,
+            "bartlett": np.bartlett}
+
+
+@register_serializable("ember")
+@dataclasses.dataclass(frozen=True)
+class STFT(Initializer):
+    """Kernels of a short-time Fourier transform as a convolution, shape ``(frame_length, 1, fft_length // 2 + 1)``.
+
+    ``side="real"`` gives the cosine (real) part, ``"imag"`` the sine part, each times the
+    ``window`` (a name: hann, hamming, blackman, bartlett; a 1-D sequence; or None) divided
+    by its ``scaling`` (``"density"``: its L2 norm, ``"spectrum"``: its sum, None: 1).
+    ``periodic`` uses the periodic (DFT-even) window instead of the symmetric one.
+
+    Example:
+        >>> import ember
+        >>> from ember import initializers, ops
+        >>> ember.set_backend("numpy")
+        >>> ops.shape(initializers.STFT()((8, 1, 5)))
+        (8, 1, 5)
+    """
+
+    side: str = "real"
+    window: Any = "hann"
+    scaling: str | None = "density"
+    periodic: bool = False
+
+    def __post_init__(self) -> None:
+        if self.side not in ("real", "imag"):
+            raise ValueError(f"STFT: side must be 'real' or 'imag', received {self.side!r}")
+        if isinstance(self.window, str) and self.window not in _WINDOWS:
+            raise ValueError(f"STFT: unknown window {self.window!r}; expected one of {sorted(_WINDOWS)}, "
+                             "a 1-D sequence of frame_length values, or None")
+        if self.scaling not in ("density", "spectrum", None):
+            raise ValueError(f"STFT: scaling must be 'density', 'spectrum' or None, received {self.scaling!r}")
+        if isinstance(self.window, (list, tuple, np.ndarray)):
+            object.__setattr__(self, "window", [float(v) for v in np.asarray(self.window).ravel()])
+
+    def _window(self, length: int) -> np.ndarray | None:
+        if self.window is None:
+            return None
+        if isinstance(self.window, str):
+            function = _WINDOWS[self.window]
+            return function(length + 1)[:-1] if self.periodic else function(length)
+        window = np.asarray(self.window, dtype=np.float64)
+        if window.shape != (length,):
+            raise ValueError(f"STFT: the window must have frame_length={length} values, received {window.shape[0]}")
+        return window
+
+    def sample(self, shape, seed):
+        if len(shape) != 3:
+            raise ValueError(f"STFT: needs a shape (frame_length, 1, fft_length // 2 + 1), received {shape}")
+        frame_length, _, bins = shape
+        frequency = np.arange(bins, dtype=np.float64).reshape(1, 1, bins) / ((bins - 1) * 2)
+        time = np.arange(frame_length, dtype=np.float64).reshape(frame_length, 1, 1)
+        angle = -2.0 * np.pi * time * frequency
+        kernel = np.cos(angle) if self.side == "real" else np.sin(angle)
+        window = self._window(frame_length)
+        if window is not None:
+            scale = {"density": np.sqrt(np.sum(window ** 2)), "spectrum": np.sum(np.abs(window)), None: 1.0}[self.scaling]
+            kernel = kernel * window.reshape(frame_length, 1, 1) / scale
+        return np.broadcast_to(kernel, shape).copy()
+
+
+# Keras's other public names for the same classes (``keras.initializers.glorot_uniform`` is the class).
+IdentityInitializer = Identity
+OrthogonalInitializer = Orthogonal
+STFTInitializer = STFT
+zeros, ones, constant = Zeros, Ones, Constant
+random_normal, random_uniform, truncated_normal = RandomNormal, RandomUniform, TruncatedNormal
+variance_scaling, orthogonal, identity, stft = VarianceScaling, Orthogonal, Identity, STFT
+glorot_uniform, glorot_normal, he_uniform, he_normal = GlorotUniform, GlorotNormal, HeUniform, HeNormal
+lecun_uniform, lecun_normal = LecunUniform, LecunNormal
+
+
 _ALIASES = {
     "zeros": Zeros, "ones": Ones, "constant": Constant, "random_normal": RandomNormal,
     "random_uniform": RandomUniform, "uniform": RandomUniform, "normal": RandomNormal, "truncated_normal": TruncatedNormal,
     "variance_scaling": VarianceScaling, "glorot_uniform": GlorotUniform,
     "glorot_normal": GlorotNormal, "he_uniform": HeUniform, "he_normal": HeNormal,
     "lecun_uniform": LecunUniform, "lecun_normal": LecunNormal, "orthogonal": Orthogonal,
-    "identity": Identity,
+    "identity": Identity, "stft": STFT,
 }
 
 
@@ -402,16 +477,25 @@ def get(identifier: Any) -> Initializer:
     """Resolve a name (``"glorot_uniform"``, ``"GlorotUniform"``), an instance or a config dict."""
     if isinstance(identifier, Initializer):
         return identifier
+    if isinstance(identifier, type) and issubclass(identifier, Initializer):
+        return identifier()  # Keras's lowercase names are the classes: initializers.he_normal
     if isinstance(identifier, str):
         cls = _ALIASES.get(identifier) or {c.__name__: c for c in _ALIASES.values()}.get(identifier)
         if cls is None:
             raise ValueError(f"unknown initializer {identifier!r}; expected one of {sorted(_ALIASES)}")
         return cls()
     if isinstance(identifier, dict):
-        return deserialize(identifier)
+        return _deserialize(identifier)
     if callable(identifier):
         return identifier
     raise TypeError(f"initializer: expected a name, an Initializer or a config, received {identifier!r}")
+
+
+def deserialize(config: Any, custom_objects: dict | None = None) -> Initializer:
+    """An initializer from its config (``serialize``'s output) or a name; ``custom_objects`` looked up first."""
+    if isinstance(config, str) and custom_objects and config in custom_objects:
+        return custom_objects[config]()
+    return get(config)
 
 
 def serialize(initializer: Any) -> Any:

@@ -38,6 +38,7 @@ from ember.serialization import resolve
 
 __all__ = [
     "L1", "L1L2", "L2", "OrthogonalRegularizer", "Regularizer", "deserialize", "get", "serialize", "weight_penalties",
+    "l1", "l2", "l1_l2", "orthogonal_regularizer",
 ]
 
 # Keras's backend.epsilon(): the floor on a row/column norm in OrthogonalRegularizer.
@@ -260,6 +261,10 @@ def serialize(regularizer: Any) -> Any:
 def deserialize(config: Any) -> Any:
     """Inverse of :func:`serialize`."""
     return _deserialize(config)
+
+
+# Keras's lowercase names: ``regularizers.l2(1e-4)`` builds an L2 (they are the classes, as in Keras).
+l1, l2, l1_l2, orthogonal_regularizer = L1, L2, L1L2, OrthogonalRegularizer
 
 
 def get(identifier: Any, argument: str = "regularizer") -> Any:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember import backends, initializers, ops
+from ember import backends, initializers, layers, ops
 
 ALL = ["zeros", "ones", "constant", "random_normal", "random_uniform", "truncated_normal",
        "variance_scaling", "glorot_uniform", "glorot_normal", "he_uniform", "he_normal",
@@ -111,3 +111,30 @@ def test_bad_input():
         initializers.Zeros()("abc")
     with pytest.raises(TypeError, match="seed"):
         initializers.RandomNormal()((2,), seed=1.5)
+
+
+# ----------------------------------------------------------------- Keras's names (issue 19)
+@pytest.mark.parametrize("kwargs", [{}, {"side": "imag"}, {"window": "hamming", "scaling": "spectrum"},
+                                    {"periodic": True}, {"window": None}])
+def test_stft_initializer_matches_keras(backend, kwargs):
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    expected = keras.ops.convert_to_numpy(keras.initializers.STFT(**kwargs)((16, 1, 9), dtype="float32"))
+    actual = ops.to_numpy(initializers.STFT(**kwargs)((16, 1, 9)))
+    # Keras evaluates cos/sin in float32 at arguments up to 2*pi*15*8/16: ~2e-6 absolute error near zeros.
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=5e-6)
+
+
+def test_lowercase_initializer_names_are_the_classes(backend):
+    assert initializers.he_normal is initializers.HeNormal and initializers.stft is initializers.STFT
+    assert initializers.IdentityInitializer is initializers.Identity
+    assert initializers.OrthogonalInitializer is initializers.Orthogonal
+    np.testing.assert_array_equal(ops.to_numpy(initializers.glorot_uniform(seed=3)((3, 2))),
+                                  ops.to_numpy(initializers.GlorotUniform(seed=3)((3, 2))))
+    layer = layers.Dense(2, kernel_initializer=initializers.zeros)  # a class, as Keras accepts
+    assert not np.any(ops.to_numpy(layer.build((None, 3), seed=0)["params"]["kernel"]))
+    assert initializers.deserialize(initializers.serialize(initializers.STFT(side="imag"))) == initializers.STFT(side="imag")
+    with pytest.raises(ValueError, match="STFT: unknown window"):
+        initializers.STFT(window="kaiserish")

@@ -168,3 +168,17 @@ def test_regularizers_are_immutable():
     with pytest.raises(AttributeError):
         reg.l2 = 0.5
     assert ember.regularizers is regularizers
+
+
+def test_lowercase_regularizer_names_match_keras(backend):
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    x = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    for ours, theirs in [(regularizers.l1(0.1), keras.regularizers.l1(0.1)),
+                         (regularizers.l2(0.2), keras.regularizers.l2(0.2)),
+                         (regularizers.l1_l2(l1=0.1, l2=0.3), keras.regularizers.l1_l2(l1=0.1, l2=0.3)),
+                         (regularizers.orthogonal_regularizer(0.1), keras.regularizers.orthogonal_regularizer(0.1))]:
+        expected = float(keras.ops.convert_to_numpy(theirs(keras.ops.convert_to_tensor(x))))
+        np.testing.assert_allclose(float(ops.to_numpy(ours(ops.convert_to_tensor(x)))), expected, rtol=1e-5)

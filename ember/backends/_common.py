@@ -123,3 +123,11 @@ def broadcast_error(op: str, *operands: Any) -> ValueError:
     ``add: operands could not be broadcast together with shapes [(2, 3), (4,)]``."""
     shapes = [tuple(int(d) for d in getattr(o, "shape", ())) for o in operands]
     return ValueError(f"{op}: operands could not be broadcast together with shapes {shapes}")
+
+
+def one_hot_depth(depth: Any, num_classes: Any) -> int:
+    """The class count of ``one_hot``, given as ``depth`` or (Keras's name) ``num_classes``."""
+    if (depth is None) == (num_classes is None):
+        raise ValueError(f"one_hot: give the class count once, as depth or num_classes; received depth={depth!r}, "
+                         f"num_classes={num_classes!r}")
+    return int(depth if num_classes is None else num_classes)

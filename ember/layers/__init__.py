@@ -246,3 +246,66 @@ __all__ += [
     "NCPCell",
     "WiredCfCCell",
 ]
+
+# Keras's activation layers, functional merge helpers, adaptive pooling, AlphaDropout and
+# layer (de)serialization (issue 19).
+from ember.layers.activation import ELU, LeakyReLU, PReLU, ReLU, Softmax  # noqa: E402
+from ember.layers.core.einsum_dense import EinsumDense  # noqa: E402
+from ember.layers.core.wrapper import Wrapper  # noqa: E402
+from ember.layers.rnn.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D  # noqa: E402
+from ember.layers.rnn.stacked_cells import StackedRNNCells  # noqa: E402
+from ember.layers.merge.functional import (  # noqa: E402
+    add,
+    average,
+    concatenate,
+    dot,
+    maximum,
+    minimum,
+    multiply,
+    subtract,
+)
+from ember.layers.pooling.adaptive_pooling import (  # noqa: E402
+    AdaptiveAveragePooling1D,
+    AdaptiveAveragePooling2D,
+    AdaptiveAveragePooling3D,
+    AdaptiveMaxPooling1D,
+    AdaptiveMaxPooling2D,
+    AdaptiveMaxPooling3D,
+)
+from ember.layers.regularization.alpha_dropout import AlphaDropout  # noqa: E402
+from ember.layers.serialization import deserialize, serialize  # noqa: E402
+
+__all__ += [
+    "ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "EinsumDense", "Wrapper", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "StackedRNNCells",
+    "add", "average", "concatenate", "dot", "maximum", "minimum", "multiply", "subtract",
+    "AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAveragePooling3D",
+    "AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D",
+    "AlphaDropout", "deserialize", "serialize",
+]
+
+# Preprocessing layers (issue 19, item 3).
+from ember.layers.preprocessing import (  # noqa: E402
+    CategoryEncoding,
+    CenterCrop,
+    Discretization,
+    Hashing,
+    IntegerLookup,
+    Normalization,
+    RandomBrightness,
+    RandomContrast,
+    RandomCrop,
+    RandomFlip,
+    RandomRotation,
+    RandomTranslation,
+    RandomZoom,
+    Rescaling,
+    Resizing,
+    StringLookup,
+    TextVectorization,
+)
+
+__all__ += [
+    "CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup", "StringLookup", "TextVectorization",
+    "Normalization", "RandomBrightness", "RandomContrast",
+    "RandomCrop", "RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom", "Rescaling", "Resizing",
+]

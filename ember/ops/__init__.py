@@ -66,4 +66,11 @@ def _rebind(backend) -> None:
     _install(_binding.bind(backend))
 
 
+from ember.ops import extra as _extra  # noqa: E402
+from ember.ops.extra import forward as _forward  # noqa: E402
+
+vars(_THIS).update(_forward.forwarders())
+vars(_THIS).update(_extra.EXPORTS)
+vars(random).update(_extra.RANDOM_EXPORTS)
+
 _backends.on_backend_change(_on_backend_change)

@@ -292,3 +292,55 @@ def test_wrappers_pass_the_inner_penalties(backend):
     assert len(activity) == 2
     assert_close(activity[0], 0.5 * np.sum(f_seq ** 2))
     assert_close(activity[1], 0.5 * np.sum(b_seq ** 2))
+
+
+# ------------------------------------------------------------------ ConvLSTM (issue 19)
+@pytest.mark.parametrize("cls_name, kwargs, shape", [
+    ("ConvLSTM1D", {"filters": 3, "kernel_size": 2}, (2, 4, 6, 2)),
+    ("ConvLSTM2D", {"filters": 2, "kernel_size": 3, "padding": "same", "return_sequences": True}, (2, 3, 5, 4, 2)),
+    ("ConvLSTM2D", {"filters": 2, "kernel_size": (2, 3), "strides": 2, "go_backwards": True, "return_state": True},
+     (1, 3, 6, 7, 1)),
+    ("ConvLSTM3D", {"filters": 2, "kernel_size": 2}, (1, 2, 3, 3, 3, 1)),
+])
+def test_conv_lstm_matches_keras_with_the_same_weights(backend, cls_name, kwargs, shape):
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    from ember import layers as ember_layers
+
+    x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+    theirs = getattr(keras.layers, cls_name)(**kwargs, bias_initializer="random_normal")
+    expected = theirs(keras.ops.convert_to_tensor(x))
+    expected = [keras.ops.convert_to_numpy(e) for e in (expected if isinstance(expected, (list, tuple)) else [expected])]
+    layer = getattr(ember_layers, cls_name)(**kwargs)
+    state = layer.build((None,) + shape[1:], seed=0)
+    for variable in theirs.weights:
+        key = variable.path.split("/")[-1]
+        assert ops.shape(state["params"][key]) == tuple(variable.shape), key
+        state["params"][key] = ops.convert_to_tensor(keras.ops.convert_to_numpy(variable))
+    actual, _ = layer.apply(state, ops.convert_to_tensor(x))
+    actual = actual if isinstance(actual, list) else [actual]
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(ops.to_numpy(a), e, rtol=1e-4, atol=1e-5)  # float32 over several steps
+    shapes = layer.compute_output_shape((None,) + shape[1:])
+    shapes = shapes if isinstance(shapes, list) else [shapes]
+    assert [s[1:] for s in shapes] == [e.shape[1:] for e in expected]
+
+
+def test_stacked_rnn_cells_equal_stacked_rnn_layers(backend):
+    x = ops.convert_to_tensor(np.random.default_rng(1).normal(size=(2, 5, 3)).astype(np.float32))
+    stacked = layers.RNN(layers.StackedRNNCells([layers.LSTMCell(4, name="first"), layers.GRUCell(3, name="second")]),
+                         return_sequences=True, return_state=True)
+    state = stacked.build((None, 5, 3), seed=0)
+    first, second = layers.LSTM(4, return_sequences=True), layers.GRU(3, return_sequences=True, return_state=True)
+    hidden, _ = first.apply({"params": state["params"]["first"], "buffers": {}}, x)
+    expected = second.apply({"params": state["params"]["second"], "buffers": {}}, hidden)[0]
+    actual, _ = stacked.apply(state, x)
+    assert len(actual) == 1 + 3  # outputs, then the LSTM's h and c and the GRU's h
+    for a, e in zip([actual[0], actual[3]], expected):
+        np.testing.assert_allclose(ops.to_numpy(a), ops.to_numpy(e), rtol=1e-5, atol=1e-6)
+    rebuilt = layers.deserialize(layers.serialize(stacked))
+    np.testing.assert_allclose(ops.to_numpy(rebuilt.apply(state, x)[0][0]), ops.to_numpy(actual[0]), rtol=1e-6)
+    with pytest.raises(ValueError, match="cells"):
+        layers.StackedRNNCells([])

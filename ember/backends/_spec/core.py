@@ -1041,9 +1041,10 @@ class core:
         Out-of-range integer indices raise ``IndexError`` naming the index, axis and size.
 
         Example:
+            >>> import builtins
             >>> from ember import ops
             >>> x = ops.reshape(ops.arange(6), (2, 3))
-            >>> ops.to_numpy(ops.getitem(x, (slice(None), 1))).tolist()
+            >>> ops.to_numpy(ops.getitem(x, (builtins.slice(None), 1))).tolist()
             [1, 4]
             >>> ops.to_numpy(ops.getitem(x, (1, [0, 2]))).tolist()
             [3, 5]
@@ -1123,8 +1124,10 @@ class core:
             [0, 1, 1, 0]
         """
 
-    def one_hot(indices, depth, dtype=None, axis=-1):
+    def one_hot(indices, depth=None, dtype=None, axis=-1, *, num_classes=None):
         """One-hot encoding; out-of-range indices give an all-zero row.
+
+        The class count is ``depth`` or, Keras's name, ``num_classes`` (exactly one of them).
 
         ``indices`` must have an integer dtype (float or bool indices are a ``TypeError``).
 

@@ -13,7 +13,7 @@ import builtins
 import mlx.core as mx
 import numpy as np
 
-from ember.backends._common import normalize_axis
+from ember.backends._common import one_hot_depth, normalize_axis
 from ember.backends.mlx._base import (
     FLOATS,
     FROM_MX,
@@ -307,11 +307,11 @@ def slice_update(x, start_indices, updates):
     return mx.slice_update(x, updates, dynamic, list(range(x.ndim)))
 
 
-def one_hot(indices, depth, dtype=None, axis=-1):
+def one_hot(indices, depth=None, dtype=None, axis=-1, *, num_classes=None):
     indices = to_mx(indices, "indices")
     if indices.dtype not in INTEGERS:
         raise TypeError(f"one_hot: indices must be integers, received dtype {FROM_MX[indices.dtype]}")
-    depth = int(depth)
+    depth = one_hot_depth(depth, num_classes)
     target = mx_dtype(dtype, "one_hot")
     out = mx.equal(mx.expand_dims(indices.astype(mx.int32), -1), mx.arange(depth, dtype=mx.int32)).astype(target)
     axis = normalize_axis(axis, out.ndim)

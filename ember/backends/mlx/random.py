@@ -49,6 +49,8 @@ def _key(seed, op):
         return mx.random.key(_GLOBAL.getrandbits(64))
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
         return mx.random.key(int(seed) & _MASK64)
+    if not isinstance(seed, (A, bool)) and hasattr(seed, "__index__"):  # ember.random.SeedGenerator
+        return mx.random.key(seed.__index__() & _MASK64)
     if isinstance(seed, A) and seed.dtype == mx.uint32 and tuple(seed.shape) == (2,):
         return seed
     if isinstance(seed, A) and seed.ndim == 0 and seed.dtype in INTEGERS:

@@ -12,7 +12,7 @@ import builtins
 import ml_dtypes
 import numpy as np
 
-from ember.backends._common import foreign_array_error, tensor_native
+from ember.backends._common import one_hot_depth, foreign_array_error, tensor_native
 from ember.backends.numpy._base import (
     BACKEND,
     BF16,
@@ -173,9 +173,9 @@ def slice_update(x, start_indices, updates):
     return result
 
 
-def one_hot(indices, depth, dtype=None, axis=-1):
+def one_hot(indices, depth=None, dtype=None, axis=-1, *, num_classes=None):
     indices = _int_indices(indices, "one_hot")
-    depth = int(depth)
+    depth = one_hot_depth(depth, num_classes)
     target = floatx() if dtype is None else dtype_arg(dtype)
     axis = axis_arg(axis, indices.ndim + 1)
     # Negative and too-large indices match no class, so their row stays all zero.

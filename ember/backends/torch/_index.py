@@ -16,7 +16,7 @@ import builtins as _b
 import numpy as np
 import torch
 
-from ember.backends._common import normalize_axis, tensor_native
+from ember.backends._common import one_hot_depth, normalize_axis, tensor_native
 from ember.backends.torch._base import (
     FLOATING,
     INTEGER,
@@ -243,12 +243,12 @@ def slice_update(x, start_indices, updates):
     return out
 
 
-def one_hot(indices, depth, dtype=None, axis=-1):
+def one_hot(indices, depth=None, dtype=None, axis=-1, *, num_classes=None):
     idx = native(indices, "indices")
     if idx.dtype in FLOATING or idx.dtype is torch.bool or idx.is_complex():
         raise TypeError(f"one_hot: indices must be integers, received dtype {dtype_name(idx.dtype)}")
     idx = index_tensor(idx, idx.device)
-    depth = int(depth)
+    depth = one_hot_depth(depth, num_classes)
     # Out-of-range (incl. negative) indices match no column: an all-zero row.
     out = (idx.unsqueeze(-1) == torch.arange(depth, device=idx.device)).to(torch_dtype(dtype))
     axis_ = normalize_axis(axis, out.ndim)

@@ -32,6 +32,23 @@ from ember.training.losses.base import (
     squeeze_or_expand_to_same_rank,
     standardize_reduction,
 )
+from ember.training.losses.ctc import CTC, ctc
+from ember.training.losses.focal import (
+    BinaryFocalCrossentropy,
+    CategoricalFocalCrossentropy,
+    binary_focal_crossentropy,
+    categorical_focal_crossentropy,
+)
+from ember.training.losses.overlap import (
+    CategoricalGeneralizedCrossEntropy,
+    Circle,
+    Dice,
+    Tversky,
+    categorical_generalized_cross_entropy,
+    circle,
+    dice,
+    tversky,
+)
 from ember.training.losses.hinge import (
     CategoricalHinge,
     Hinge,
@@ -74,12 +91,14 @@ from ember.serialization import deserialize as _deserialize
 _CLASSES = (
     MeanSquaredError, MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredLogarithmicError, Huber,
     LogCosh, CosineSimilarity, BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy,
-    KLDivergence, Poisson, Hinge, SquaredHinge, CategoricalHinge,
+    KLDivergence, Poisson, Hinge, SquaredHinge, CategoricalHinge, BinaryFocalCrossentropy,
+    CategoricalFocalCrossentropy, Dice, Tversky, CategoricalGeneralizedCrossEntropy, Circle, CTC,
 )
 _FUNCTIONS = (
     mean_squared_error, mean_absolute_error, mean_absolute_percentage_error, mean_squared_logarithmic_error, huber,
     log_cosh, cosine_similarity, binary_crossentropy, categorical_crossentropy, sparse_categorical_crossentropy,
-    kl_divergence, poisson, hinge, squared_hinge, categorical_hinge,
+    kl_divergence, poisson, hinge, squared_hinge, categorical_hinge, binary_focal_crossentropy,
+    categorical_focal_crossentropy, dice, tversky, categorical_generalized_cross_entropy, circle, ctc,
 )
 # Keras's lookup table: class names give instances, function names and aliases functions.
 ALL_OBJECTS: dict[str, Any] = {cls.__name__: cls for cls in _CLASSES}

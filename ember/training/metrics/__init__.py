@@ -37,7 +37,20 @@ from ember.training.metrics.accuracy import (
     sparse_top_k_categorical_accuracy,
     top_k_categorical_accuracy,
 )
+from ember.training.metrics.at_threshold import (
+    PrecisionAtRecall,
+    RecallAtPrecision,
+    SensitivityAtSpecificity,
+    SpecificityAtSensitivity,
+)
 from ember.training.metrics.auc import AUC
+from ember.training.metrics.correlation import (
+    ConcordanceCorrelation,
+    PearsonCorrelation,
+    concordance_correlation,
+    pearson_correlation,
+)
+from ember.training.metrics.iou import BinaryIoU, IoU, MeanIoU, OneHotIoU, OneHotMeanIoU
 from ember.training.metrics.base import Metric, StatefulMetric
 from ember.training.metrics.confusion import (
     FalseNegatives,
@@ -71,6 +84,9 @@ from ember.training.metrics.regression import (
     cosine_similarity,
 )
 from ember.training.losses import (  # Keras's metrics module re-exports the loss functions
+    binary_focal_crossentropy,
+    categorical_focal_crossentropy,
+    huber,
     binary_crossentropy,
     categorical_crossentropy,
     categorical_hinge,
@@ -95,13 +111,15 @@ _CLASSES = (
     TrueNegatives, FalseNegatives, F1Score, FBetaScore, AUC, MeanSquaredError, RootMeanSquaredError,
     MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredLogarithmicError, LogCoshError, CosineSimilarity,
     R2Score, BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy, KLDivergence, Poisson,
-    Hinge, SquaredHinge, CategoricalHinge,
+    Hinge, SquaredHinge, CategoricalHinge, IoU, MeanIoU, BinaryIoU, OneHotIoU, OneHotMeanIoU, PearsonCorrelation,
+    ConcordanceCorrelation, PrecisionAtRecall, RecallAtPrecision, SensitivityAtSpecificity, SpecificityAtSensitivity,
 )
 _FUNCTIONS = (
     accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy, top_k_categorical_accuracy,
     sparse_top_k_categorical_accuracy, cosine_similarity, binary_crossentropy, categorical_crossentropy,
     sparse_categorical_crossentropy, kl_divergence, poisson, hinge, squared_hinge, categorical_hinge, log_cosh,
     mean_absolute_error, mean_absolute_percentage_error, mean_squared_error, mean_squared_logarithmic_error,
+    binary_focal_crossentropy, categorical_focal_crossentropy, huber, pearson_correlation, concordance_correlation,
 )
 # Keras's lookup table: class names and their snake_case forms (and a few aliases) give classes.
 ALL_OBJECTS: dict[str, type] = {cls.__name__: cls for cls in _CLASSES if cls is not MeanMetricWrapper}

@@ -22,6 +22,7 @@ from ember.training.optimizers import schedules
 from ember.training.optimizers.adam import Adam, Adamax, AdamW, Lamb, Nadam
 from ember.training.optimizers.adaptive import Adadelta, Adagrad, RMSprop
 from ember.training.optimizers.base import Optimizer
+from ember.training.optimizers.factored import Adafactor, Ftrl
 from ember.training.optimizers.clipping import clip_by_global_norm, clip_by_norm, global_norm
 from ember.training.optimizers.lion import Lion
 from ember.training.optimizers.schedules import LearningRateSchedule
@@ -29,7 +30,7 @@ from ember.training.optimizers.sgd import SGD
 from ember.serialization import serialize as _serialize
 from ember.serialization import deserialize as _deserialize
 
-ALL_OPTIMIZERS = (SGD, Adam, AdamW, Adamax, Nadam, Lamb, RMSprop, Adagrad, Adadelta, Lion)
+ALL_OPTIMIZERS = (SGD, Adam, AdamW, Adamax, Nadam, Lamb, RMSprop, Adagrad, Adadelta, Lion, Adafactor, Ftrl)
 _BY_NAME = {cls.__name__.lower(): cls for cls in ALL_OPTIMIZERS}
 
 
@@ -49,7 +50,7 @@ def get(identifier: Any) -> Optimizer | None:
         >>> optimizers.get("adamm")
         Traceback (most recent call last):
         ...
-        ValueError: unknown optimizer 'adamm'; expected one of ['adadelta', 'adagrad', 'adam', 'adamax', 'adamw', 'lamb', 'lion', 'nadam', 'rmsprop', 'sgd']
+        ValueError: unknown optimizer 'adamm'; expected one of ['adadelta', 'adafactor', 'adagrad', 'adam', 'adamax', 'adamw', 'ftrl', 'lamb', 'lion', 'nadam', 'rmsprop', 'sgd']
     """
     if identifier is None or isinstance(identifier, Optimizer):
         return identifier
@@ -98,7 +99,7 @@ def deserialize(config: dict) -> Optimizer:
 
 
 __all__ = [
-    "ALL_OPTIMIZERS", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "Lamb", "LearningRateSchedule",
+    "ALL_OPTIMIZERS", "SGD", "Adadelta", "Adafactor", "Ftrl", "Adagrad", "Adam", "AdamW", "Adamax", "Lamb", "LearningRateSchedule",
     "Lion", "Nadam", "Optimizer", "RMSprop", "clip_by_global_norm", "clip_by_norm", "deserialize", "get",
     "global_norm", "schedules", "serialize",
 ]

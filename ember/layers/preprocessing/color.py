@@ -1,0 +1,112 @@
+"""``RandomBrightness`` and ``RandomContrast``: per-image colour jitter while training."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember import ops
+from ember.layers.layer import Layer
+from ember.layers.preprocessing import _random
+
+
+def _value_range(layer: Any) -> list[float]:
+    low, high = (float(v) for v in layer.value_range)
+    if not low < high:
+        raise ValueError(f"{layer.name}: value_range must be (low, high) with low < high, received {layer.value_range!r}")
+    return [low, high]
+
+
+class RandomBrightness(Layer):
+    """While training, adds to each image one delta drawn from ``factor * (high - low)`` and clips
+    to ``value_range``. Outside training it returns its input.
+
+    Args:
+        factor: a number ``f`` in [0, 1] (delta range ``[-f, f]``) or a ``(lower, upper)`` pair in [-1, 1].
+        value_range: the ``(low, high)`` range of the pixel values.
+        seed: int seed used when ``apply`` receives no ``rng``.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> layer = layers.RandomBrightness((0.5, 0.5), value_range=(0, 1))
+        >>> y, _ = layer.apply(layer.build((None, 1, 1, 1)), ops.full((1, 1, 1, 1), 0.25), training=True)
+        >>> ops.to_numpy(y).ravel().tolist()
+        [0.75]
+    """
+
+    factor: Any
+    value_range: Any = (0, 255)
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._normalize("factor", _random.factor_range(self, "factor", self.factor, -1.0, 1.0))
+        self._normalize("value_range", _value_range(self))
+        _random.check_seed(self)
+
+    def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
+        if not training:
+            return inputs
+        low, high = self.value_range
+        shape = (ops.shape(inputs)[0],) + (1,) * (ops.ndim(inputs) - 1)
+        delta = ops.random.uniform(shape, self.factor[0], self.factor[1], dtype=ops.dtype(inputs),
+                                   seed=_random.seed_for(self, rng)) if self.factor[0] < self.factor[1] else \
+            ops.full(shape, self.factor[0], dtype=ops.dtype(inputs))
+        return ops.clip(ops.add(inputs, ops.multiply(delta, high - low)), low, high)
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        return tuple(input_shape)
+
+
+class RandomContrast(Layer):
+    """While training, scales each image's deviation from its per-channel mean by a factor drawn
+    from ``[1 - lower, 1 + upper]`` and clips to ``value_range``. Outside training it returns its input.
+
+    Args:
+        factor: a number ``f`` in [0, 1] (range ``[1 - f, 1 + f]``) or a ``(lower, upper)`` pair.
+        value_range: the ``(low, high)`` range of the pixel values.
+        seed: int seed used when ``apply`` receives no ``rng``.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> ember.set_backend("numpy")
+        >>> layer = layers.RandomContrast((-1.0, 1.0), value_range=(0, 4))   # factor 2 exactly
+        >>> x = ops.reshape(ops.convert_to_tensor([1.0, 3.0]), (1, 1, 2, 1))
+        >>> y, _ = layer.apply(layer.build((None, 1, 2, 1)), x, training=True)
+        >>> ops.to_numpy(y).ravel().tolist()
+        [0.0, 4.0]
+    """
+
+    factor: Any
+    value_range: Any = (0, 255)
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        factor = self.factor
+        lower, upper = (factor, factor) if not isinstance(factor, (list, tuple)) else factor
+        if isinstance(lower, bool) or not isinstance(lower, (int, float)) or isinstance(upper, bool) or \
+                not isinstance(upper, (int, float)) or 1.0 - lower > 1.0 + upper or lower > 1.0:
+            raise ValueError(f"{self.name}: factor must be f in [0, 1] or (lower, upper) with 1 - lower <= 1 + upper "
+                             f"and lower <= 1, received {factor!r}")
+        self._normalize("factor", [float(lower), float(upper)])
+        self._normalize("value_range", _value_range(self))
+        _random.check_seed(self)
+
+    def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
+        if not training:
+            return inputs
+        low, high = self.value_range
+        shape = (ops.shape(inputs)[0],) + (1,) * (ops.ndim(inputs) - 1)
+        smallest, largest = 1.0 - self.factor[0], 1.0 + self.factor[1]
+        scale = ops.random.uniform(shape, smallest, largest, dtype=ops.dtype(inputs),
+                                   seed=_random.seed_for(self, rng)) if smallest < largest else \
+            ops.full(shape, smallest, dtype=ops.dtype(inputs))
+        spatial_axes = tuple(range(1, ops.ndim(inputs) - 1))
+        mean = ops.mean(inputs, axis=spatial_axes, keepdims=True)
+        return ops.clip(ops.add(ops.multiply(ops.subtract(inputs, mean), scale), mean), low, high)
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        return tuple(input_shape)

@@ -1,0 +1,153 @@
+"""Integer, bit and index ops of ``keras.ops`` computed on the host (NumPy) and returned on the backend.
+
+These ops have no gradient (integer or index results) or a data-dependent output shape
+(``unique``), so they copy their inputs to the host, run NumPy, and convert the result
+back to the active backend's default device. Their cost is one host round trip; keep
+them out of per-step training code on an accelerator.
+
+Example:
+    >>> import ember
+    >>> from ember import ops
+    >>> with ember.using_backend("numpy"):
+    ...     ops.to_numpy(ops.bitwise_and(ops.convert_to_tensor([6, 3]), 5)).tolist()
+    [4, 1]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ember import dtypes, ops
+
+__all__ = [
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_invert", "bitwise_left_shift",
+    "bitwise_right_shift", "left_shift", "right_shift", "gcd", "lcm", "unique", "unravel_index",
+    "argpartition", "nextafter",
+]
+
+
+def _host(x: Any) -> np.ndarray:
+    return np.asarray(ops.to_numpy(x)) if ops.is_array(x) or hasattr(x, "numpy") else np.asarray(x)
+
+
+def _dtype_of(x: Any) -> str:
+    """Ember's dtype for an operand: arrays keep theirs, Python ints are weak (int32)."""
+    if ops.is_array(x) or hasattr(x, "numpy"):
+        return ops.dtype(ops.convert_to_tensor(x))
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return "int32"
+    return dtypes.standardize_dtype(np.asarray(x).dtype)
+
+
+def _weak(x: Any) -> Any:
+    """A Python scalar as is (weak in promotion), anything else as its Ember dtype name."""
+    return x if isinstance(x, (bool, int, float)) else ops.dtype(ops.convert_to_tensor(x))
+
+
+def _integer_binary(name: str, function: Callable) -> Callable:
+    def op(x, y):
+        result_dtype = dtypes.result_type(*(_weak(v) for v in (x, y)))
+        for argument, value in (("x", x), ("y", y)):
+            kind = _dtype_of(value)
+            if not (dtypes.is_integer(kind) or kind == "bool"):
+                raise TypeError(f"{name}: {argument} must be an integer or bool array, received dtype {kind}")
+        numpy_dtype = dtypes.to_numpy_dtype(result_dtype)
+        out = function(_host(x).astype(numpy_dtype), _host(y).astype(numpy_dtype))
+        return ops.convert_to_tensor(np.asarray(out).astype(numpy_dtype), dtype=result_dtype)
+
+    op.__name__ = name
+    op.__doc__ = f"NumPy's ``{function.__name__}`` of two integer (or bool) arrays, computed on the host."
+    return op
+
+
+bitwise_and = _integer_binary("bitwise_and", np.bitwise_and)
+bitwise_or = _integer_binary("bitwise_or", np.bitwise_or)
+bitwise_xor = _integer_binary("bitwise_xor", np.bitwise_xor)
+bitwise_left_shift = _integer_binary("bitwise_left_shift", np.left_shift)
+bitwise_right_shift = _integer_binary("bitwise_right_shift", np.right_shift)
+left_shift = _integer_binary("left_shift", np.left_shift)
+right_shift = _integer_binary("right_shift", np.right_shift)
+gcd = _integer_binary("gcd", np.gcd)
+lcm = _integer_binary("lcm", np.lcm)
+
+
+def bitwise_invert(x):
+    """Bitwise NOT of an integer array (logical NOT of a bool array), computed on the host."""
+    kind = _dtype_of(x)
+    if not (dtypes.is_integer(kind) or kind == "bool"):
+        raise TypeError(f"bitwise_invert: x must be an integer or bool array, received dtype {kind}")
+    return ops.convert_to_tensor(np.invert(_host(x).astype(dtypes.to_numpy_dtype(kind))), dtype=kind)
+
+
+def bitwise_not(x):
+    """Alias of :func:`bitwise_invert`."""
+    return bitwise_invert(x)
+
+
+def unique(x, sorted=True, return_inverse=False, return_counts=False, axis=None, size=None, fill_value=None):
+    """Sorted unique elements of ``x`` (and inverse indices and counts), NumPy's ``unique``.
+
+    ``size`` pads (with ``fill_value``, default the smallest unique value) or truncates the
+    result to a fixed length, as in Keras's JAX-friendly form.
+
+    Raises:
+        ValueError: ``sorted=False`` (the result is always sorted, as NumPy's).
+    """
+    if not sorted:
+        raise ValueError("unique: sorted=False is not supported; the unique values are always sorted")
+    host = _host(x)
+    kind = ops.dtype(ops.convert_to_tensor(x))
+    values, inverse, counts = np.unique(host, return_inverse=True, return_counts=True, axis=axis)
+    if size is not None:
+        fill = values.min(axis=0) if fill_value is None and values.size else (fill_value or 0)
+        if len(values) >= size:
+            values, counts = values[:size], counts[:size]
+        else:
+            pad = [(0, size - len(values))] + [(0, 0)] * (values.ndim - 1)
+            values = np.pad(values, pad, constant_values=fill)
+            counts = np.pad(counts, (0, size - len(counts)))
+    outputs = [ops.convert_to_tensor(values, dtype=kind)]
+    if return_inverse:
+        outputs.append(ops.convert_to_tensor(inverse.reshape(host.shape if axis is None else -1).astype(np.int32)))
+    if return_counts:
+        outputs.append(ops.convert_to_tensor(counts.astype(np.int32)))
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def unravel_index(indices, shape):
+    """Coordinate arrays (int32) of flat ``indices`` into an array of ``shape``.
+
+    Raises:
+        ValueError: an index out of range for ``shape``.
+    """
+    host = _host(indices).astype(np.int64)
+    total = int(np.prod(shape))
+    if host.size and (host.min() < 0 or host.max() >= total):
+        raise ValueError(f"unravel_index: indices must be in [0, {total}) for shape {tuple(shape)}, "
+                         f"received values in [{host.min()}, {host.max()}]")
+    return tuple(ops.convert_to_tensor(c.astype(np.int32)) for c in np.unravel_index(host, tuple(shape)))
+
+
+def argpartition(x, kth, axis=-1):
+    """Indices (int32) that partition ``x`` around its ``kth`` smallest element along ``axis``.
+
+    Computed as a stable ``argsort`` (a valid partition; NumPy's own order within the parts differs).
+    """
+    host = _host(x)
+    if not -host.shape[axis] <= kth < host.shape[axis]:
+        raise ValueError(f"argpartition: kth={kth} is out of range for axis {axis} of shape {host.shape}")
+    return ops.convert_to_tensor(np.argsort(host, axis=axis, kind="stable").astype(np.int32))
+
+
+def nextafter(x1, x2):
+    """The next representable float after ``x1`` towards ``x2``, in ``x1``'s dtype."""
+    kind = dtypes.result_type(*(_weak(v) for v in (x1, x2)))
+    if not dtypes.is_float(kind) or kind == "bfloat16":
+        kind = dtypes.floatx() if not dtypes.is_float(kind) else kind
+    numpy_dtype = dtypes.to_numpy_dtype(kind if kind != "bfloat16" else "float32")
+    out = np.nextafter(_host(x1).astype(numpy_dtype), _host(x2).astype(numpy_dtype))
+    return ops.convert_to_tensor(out, dtype=kind)
