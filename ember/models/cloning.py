@@ -23,6 +23,7 @@ from typing import Any
 
 import optree
 
+from ember.layers.construction import mark_auto_named
 from ember.layers.core.input_layer import InputLayer, symbolic_input
 from ember.layers.layer import Layer
 from ember.models.model import Model
@@ -31,7 +32,11 @@ from ember.symbolic import SymbolicTensor, replace_symbolic
 
 
 def _default_clone(layer: Layer) -> Layer:
-    return type(layer).from_config(layer.get_config())
+    clone = type(layer).from_config(layer.get_config())
+    base = layer.__dict__.get("_auto_name")
+    if base is not None and clone.name == layer.name:
+        mark_auto_named(clone, base)  # keep structural state keys: the clone's weights keep the same keys
+    return clone
 
 
 def _is_tensor(value: Any) -> bool:

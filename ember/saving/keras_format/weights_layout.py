@@ -91,6 +91,7 @@ def model_paths(model: Any, state: dict, keras_path: str = "", ember_prefix: str
     """Every variable of ``model`` (its ``state``) as ``(keras path, ember path)``, Keras's layer numbering."""
     used: dict[str, int] = {}
     pairs = []
+    state_keys = model._state_keys() if hasattr(model, "_state_keys") else {}
     for layer in keras_layer_order(model):
         base = to_snake_case(type(layer).__name__)
         if base == "model":
@@ -98,7 +99,8 @@ def model_paths(model: Any, state: dict, keras_path: str = "", ember_prefix: str
         used[base] = used.get(base, -1) + 1
         group = base if used[base] == 0 else f"{base}_{used[base]}"
         prefix = f"{keras_path}/layers/{group}".lstrip("/")
-        pairs += layer_paths(layer, _sub(state, layer.name), prefix, f"{ember_prefix}/{layer.name}".lstrip("/"))
+        key = state_keys.get(id(layer), layer.name)  # structural state key within the model
+        pairs += layer_paths(layer, _sub(state, key), prefix, f"{ember_prefix}/{key}".lstrip("/"))
     return pairs
 
 
