@@ -40,7 +40,7 @@ lint: install
 	$(PY) -m mypy
 
 # The documentation site (mkdocs-material + mkdocstrings, the [docs] extra), offline and strict: a
-# stale API page, a broken cross-reference or a missing page fails. Output: docs/site/.
+# stale API page, a broken cross-reference or a missing page fails. Output: site/.
 docs: install
 	$(PY) docs/gen_api.py --check
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
@@ -52,4 +52,4 @@ bench: install
 	$(PY) benchmarks/dispatch.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis docs/site build dist
+	rm -rf $(VENV) .pytest_cache .hypothesis site build dist

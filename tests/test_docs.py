@@ -109,6 +109,13 @@ def test_examples_run_on_every_backend(backend):
     assert not failures, "".join(failures[:3])
 
 
+def test_make_docs_writes_the_site_outside_the_sources():
+    # mkdocs refuses a site_dir inside docs_dir; the build tests pass --site-dir, so check the config.
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
+    site, docs = (ROOT / config["site_dir"]).resolve(), (ROOT / config["docs_dir"]).resolve()
+    assert docs not in site.parents and site != docs, (site, docs)
+
+
 def test_every_page_is_in_the_site_navigation():
     config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
 
