@@ -15,12 +15,14 @@ The update kernels write *out of place*: each new value is computed from the giv
 straight into the spare ones, so those arrays need no refill (``overwritten``). Only the
 arrays a step does not rewrite (frozen params, params without a gradient, optimizers
 without an out-of-place kernel) are refilled with a copy. The cost is a second set of
-the params and optimizer slots alive during ``fit``.
+the params and optimizer slots alive during ``fit``. A step continuing from the previous one's
+result checks only the arrays that step did not hand out (each handed-out array was matched to
+its spare one then), so the bookkeeping costs a flatten and an identity test per array.
 
 Example:
     >>> import numpy as np
-    >>> buffers = StepBuffers(clone=np.copy, refill=lambda spare, leaves, keep: [
-    ...     np.copyto(s, v) or s if k else s for s, v, k in zip(spare, leaves, keep)])
+    >>> buffers = StepBuffers(clone=np.copy, fits=lambda spare, leaf: spare.shape == leaf.shape,
+    ...                       copy=lambda targets, sources: [np.copyto(t, s) for t, s in zip(targets, sources)])
     >>> params, opt = {"w": np.zeros(2)}, {"m": np.zeros(2)}
     >>> new_params, new_opt = buffers.writable(params, opt)
     >>> new_params["w"] += 1.0                     # the step's in-place update
@@ -44,17 +46,22 @@ class StepBuffers:
 
     Args:
         clone: a new array with the value of a leaf (non-arrays are returned as they are).
-        refill: ``refill(spare_leaves, leaves, keep) -> writable_leaves``: the spare array of each
-            leaf (a fresh clone where the two do not match), holding the leaf's value where ``keep``
-            is true (one copy; elsewhere the caller overwrites it whole).
+        fits: ``fits(spare, leaf)``: whether the array ``spare`` (not ``leaf`` itself) can hold the
+            next value of ``leaf`` (same kind of array, shape, dtype, device and flags).
+        copy: ``copy(targets, sources)``: copy each source array into its target (one batched call).
     """
 
-    def __init__(self, clone: Callable[[Any], Any], refill: Callable[[list, list], list]) -> None:
+    def __init__(self, clone: Callable[[Any], Any], fits: Callable[[Any, Any], bool],
+                 copy: Callable[[list, list], None]) -> None:
         self._clone = clone
-        self._refill = refill
-        # (params, optimizer state) returned by the last completed step, and the leaves of the
-        # state that step was given: free once the caller continues from the step's result.
+        self._fits = fits
+        self._copy = copy
+        # The last completed step: (the params and optimizer state it returned, the leaves of the state
+        # it was given: free once the caller continues from its result, and the writable leaves it was
+        # handed, with whether each was a spare array that fits).
         self._last: tuple | None = None
+        # The last ``writable`` call: (params, opt_state, their leaves, the leaves handed out, fitted).
+        self._pending: tuple | None = None
 
     def writable(self, params: Any, opt_state: Any, overwritten: frozenset = frozenset()) -> tuple[Any, Any]:
         """Arrays for the next ``params`` and ``opt_state`` that the caller does not hold.
@@ -69,16 +76,46 @@ class StepBuffers:
         leaves, spec = optree.tree_flatten((params, opt_state), none_is_leaf=True)
         last = self._last
         if last is not None and last[0] is params and last[1] is opt_state and len(last[2]) == len(leaves):
-            fresh = self._refill(last[2], leaves, [id(leaf) not in overwritten for leaf in leaves])
+            fresh, fitted = self._reuse(last[2], leaves, last[3], last[4], overwritten)
         else:  # the first step on this state (or the caller went back to an older one): new arrays
-            fresh = [self._clone(leaf) for leaf in leaves]
+            fresh, fitted = [self._clone(leaf) for leaf in leaves], [False] * len(leaves)
+        self._pending = (params, opt_state, leaves, fresh, fitted)
         return spec.unflatten(fresh)
+
+    def _reuse(self, spare: list, leaves: list, handed: list, handed_fitted: list,
+               overwritten: frozenset) -> tuple[list, list]:
+        """Each leaf's spare array (a fresh clone where it does not fit), refilled unless overwritten.
+
+        A leaf that is the array the previous step was handed at its place fits that place's spare
+        array without a check: the two were matched then (the spare is the leaf the step was given).
+        """
+        out, fitted, targets, sources = [], [], [], []
+        for target, leaf, previous, known in zip(spare, leaves, handed, handed_fitted):
+            if (known and leaf is previous) or self._fits(target, leaf):
+                if id(leaf) not in overwritten:
+                    targets.append(target)
+                    sources.append(leaf)
+                out.append(target)
+                fitted.append(True)
+            else:
+                out.append(self._clone(leaf))
+                fitted.append(False)
+        if targets:
+            self._copy(targets, sources)
+        return out, fitted
 
     def commit(self, params: Any, opt_state: Any, new_params: Any, new_opt_state: Any) -> None:
         """Record a completed step: the arrays of its input become the next step's spare ones."""
-        spare = optree.tree_leaves((params, opt_state), none_is_leaf=True)
-        self._last = (new_params, new_opt_state, spare)
+        pending = self._pending
+        if pending is not None and pending[0] is params and pending[1] is opt_state:
+            spare, handed, fitted = pending[2], pending[3], pending[4]
+        else:  # the step was given arrays that did not come from writable
+            spare = optree.tree_leaves((params, opt_state), none_is_leaf=True)
+            handed, fitted = [None] * len(spare), [False] * len(spare)
+        self._last = (new_params, new_opt_state, spare, handed, fitted)
+        self._pending = None
 
     def clear(self) -> None:
         """Drop the spare arrays (``fit`` ends: they are not needed until the next one)."""
         self._last = None
+        self._pending = None

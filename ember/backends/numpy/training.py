@@ -59,18 +59,19 @@ def _copy(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value
 
 
-def _refill(spare: list, leaves: list, keep: list) -> list:
-    """Each leaf's spare array (a fresh copy where the two do not match), refilled where ``keep``."""
-    out = []
-    for target, leaf, refill in zip(spare, leaves, keep):
-        if (isinstance(target, np.ndarray) and isinstance(leaf, np.ndarray) and target.shape == leaf.shape
-                and target.dtype == leaf.dtype and target is not leaf):
-            if refill:
-                np.copyto(target, leaf)
-            out.append(target)
-        else:
-            out.append(_copy(leaf))
-    return out
+def _fits(spare: Any, leaf: Any) -> bool:
+    """Whether the array ``spare`` can hold the next value of ``leaf`` (see StepBuffers)."""
+    return (isinstance(spare, np.ndarray) and isinstance(leaf, np.ndarray) and spare.shape == leaf.shape
+            and spare.dtype == leaf.dtype and spare is not leaf)
+
+
+def _copy_into(targets: list, sources: list) -> None:
+    for target, source in zip(targets, sources):
+        np.copyto(target, source)
+
+
+def _buffers() -> StepBuffers:
+    return StepBuffers(_copy, _fits, _copy_into)
 
 
 # --------------------------------------------------------------------------- fused loss
@@ -184,7 +185,7 @@ class NumpySteps(GenericSteps):
         self._fused_loss = fusable_sparse_crossentropy(core.compile_loss)
         self._regularized: bool | None = None
         self._decay: tuple | None = None
-        self.buffers = StepBuffers(_copy, _refill)
+        self.buffers = _buffers()
 
     # --- state ownership ---------------------------------------------------------------------
     def own(self, state: dict) -> dict:
@@ -242,7 +243,7 @@ class NumpySteps(GenericSteps):
         return self._step(state, batch, self.buffers)
 
     def train_step(self, state: dict, batch: tuple) -> dict:
-        return self._step(state, batch, StepBuffers(_copy, _refill))  # new arrays for the new state
+        return self._step(state, batch, _buffers())  # new arrays for the new state
 
     def _step(self, state: dict, batch: tuple, buffers: StepBuffers) -> dict:
         """A step; the fused update writes the new state into ``buffers``' arrays, never into ``state``'s."""

@@ -256,15 +256,17 @@ def _lion(opt, grads, params, slots, lr, t, shared):
 # ------------------------------------------------------------------ out-of-place kernels
 # The same math as the kernels above for one parameter, reading the old tensors and writing the
 # new values whole into other tensors (``out=``): (optimizer, grad, param, new_param, slots,
-# new_slots, lr, t) -> None. ``param`` may be ``new_param`` (already holding the decayed value).
-# On the CPU the ``_foreach_*`` kernels above run these same per-tensor ops: the numbers are equal.
+# new_slots, lr, step_size) -> None, with ``slots``/``new_slots`` in :func:`written_slots` order and
+# ``step_size`` from :func:`_step_size` (computed once per step). ``param`` may be ``new_param``
+# (already holding the decayed value). On the CPU the ``_foreach_*`` kernels above run these same
+# per-tensor ops: the numbers are equal.
 
 
-def _sgd_into(opt, g, param, new_param, slots, new_slots, lr, t):
+def _sgd_into(opt, g, param, new_param, slots, new_slots, lr, step_size):
     if opt.momentum == 0.0:
         torch.add(param, g, alpha=-lr, out=new_param)
         return
-    velocity = torch.mul(slots["momentum"], opt.momentum, out=new_slots["momentum"])
+    velocity = torch.mul(slots[0], opt.momentum, out=new_slots[0])
     velocity.add_(g, alpha=-lr)
     if opt.nesterov:
         torch.add(param, velocity, alpha=opt.momentum, out=new_param)
@@ -273,16 +275,22 @@ def _sgd_into(opt, g, param, new_param, slots, new_slots, lr, t):
         torch.add(param, velocity, out=new_param)
 
 
-def _adam_into(opt, g, param, new_param, slots, new_slots, lr, t):
-    m = torch.lerp(slots["momentum"], g, 1.0 - opt.beta_1, out=new_slots["momentum"])
-    v = torch.mul(slots["velocity"], opt.beta_2, out=new_slots["velocity"])
+def _adam_into(opt, g, param, new_param, slots, new_slots, lr, step_size):
+    m = torch.lerp(slots[0], g, 1.0 - opt.beta_1, out=new_slots[0])
+    v = torch.mul(slots[1], opt.beta_2, out=new_slots[1])
     v.addcmul_(g, g, value=1.0 - opt.beta_2)
     if opt.amsgrad:
-        v = torch.maximum(slots["velocity_hat"], v, out=new_slots["velocity_hat"])
-    alpha = lr * _sqrt(_one_minus_power(opt.beta_2, t)) / _one_minus_power(opt.beta_1, t)
+        v = torch.maximum(slots[2], v, out=new_slots[2])
     denominator = torch.sqrt(v)
     denominator.add_(opt.epsilon)
-    torch.addcdiv(param, m, denominator, value=-alpha, out=new_param)
+    torch.addcdiv(param, m, denominator, value=-step_size, out=new_param)
+
+
+def _step_size(optimizer: Any, lr: Scalar, t: Scalar) -> Scalar:
+    """The factor of the update every parameter shares this step (Adam's bias-corrected rate)."""
+    if type(optimizer) is o.SGD:
+        return lr
+    return lr * _sqrt(_one_minus_power(optimizer.beta_2, t)) / _one_minus_power(optimizer.beta_1, t)
 
 
 _KERNELS_INTO: dict[type, Callable] | None = None
@@ -353,7 +361,8 @@ def apply_gradients_into(optimizer: Any, grads: list, params: list, slots: dict,
         >>> params[0].tolist(), new_params[0].tolist()
         ([1.0, 1.0], [0.5, 0.5])
     """
-    if written_slots(optimizer, params) is None:
+    names = written_slots(optimizer, params)
+    if names is None:
         raise TypeError(f"apply_gradients_into: no out-of-place torch kernel for {type(optimizer).__name__} on "
                         f"these tensors; use apply_gradients_inplace on a copy")
     active = [i for i, g in enumerate(grads) if g is not None]
@@ -364,12 +373,15 @@ def apply_gradients_into(optimizer: Any, grads: list, params: list, slots: dict,
         g = [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype) for i in active]
         g = _clip(optimizer, g)
         lr_s, t = _scalar(lr), _scalar(step)
+        step_size = _step_size(optimizer, lr_s, t)
+        rate = optimizer.weight_decay
+        old_slots, fresh_slots = [slots[name] for name in names], [new_slots[name] for name in names]
         for k, i in enumerate(active):
             param, new_param = params[i], new_params[i]
-            if optimizer.weight_decay is not None and (decay is None or decay[i]):
-                param = torch.add(param, param, alpha=-lr_s * optimizer.weight_decay, out=new_param)
-            kernel(optimizer, g[k], param, new_param, {name: values[i] for name, values in slots.items()},
-                   {name: values[i] for name, values in new_slots.items()}, lr_s, t)
+            if rate is not None and (decay is None or decay[i]):
+                param = torch.add(param, param, alpha=-lr_s * rate, out=new_param)
+            kernel(optimizer, g[k], param, new_param, [values[i] for values in old_slots],
+                   [values[i] for values in fresh_slots], lr_s, step_size)
 
 
 _KERNELS: dict[type, Callable] | None = None

@@ -123,24 +123,17 @@ def _large(leaves: list) -> bool:
     return sum([leaf.numel() for leaf in leaves]) >= _OUT_OF_PLACE_MEAN_SIZE * len(leaves)
 
 
-def _refill(spare: list, leaves: list, keep: list) -> list:
-    """Each leaf's spare tensor (a fresh clone where they differ), refilled where ``keep`` (one multi-tensor copy)."""
-    out = list(leaves)
-    targets, sources = [], []
-    for i, (target, leaf) in enumerate(zip(spare, leaves)):
-        if (isinstance(target, torch.Tensor) and isinstance(leaf, torch.Tensor) and target.shape == leaf.shape
-                and target.dtype == leaf.dtype and target.device == leaf.device
-                and target.requires_grad == leaf.requires_grad and target is not leaf):
-            if keep[i]:
-                targets.append(target)
-                sources.append(leaf)
-            out[i] = target
-        else:
-            out[i] = _clone_leaf(leaf)
-    if targets:
-        with torch.no_grad():
-            torch._foreach_copy_(targets, sources)
-    return out
+def _fits(spare: Any, leaf: Any) -> bool:
+    """Whether the tensor ``spare`` can hold the next value of ``leaf`` (see StepBuffers)."""
+    return (isinstance(spare, torch.Tensor) and isinstance(leaf, torch.Tensor) and spare.shape == leaf.shape
+            and spare.dtype == leaf.dtype and spare.device == leaf.device
+            and spare.requires_grad == leaf.requires_grad and spare is not leaf)
+
+
+def _copy_into(targets: list, sources: list) -> None:
+    """One multi-tensor copy."""
+    with torch.no_grad():
+        torch._foreach_copy_(targets, sources)
 
 
 class TorchSteps(GenericSteps):
@@ -153,7 +146,7 @@ class TorchSteps(GenericSteps):
         core.compile_loss = _FusedLoss(core.compile_loss)
         super().__init__(core, lambda fn: fn)
         self._released: tuple | None = None
-        self.buffers = StepBuffers(_clone_leaf, _refill)
+        self.buffers = StepBuffers(_clone_leaf, _fits, _copy_into)
 
     # --- state ownership ------------------------------------------------------------------
     def own(self, state: dict) -> dict:
