@@ -79,14 +79,14 @@ def test_fused_loss_takes_the_generic_path_for_other_inputs(backend):
 ], ids=["sgd", "sgd_nesterov_wd", "sgd_momentum", "adam", "adam_amsgrad", "adamw", "adam_schedule"])
 def test_numpy_inplace_update_equals_the_pure_optimizer(make):
     """The fused update, written out of place into a second set of arrays (as fit does), leaves its input intact."""
-    from ember.backends.numpy.training import _apply_out_of_place, _inplace_supported
+    from ember.backends.numpy import optim
 
     rng = np.random.default_rng(0)
     params = {"a": {"kernel": rng.normal(size=(3, 4)).astype(np.float32), "bias": np.zeros(4, np.float32)}}
     opt = make()
     if isinstance(opt, optimizers.AdamW):
         opt.exclude_from_weight_decay(var_names=["bias"])
-    assert _inplace_supported(opt, optree.tree_leaves(params))
+    assert optim.written_slots(opt, optree.tree_leaves(params)) is not None
     pure_params, pure_state = params, opt.init(params)
     decay = [opt.weight_decay is not None and opt.uses_weight_decay("/".join(path))
              for path in optree.tree_paths(params)]
@@ -101,8 +101,8 @@ def test_numpy_inplace_update_equals_the_pure_optimizer(make):
         new_slots = {name: spec.flatten_up_to(spare_state[name]) for name in opt.slot_initializers()}
         lr = float(np.asarray(opt.learning_rate_at(own_state["iterations"], own_state)))
         before = optree.tree_map(np.copy, (own, own_state))
-        _apply_out_of_place(opt, spec.flatten_up_to(grads), leaves, slots, spec.flatten_up_to(spare), new_slots,
-                            lr, step + 1.0, decay)
+        optim.apply_gradients_into(opt, spec.flatten_up_to(grads), leaves, slots, spec.flatten_up_to(spare),
+                                   new_slots, step=step + 1, lr=lr, decay=decay)
         for got, want in zip(optree.tree_leaves((own, own_state)), optree.tree_leaves(before)):
             np.testing.assert_array_equal(got, want)  # the given arrays are only read
         spare_state["iterations"] = own_state["iterations"] + 1
@@ -115,12 +115,12 @@ def test_numpy_inplace_update_equals_the_pure_optimizer(make):
 
 
 def test_numpy_clipping_optimizers_take_the_pure_path():
-    from ember.backends.numpy.training import _inplace_supported
+    from ember.backends.numpy import optim
 
     leaves = [np.zeros(2, np.float32)]
-    assert not _inplace_supported(optimizers.Adam(clipnorm=1.0), leaves)
-    assert not _inplace_supported(optimizers.RMSprop(), leaves)
-    assert not _inplace_supported(optimizers.SGD(), [np.zeros(2, np.float16)])
+    assert optim.written_slots(optimizers.Adam(clipnorm=1.0), leaves) is None
+    assert optim.written_slots(optimizers.RMSprop(), leaves) is None
+    assert optim.written_slots(optimizers.SGD(), [np.zeros(2, np.float16)]) is None
 
 
 @pytest.mark.parametrize("make", [lambda: optimizers.Adam(0.01, amsgrad=True),

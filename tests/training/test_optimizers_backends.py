@@ -140,7 +140,9 @@ def test_fast_path_only_on_torch(backend, monkeypatch):
     new, state = opt.apply_gradients_inplace({"w": ops.ones((2,))}, opt.init(params), params)
     np.testing.assert_allclose(ops.to_numpy(new["w"]), [0.9, 0.9], rtol=0, atol=adam_step_atol(0.1))
     assert len(calls) == (1 if backend == "torch" else 0)
-    assert base._fast_path(backend) is (None if backend != "torch" else base._fast_path("torch"))
+    fast = base._fast_path(backend)  # NumPy's kernels are out of place only; MLX compiles the generic path
+    assert (fast is not None and fast.supports(opt)) == (backend == "torch")
+    assert (fast is None) == (backend == "mlx")
     if backend != "torch":  # the pure path: the caller's arrays are untouched
         np.testing.assert_array_equal(ops.to_numpy(params["w"]), [1.0, 1.0])
 
@@ -223,6 +225,70 @@ def test_torch_out_of_place_step_equals_in_place_step_bit_for_bit(torch_backend,
 
 def test_apply_gradients_into_needs_an_out_of_place_kernel(backend):
     params = {"w": ops.ones((2,))}
-    opt = optimizers.RMSprop(0.1) if ember.get_backend() == "torch" else optimizers.SGD(0.1)
+    opt = optimizers.SGD(0.1) if ember.get_backend() == "mlx" else optimizers.RMSprop(0.1)
     with pytest.raises(TypeError, match="apply_gradients_into: no out-of-place kernel on the"):
         opt.apply_gradients_into({"w": ops.ones((2,))}, opt.init(params), params, opt.init(params), params)
+
+
+NUMPY_OUT_OF_PLACE_CASES = {
+    "sgd": lambda: optimizers.SGD(0.1),
+    "sgd_momentum": lambda: optimizers.SGD(0.05, momentum=0.9),
+    "sgd_nesterov_wd": lambda: optimizers.SGD(0.05, momentum=0.8, nesterov=True, weight_decay=0.1),
+    "adam": lambda: optimizers.Adam(0.01),
+    "adam_amsgrad": lambda: optimizers.Adam(0.01, amsgrad=True),
+    "adamw_schedule": FAST_CASES["adamw_schedule"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(NUMPY_OUT_OF_PLACE_CASES))
+def test_numpy_fused_kernel_equals_generic_path(case):  # the autouse fixture selects NumPy
+    """NumPy's fused kernels (fit's out-of-place step) give the generic path's numbers; inputs untouched."""
+    from ember.backends.numpy import optim
+
+    params, grads = _arrays(2, 6)
+    for g in grads[::2]:
+        g["p1"] = None  # a param without a gradient: neither it nor its slots are written
+    opt = NUMPY_OUT_OF_PLACE_CASES[case]()
+    if opt.weight_decay is not None:
+        opt.exclude_from_weight_decay(var_names=["p2"])
+    assert optim.written_slots(opt, list(_native(params).values())) is not None
+    generic, current = _native(params), _native(params)
+    generic_state, state = opt.init(generic), opt.init(current)
+    spare = _native(params)
+    spare_state = opt.init(spare)
+    for g in grads:
+        generic, generic_state = opt.apply_gradients(_native(g), generic_state, generic)
+        before = _numpy((current, state))
+        for key in ("p1",) if g["p1"] is None else ():  # what is not written must hold its value already
+            spare[key][...] = current[key]
+            for name in opt.slot_initializers():
+                spare_state[name][key][...] = state[name][key]
+        new, new_state = opt.apply_gradients_into(_native(g), state, current, spare_state, spare)
+        assert all(new[k] is spare[k] for k in spare)
+        for got, want in zip(optree.tree_leaves(_numpy((current, state))), optree.tree_leaves(before)):
+            np.testing.assert_array_equal(got, want)  # the given state is never written
+        current, state, spare, spare_state = new, new_state, current, state
+    for got, want in zip(optree.tree_leaves(_numpy((current, state))),
+                         optree.tree_leaves(_numpy((generic, generic_state)))):
+        np.testing.assert_allclose(got, want, rtol=0, atol=_fast_path_atol(want, len(grads)))
+
+
+@pytest.mark.parametrize("name", ["numpy", "torch"])
+def test_fused_kernels_follow_the_optimizer_class_not_its_subclasses(name):
+    """Backends find kernels by ``kernel_name`` (no import of the classes); a subclass runs the generic path."""
+    ember.set_backend(name)
+    fast = base._fast_path(name)
+
+    class MyAdam(optimizers.Adam):
+        pass
+
+    leaves = [ops.ones((2,))]
+    assert optimizers.Adam().kernel_name == optimizers.AdamW().kernel_name == "adam"
+    assert fast.written_slots(optimizers.AdamW(), leaves) == ("momentum", "velocity")
+    assert MyAdam().kernel_name is None and fast.written_slots(MyAdam(), leaves) is None
+    assert not fast.supports(MyAdam())
+    opt = MyAdam(0.1)
+    params = {"w": ops.ones((2,))}
+    with pytest.raises(TypeError, match="MyAdam.apply_gradients_into: no out-of-place kernel"):
+        opt.apply_gradients_into({"w": ops.ones((2,))}, opt.init(params), params, opt.init(params),
+                                 {"w": ops.zeros((2,))})

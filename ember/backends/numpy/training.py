@@ -8,10 +8,10 @@
   op-by-op loss, without recording a dozen small ops.
 * ``fit`` owns a private copy of the params and optimizer slots (made once by
   :meth:`NumpySteps.own`) and a second set of arrays (:mod:`ember.training.step_buffers`).
-  For ``SGD``, ``Adam`` and ``AdamW`` without gradient clipping, NumPy ``out=`` kernels
-  compute the new params and slots from the current ones straight into the second set
-  (the same formulas as :mod:`ember.training.optimizers`); other optimizers take the pure
-  path. So a step reads and writes each array once, and a step interrupted anywhere leaves
+  For ``SGD``, ``Adam`` and ``AdamW`` without gradient clipping, the fused kernels of
+  :mod:`ember.backends.numpy.optim` (NumPy ``out=`` ufuncs, the formulas of
+  :mod:`ember.training.optimizers`) compute the new params and slots from the current ones
+  straight into the second set; other optimizers take the pure path. So a step reads and writes each array once, and a step interrupted anywhere leaves
   the state it was given intact.
 
 The pure ``train_step`` writes into new arrays, so its input is never modified.
@@ -32,15 +32,15 @@ Example:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import optree
 
+from ember.backends.numpy import optim
+
 # StepBuffers through ember.training.steps: the one edge from this backend to the trainer (pyproject.toml)
 from ember.training.steps import GenericSteps, StepBuffers, StepCore, advance_rng, fusable_sparse_crossentropy
-from ember.training import optimizers
 from ember.autodiff import GradientTape
 
 
@@ -104,77 +104,6 @@ def sparse_crossentropy_from_logits(labels: Any, logits: Any) -> tuple[Any, Any]
     return loss, grad
 
 
-# ---------------------------------------------------------------------- in-place update
-def _inplace_supported(optimizer: Any, leaves: list) -> bool:
-    return (type(optimizer) in (optimizers.SGD, optimizers.Adam, optimizers.AdamW)
-            and not (optimizer.clipnorm or optimizer.clipvalue or optimizer.global_clipnorm)
-            and optimizer.loss_scale_factor is None
-            and all([isinstance(p, np.ndarray) and p.dtype in (np.float32, np.float64) for p in leaves]))
-
-
-def _one_minus_power(base: float, t: float) -> float:
-    return -math.expm1(t * math.log(base)) if base > 0.0 else 1.0 - base ** t
-
-
-def _written_slots(optimizer: Any) -> tuple[str, ...]:
-    """The slots :func:`_apply_out_of_place` writes for each param with a gradient."""
-    if type(optimizer) is optimizers.SGD:
-        return ("momentum",) if optimizer.momentum != 0.0 else ()
-    return ("momentum", "velocity") + (("velocity_hat",) if optimizer.amsgrad else ())
-
-
-def _apply_out_of_place(optimizer: Any, grads: list, params: list, slots: dict, new_params: list,
-                        new_slots: dict, lr: float, t: float, decay: list) -> None:
-    """One SGD/Adam/AdamW step on lists of arrays (the formulas of the pure path).
-
-    Reads ``params`` and ``slots`` and writes the new values whole into ``new_params`` and the
-    :func:`_written_slots` of ``new_slots`` (distinct arrays): each array is read and written once.
-    A param without a gradient is not written.
-    """
-    for i, (g, old) in enumerate(zip(grads, params)):
-        if g is None:
-            continue
-        g = _plain(g)
-        if g.dtype != old.dtype:
-            g = g.astype(old.dtype)
-        p = new_params[i]
-        source = old  # the param's current value: the old array until p is written
-        if decay[i]:
-            np.multiply(old, lr * optimizer.weight_decay, out=p)
-            np.subtract(old, p, out=p)
-            source = p
-        if type(optimizer) is optimizers.SGD:
-            scaled = g * lr
-            if optimizer.momentum == 0.0:
-                np.subtract(source, scaled, out=p)
-                continue
-            velocity = np.multiply(slots["momentum"][i], optimizer.momentum, out=new_slots["momentum"][i])
-            velocity -= scaled
-            if optimizer.nesterov:
-                np.add(source, velocity * optimizer.momentum, out=p)
-                p -= scaled
-            else:
-                np.add(source, velocity, out=p)
-            continue
-        m_old, v_old = slots["momentum"][i], slots["velocity"][i]
-        m, v = new_slots["momentum"][i], new_slots["velocity"][i]
-        np.subtract(g, m_old, out=m)
-        m *= 1.0 - optimizer.beta_1
-        m += m_old
-        np.multiply(g, g, out=v)
-        v -= v_old
-        v *= 1.0 - optimizer.beta_2
-        v += v_old
-        if optimizer.amsgrad:
-            v = np.maximum(slots["velocity_hat"][i], v, out=new_slots["velocity_hat"][i])
-        alpha = lr * math.sqrt(_one_minus_power(optimizer.beta_2, t)) / _one_minus_power(optimizer.beta_1, t)
-        scratch = np.sqrt(v)
-        scratch += optimizer.epsilon
-        np.divide(m, scratch, out=scratch)
-        scratch *= alpha
-        np.subtract(source, scratch, out=p)
-
-
 class NumpySteps(GenericSteps):
     """Ember-engine gradients with a fused loss and in-place updates (see the module docstring)."""
 
@@ -184,7 +113,6 @@ class NumpySteps(GenericSteps):
         super().__init__(core, lambda fn: fn, detach=_detach)
         self._fused_loss = fusable_sparse_crossentropy(core.compile_loss)
         self._regularized: bool | None = None
-        self._decay: tuple | None = None
         self.buffers = _buffers()
 
     # --- state ownership ---------------------------------------------------------------------
@@ -227,17 +155,6 @@ class NumpySteps(GenericSteps):
         return _detach((total, per_output, y_pred_flat, new_buffers)), _detach(grads)
 
     # --- steps ---------------------------------------------------------------------------------
-    def _decay_flags(self, optimizer: Any, trainable: dict, count: int) -> list:
-        spec = optree.tree_structure(trainable)
-        if self._decay is None or self._decay[0] != spec:
-            if optimizer.weight_decay is None:
-                flags = [False] * count
-            else:
-                flags = [optimizer.uses_weight_decay("/".join(str(k) for k in path))
-                         for path in optree.tree_paths(trainable)]
-            self._decay = (spec, flags)
-        return self._decay[1]
-
     def fit_step(self, state: dict, batch: tuple) -> dict:
         """One step of ``fit``: all or nothing (the given state is never written to)."""
         return self._step(state, batch, self.buffers)
@@ -263,24 +180,16 @@ class NumpySteps(GenericSteps):
                 trainable, frozen, model_state["buffers"], x, y, sw, rng)
         optimizer, opt_state = core.optimizer, state["optimizer"]
         leaves, spec = optree.tree_flatten(trainable)
-        in_place = _inplace_supported(optimizer, leaves)
-        if in_place:
+        written = optim.written_slots(optimizer, leaves)
+        in_place = written is not None
+        if in_place:  # the fused kernel writes the new values straight into the spare arrays
             grad_leaves = spec.flatten_up_to(grads)
-            written = _written_slots(optimizer)
-            slots = {name: spec.flatten_up_to(opt_state[name]) for name in written}
+            slots = [spec.flatten_up_to(opt_state[name]) for name in written]
             overwritten = frozenset([id(array) for i, g in enumerate(grad_leaves) if g is not None
-                                     for array in [leaves[i]] + [slots[name][i] for name in written]])
-            params, opt_state = buffers.writable(params, opt_state, overwritten)  # the new state's arrays
+                                     for array in [leaves[i]] + [values[i] for values in slots]])
+            params, new_opt_state = buffers.writable(params, opt_state, overwritten)  # the new state's arrays
             new_trainable, frozen = core.split(params)
-            new_leaves = spec.flatten_up_to(new_trainable)
-            new_slots = {name: spec.flatten_up_to(opt_state[name]) for name in written}
-            iterations = opt_state["iterations"]
-            lr = float(np.asarray(optimizer.learning_rate_at(iterations, opt_state)))
-            t = float(iterations) + 1.0
-            _apply_out_of_place(optimizer, grad_leaves, leaves, slots, new_leaves, new_slots, lr, t,
-                                self._decay_flags(optimizer, trainable, len(leaves)))
-            opt_state = dict(opt_state)
-            opt_state["iterations"] = np.asarray(iterations + 1, dtype=np.asarray(iterations).dtype)
+            _, opt_state = optimizer.apply_gradients_into(grads, opt_state, trainable, new_opt_state, new_trainable)
             if core.constraints:
                 constrained = core.apply_constraints(params)
                 for leaf, new in zip(optree.tree_leaves(params), optree.tree_leaves(constrained)):

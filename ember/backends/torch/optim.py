@@ -29,7 +29,6 @@ import math
 from typing import Any, Callable
 
 import torch
-from ember.training import optimizers as o
 
 Scalar = Any  # a Python float or a 0-d tensor on the parameters' device
 
@@ -288,19 +287,17 @@ def _adam_into(opt, g, param, new_param, slots, new_slots, lr, step_size):
 
 def _step_size(optimizer: Any, lr: Scalar, t: Scalar) -> Scalar:
     """The factor of the update every parameter shares this step (Adam's bias-corrected rate)."""
-    if type(optimizer) is o.SGD:
+    if _kernel_name(optimizer) == "sgd":
         return lr
     return lr * _sqrt(_one_minus_power(optimizer.beta_2, t)) / _one_minus_power(optimizer.beta_1, t)
 
 
-_KERNELS_INTO: dict[type, Callable] | None = None
+# The optimizers name their fused kernels (``Optimizer.fused_kernel``): this backend imports none of them.
+_KERNELS_INTO: dict[str, Callable] = {"sgd": _sgd_into, "adam": _adam_into}
 
 
-def _kernels_into() -> dict[type, Callable]:
-    global _KERNELS_INTO
-    if _KERNELS_INTO is None:
-        _KERNELS_INTO = {o.SGD: _sgd_into, o.Adam: _adam_into, o.AdamW: _adam_into}
-    return _KERNELS_INTO
+def _kernel_name(optimizer: Any) -> str | None:
+    return getattr(optimizer, "kernel_name", None)
 
 
 def written_slots(optimizer: Any, params: list) -> tuple[str, ...] | None:
@@ -320,9 +317,9 @@ def written_slots(optimizer: Any, params: list) -> tuple[str, ...] | None:
         >>> optim.written_slots(optimizers.RMSprop(), [ops.ones((2,))]) is None
         True
     """
-    if type(optimizer) not in _kernels_into() or any(p.device.type != "cpu" for p in params):
+    if _kernel_name(optimizer) not in _KERNELS_INTO or any(p.device.type != "cpu" for p in params):
         return None
-    if type(optimizer) is o.SGD:
+    if _kernel_name(optimizer) == "sgd":
         return ("momentum",) if optimizer.momentum != 0.0 else ()
     return ("momentum", "velocity") + (("velocity_hat",) if optimizer.amsgrad else ())
 
@@ -368,7 +365,7 @@ def apply_gradients_into(optimizer: Any, grads: list, params: list, slots: dict,
     active = [i for i, g in enumerate(grads) if g is not None]
     if not active:
         raise ValueError(f"{type(optimizer).__name__}: no gradients provided for any variable (every grad is None)")
-    kernel = _kernels_into()[type(optimizer)]
+    kernel = _KERNELS_INTO[_kernel_name(optimizer)]
     with torch.no_grad():
         g = [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype) for i in active]
         g = _clip(optimizer, g)
@@ -384,20 +381,13 @@ def apply_gradients_into(optimizer: Any, grads: list, params: list, slots: dict,
                    [values[i] for values in fresh_slots], lr_s, step_size)
 
 
-_KERNELS: dict[type, Callable] | None = None
-
-
-def _kernels() -> dict[type, Callable]:
-    global _KERNELS
-    if _KERNELS is None:
-        _KERNELS = {o.SGD: _sgd, o.Adam: _adam, o.AdamW: _adam, o.Adamax: _adamax, o.Nadam: _nadam, o.Lamb: _lamb,
-                    o.RMSprop: _rmsprop, o.Adagrad: _adagrad, o.Adadelta: _adadelta, o.Lion: _lion}
-    return _KERNELS
+_KERNELS: dict[str, Callable] = {"sgd": _sgd, "adam": _adam, "adamax": _adamax, "nadam": _nadam, "lamb": _lamb,
+                                  "rmsprop": _rmsprop, "adagrad": _adagrad, "adadelta": _adadelta, "lion": _lion}
 
 
 def supports(optimizer: Any) -> bool:
-    """True when ``type(optimizer)`` has a fused kernel (subclasses use the generic path)."""
-    return type(optimizer) in _kernels()
+    """True when the optimizer names a fused kernel here (``kernel_name``; subclasses use the generic path)."""
+    return _kernel_name(optimizer) in _KERNELS
 
 
 def apply_gradients_inplace(optimizer: Any, grads: list, params: list, slots: dict, step: Any, lr: Any,
@@ -418,7 +408,7 @@ def apply_gradients_inplace(optimizer: Any, grads: list, params: list, slots: di
         TypeError: the optimizer has no fused kernel.
         ValueError: every gradient is None.
     """
-    kernel = _kernels().get(type(optimizer))
+    kernel = _KERNELS.get(_kernel_name(optimizer))
     if kernel is None:
         raise TypeError(f"apply_gradients_inplace: no fused torch kernel for {type(optimizer).__name__}; "
                         "use optimizer.apply_gradients (the generic path)")

@@ -60,6 +60,7 @@ class Adam(Optimizer):
     """
 
     default_name = "adam"
+    fused_kernel = "adam"
 
     def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
                  epsilon: float = 1e-7, amsgrad: bool = False, **kwargs: Any) -> None:
@@ -124,6 +125,7 @@ class AdamW(Adam):
     """
 
     default_name = "adamw"
+    fused_kernel = "adam"
 
     def __init__(self, learning_rate: Any = 0.001, weight_decay: float = 0.004, beta_1: float = 0.9,
                  beta_2: float = 0.999, epsilon: float = 1e-7, amsgrad: bool = False, **kwargs: Any) -> None:
@@ -164,6 +166,7 @@ class Adamax(Optimizer):
     """
 
     default_name = "adamax"
+    fused_kernel = "adamax"
 
     def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
                  epsilon: float = 1e-7, **kwargs: Any) -> None:
@@ -223,6 +226,7 @@ class Nadam(Optimizer):
     """
 
     default_name = "nadam"
+    fused_kernel = "nadam"
 
     def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
                  epsilon: float = 1e-7, **kwargs: Any) -> None:
@@ -298,6 +302,7 @@ class Lamb(Optimizer):
     """
 
     default_name = "lamb"
+    fused_kernel = "lamb"
 
     def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
                  epsilon: float = 1e-7, **kwargs: Any) -> None:

@@ -50,6 +50,7 @@ class RMSprop(Optimizer):
     """
 
     default_name = "rmsprop"
+    fused_kernel = "rmsprop"
 
     def __init__(self, learning_rate: Any = 0.001, rho: float = 0.9, momentum: float = 0.0,
                  epsilon: float = 1e-7, centered: bool = False, **kwargs: Any) -> None:
@@ -119,6 +120,7 @@ class Adagrad(Optimizer):
     """
 
     default_name = "adagrad"
+    fused_kernel = "adagrad"
 
     def __init__(self, learning_rate: Any = 0.001, initial_accumulator_value: float = 0.1,
                  epsilon: float = 1e-7, **kwargs: Any) -> None:
@@ -171,6 +173,7 @@ class Adadelta(Optimizer):
     """
 
     default_name = "adadelta"
+    fused_kernel = "adadelta"
 
     def __init__(self, learning_rate: Any = 0.001, rho: float = 0.95, epsilon: float = 1e-7,
                  **kwargs: Any) -> None:

@@ -86,6 +86,11 @@ class Optimizer:
             loss by it: :meth:`scale_loss`).
         name: the optimizer's name.
 
+    The math of each optimizer is written once, in :meth:`update_variable`. A backend may run
+    it as a fused kernel of its own (``ember/backends/<name>/optim.py``, tested equal to this
+    generic path): the class names the kernel in its ``fused_kernel`` attribute (see
+    :attr:`kernel_name`), so a backend needs no import of the optimizer classes.
+
     Only one of ``clipnorm``, ``clipvalue`` and ``global_clipnorm`` may be set. Keras's
     ``use_ema``, ``ema_momentum``, ``ema_overwrite_frequency`` and
     ``gradient_accumulation_steps`` are accepted at their defaults only (so Keras configs
@@ -106,6 +111,8 @@ class Optimizer:
     """
 
     default_name = "optimizer"
+    # The name of the backends' fused kernels for this exact class's math (None: no kernel).
+    fused_kernel: str | None = None
 
     def __init__(self, learning_rate: Any = 0.001, weight_decay: float | None = None, clipnorm: float | None = None,
                  clipvalue: float | None = None, global_clipnorm: float | None = None, use_ema: bool = False,
@@ -312,6 +319,24 @@ class Optimizer:
         if accepted is True:
             return scalars
         return {k: v for k, v in scalars.items() if k in accepted}
+
+    @property
+    def kernel_name(self) -> str | None:
+        """The name of the backends' fused kernels for this optimizer's math, or None.
+
+        Only the class that declares ``fused_kernel`` has one: a subclass (which may override
+        :meth:`update_variable`) runs the generic path unless it declares its own.
+
+        Example:
+            >>> from ember import optimizers
+            >>> optimizers.AdamW().kernel_name
+            'adam'
+            >>> class MyAdam(optimizers.Adam):
+            ...     pass
+            >>> MyAdam().kernel_name is None
+            True
+        """
+        return type(self).__dict__.get("fused_kernel")
 
     # --- pure core ----------------------------------------------------------------------------
     def init(self, params: Any) -> dict:

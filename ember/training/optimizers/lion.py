@@ -39,6 +39,7 @@ class Lion(Optimizer):
     """
 
     default_name = "lion"
+    fused_kernel = "lion"
 
     def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.99,
                  **kwargs: Any) -> None:

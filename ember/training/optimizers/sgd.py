@@ -44,6 +44,7 @@ class SGD(Optimizer):
     """
 
     default_name = "SGD"
+    fused_kernel = "sgd"
 
     def __init__(self, learning_rate: Any = 0.01, momentum: float = 0.0, nesterov: bool = False,
                  **kwargs: Any) -> None:
