@@ -118,3 +118,17 @@ def test_every_exception_to_the_layers_carries_its_follow_up():
     assert all(entry.startswith("ember.backends.") for entry in ignored), (
         "the only documented exceptions are the backends' (issue 16 follow-up)")
     assert not ignored or "TODO(issue 16" in text
+
+
+def test_backend_step_builders_and_kernels_import_nothing_of_the_trainer():
+    """The trainer hands a backend its building blocks (``make_steps(core, kit)``) and optimizers name
+    their fused kernels: ``training.py``/``optim.py`` of a backend import nothing above the op protocol."""
+    above = ("ember.training", "ember.autodiff", "ember.ops", "ember.layers", "ember.models", "ember.optimizers")
+    checked = 0
+    for path in sorted(PACKAGE.glob("backends/*/training.py")) + sorted(PACKAGE.glob("backends/*/optim.py")):
+        checked += 1
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name in _imported_names(node):
+                    assert not name.startswith(above), f"{_relative(path)} imports {name}"
+    assert checked >= 5  # numpy/torch/mlx training.py, numpy/torch optim.py

@@ -5,7 +5,9 @@ offers pure functions over native arrays: the objective (forward pass, losses,
 regularization and activity losses), the metric updates, the split of params into
 trainable and frozen parts, and the step RNG. Each backend's
 ``ember/backends/<name>/training.py`` turns them into steps through one small interface,
-``make_steps(core) -> Steps``:
+``make_steps(core, kit, jit) -> Steps``, where ``kit`` (:data:`STEP_KIT`, a :class:`StepKit`)
+hands the backend the trainer's building blocks: a backend imports nothing above the op
+protocol, the trainer gives it what it builds on.
 
 * ``train_step(state, batch) -> state``: pure (the input state is never modified);
 * ``fit_step(state, batch) -> state``: what ``fit`` calls; may update the arrays of a state
@@ -28,12 +30,14 @@ TrainState layout::
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import optree
 
 from ember.training.compile_utils import flatten_outputs
 from ember.training.step_buffers import StepBuffers
+from ember.autodiff import GradientTape
 from ember import ops
 from ember.training.losses import SparseCategoricalCrossentropy
 from ember.constraints import apply_constraints
@@ -330,3 +334,39 @@ class GenericSteps:
     def predict_step(self, state: dict, x: Any) -> Any:
         y_pred, _, _ = self.core.forward(state["model"]["params"], state["model"]["buffers"], x, False, None)
         return y_pred
+
+
+# ------------------------------------------------------------------- the backends' kit
+@dataclasses.dataclass(frozen=True)
+class StepKit:
+    """What the trainer hands a backend's ``make_steps(core, kit, jit)``.
+
+    The backends sit below the trainer in the import graph (ARCHITECTURE.md): their step
+    builders get the trainer's building blocks from this object instead of importing them.
+
+    Attributes:
+        GenericSteps: the pure steps a backend's steps class extends (:class:`GenericSteps`).
+        StepBuffers: the second set of arrays of in-place fit steps (:mod:`ember.training.step_buffers`).
+        GradientTape: Ember's own reverse-mode tape (the NumPy engine's gradients).
+        advance_rng: the next step seed (:func:`advance_rng`).
+        initial_rng: the first step seed for an int seed (:func:`initial_rng`).
+        fusable_sparse_crossentropy: whether the compiled loss is the one a backend may fuse
+            (:func:`fusable_sparse_crossentropy`).
+
+    Example:
+        >>> from ember.training.steps import STEP_KIT
+        >>> STEP_KIT.advance_rng(STEP_KIT.initial_rng(0))
+        48271
+    """
+
+    GenericSteps: type
+    StepBuffers: type
+    GradientTape: type
+    advance_rng: Callable[[Any], Any]
+    initial_rng: Callable[[int], int]
+    fusable_sparse_crossentropy: Callable[[Any], bool]
+
+
+STEP_KIT = StepKit(GenericSteps=GenericSteps, StepBuffers=StepBuffers, GradientTape=GradientTape,
+                   advance_rng=advance_rng, initial_rng=initial_rng,
+                   fusable_sparse_crossentropy=fusable_sparse_crossentropy)

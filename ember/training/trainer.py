@@ -65,7 +65,7 @@ from ember.training.data.adapter import native_batch, unpack_batch
 from ember.training.data.convert import to_native
 from ember.training.distributed import StepSync
 from ember.training.label_check import SparseLabelCheck
-from ember.training.steps import StepCore, batch_size_of
+from ember.training.steps import STEP_KIT, StepCore, batch_size_of
 from ember import ops
 from ember.training import optimizers
 
@@ -154,7 +154,7 @@ class Trainer:
         steps = self._steps.get(key)
         if steps is None:
             module = importlib.import_module(f"ember.backends.{name}.training")
-            steps = module.make_steps(self.core, jit=self.jit_compile)
+            steps = module.make_steps(self.core, STEP_KIT, jit=self.jit_compile)  # the backend imports no trainer
             if strategy is not None:  # sharded batches sum gradients and metric states over the ranks
                 steps.sync = StepSync(strategy.all_sum, strategy.world_size)
             self._steps[key] = steps

@@ -34,10 +34,11 @@ def test_torch_fused_loss_equals_the_generic_loss(torch_backend):
 
     from ember.backends.torch.training import _FusedLoss
     from ember.training.compile_utils import CompileLoss
+    from ember.training.steps import fusable_sparse_crossentropy
 
     logits, labels = _logits_labels()
     generic = CompileLoss(ember.losses.SparseCategoricalCrossentropy(from_logits=True), None, ["out"])
-    fused = _FusedLoss(generic)
+    fused = _FusedLoss(generic, fusable_sparse_crossentropy(generic))
     assert fused.fused
     results = []
     for fn in (fused, generic):
@@ -47,7 +48,7 @@ def test_torch_fused_loss_equals_the_generic_loss(torch_backend):
         results.append((float(value.detach()), grad.numpy()))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-7)
-    assert not _FusedLoss(CompileLoss("sparse_categorical_crossentropy", None, ["out"])).fused  # probabilities
+    assert not fusable_sparse_crossentropy(CompileLoss("sparse_categorical_crossentropy", None, ["out"]))  # probs
 
 
 def test_fused_loss_takes_the_generic_path_for_other_inputs(backend):

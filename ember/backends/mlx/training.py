@@ -24,18 +24,19 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import mlx.core as mx
 
-from ember.training.steps import GenericSteps, StepCore, initial_rng
 
+class _MLXSteps:
+    """The generic pure steps, compiled with ``mx.compile`` (see the module docstring), on the
+    trainer's ``GenericSteps`` (given in the kit: :func:`make_steps`)."""
 
-class MLXSteps(GenericSteps):
-    """The generic pure steps, compiled with ``mx.compile`` (see the module docstring)."""
-
-    def __init__(self, core: StepCore, jit: bool = True) -> None:
+    def __init__(self, core: Any, kit: Any, jit: bool = True) -> None:
         super().__init__(core, mx.value_and_grad)
+        self.kit = kit
         self.jit = jit
         train = super().train_step
         test = super().test_step
@@ -53,7 +54,8 @@ class MLXSteps(GenericSteps):
         key = (kind, window)
         step = self._by_window.get(key)
         if step is None:
-            generic = GenericSteps.train_step if kind == "train" else GenericSteps.test_step
+            base = self.kit.GenericSteps
+            generic = base.train_step if kind == "train" else base.test_step
 
             def step_fn(state: dict, batch: tuple) -> dict:
                 return generic(self, state, batch_type(batch, window))
@@ -62,7 +64,7 @@ class MLXSteps(GenericSteps):
         return step
 
     def rng(self, seed: int) -> Any:
-        return mx.array(initial_rng(seed), dtype=mx.int64)
+        return mx.array(self.kit.initial_rng(seed), dtype=mx.int64)
 
     def train_step(self, state: dict, batch: tuple) -> dict:
         window = getattr(batch, "window", None)
@@ -89,5 +91,12 @@ class MLXSteps(GenericSteps):
         return self._predict(state, x)
 
 
-def make_steps(core: StepCore, jit: bool = True) -> MLXSteps:
-    return MLXSteps(core, jit=jit)
+@functools.cache
+def _steps_class(generic: type) -> type:
+    """The MLX steps class on the trainer's ``GenericSteps`` (one class per base)."""
+    return type("MLXSteps", (_MLXSteps, generic), {"__module__": __name__, "__doc__": _MLXSteps.__doc__})
+
+
+def make_steps(core: Any, kit: Any, jit: bool = True) -> Any:
+    """The MLX steps for ``core`` (a ``StepCore``), built on the trainer's ``kit`` (a ``StepKit``)."""
+    return _steps_class(kit.GenericSteps)(core, kit, jit=jit)

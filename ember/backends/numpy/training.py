@@ -32,16 +32,13 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 import optree
 
 from ember.backends.numpy import optim
-
-# StepBuffers through ember.training.steps: the one edge from this backend to the trainer (pyproject.toml)
-from ember.training.steps import GenericSteps, StepBuffers, StepCore, advance_rng, fusable_sparse_crossentropy
-from ember.autodiff import GradientTape
 
 
 def _plain(value: Any) -> Any:
@@ -70,8 +67,8 @@ def _copy_into(targets: list, sources: list) -> None:
         np.copyto(target, source)
 
 
-def _buffers() -> StepBuffers:
-    return StepBuffers(_copy, _fits, _copy_into)
+def _buffers(kit: Any) -> Any:
+    return kit.StepBuffers(_copy, _fits, _copy_into)
 
 
 # --------------------------------------------------------------------------- fused loss
@@ -104,16 +101,17 @@ def sparse_crossentropy_from_logits(labels: Any, logits: Any) -> tuple[Any, Any]
     return loss, grad
 
 
-class NumpySteps(GenericSteps):
+class _NumpySteps:
     """Ember-engine gradients with a fused loss and in-place updates (see the module docstring)."""
 
     fit_step_is_pure = False
 
-    def __init__(self, core: StepCore, jit: bool = True) -> None:
+    def __init__(self, core: Any, kit: Any, jit: bool = True) -> None:
         super().__init__(core, lambda fn: fn, detach=_detach)
-        self._fused_loss = fusable_sparse_crossentropy(core.compile_loss)
+        self.kit = kit
+        self._fused_loss = kit.fusable_sparse_crossentropy(core.compile_loss)
         self._regularized: bool | None = None
-        self.buffers = _buffers()
+        self.buffers = _buffers(kit)
 
     # --- state ownership ---------------------------------------------------------------------
     def own(self, state: dict) -> dict:
@@ -132,7 +130,7 @@ class NumpySteps(GenericSteps):
     def gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any) -> tuple:
         """``((total, per-output losses, y_pred_flat, new_buffers), grads)``."""
         core = self.core
-        with GradientTape() as tape:
+        with self.kit.GradientTape() as tape:
             tape.watch(trainable)
             params = core.merge(trainable, frozen)
             y_pred, new_buffers, activity = core.forward(params, buffers, x, True, rng)
@@ -160,9 +158,9 @@ class NumpySteps(GenericSteps):
         return self._step(state, batch, self.buffers)
 
     def train_step(self, state: dict, batch: tuple) -> dict:
-        return self._step(state, batch, _buffers())  # new arrays for the new state
+        return self._step(state, batch, _buffers(self.kit))  # new arrays for the new state
 
-    def _step(self, state: dict, batch: tuple, buffers: StepBuffers) -> dict:
+    def _step(self, state: dict, batch: tuple, buffers: Any) -> dict:
         """A step; the fused update writes the new state into ``buffers``' arrays, never into ``state``'s."""
         core = self.core
         x, y, sw = batch
@@ -203,9 +201,16 @@ class NumpySteps(GenericSteps):
         if in_place:  # the last action: the step is taken
             buffers.commit(model_state["params"], state["optimizer"], params, opt_state)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
-                "rng": advance_rng(rng)}
+                "rng": self.kit.advance_rng(rng)}
 
 
-def make_steps(core: StepCore, jit: bool = True) -> NumpySteps:
-    """The NumPy steps (``jit`` has no meaning here: NumPy runs eagerly)."""
-    return NumpySteps(core, jit=jit)
+@functools.cache
+def _steps_class(generic: type) -> type:
+    """The NumPy steps class on the trainer's ``GenericSteps`` (one class per base)."""
+    return type("NumpySteps", (_NumpySteps, generic), {"__module__": __name__, "__doc__": _NumpySteps.__doc__})
+
+
+def make_steps(core: Any, kit: Any, jit: bool = True) -> Any:
+    """The NumPy steps for ``core`` (a ``StepCore``), built on the trainer's ``kit`` (a ``StepKit``);
+    ``jit`` has no meaning here: NumPy runs eagerly."""
+    return _steps_class(kit.GenericSteps)(core, kit, jit=jit)

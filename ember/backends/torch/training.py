@@ -40,9 +40,6 @@ import torch.nn.functional as F
 
 from ember.backends.torch import optim
 
-# StepBuffers through ember.training.steps: the one edge from this backend to the trainer (pyproject.toml)
-from ember.training.steps import GenericSteps, StepBuffers, StepCore, advance_rng, fusable_sparse_crossentropy
-
 
 class _FusedLoss:
     """The compiled loss, with one fused kernel for the most common case.
@@ -54,11 +51,11 @@ class _FusedLoss:
     not take as is, goes to the generic losses (which also give the error messages).
     """
 
-    def __init__(self, generic: Any) -> None:
+    def __init__(self, generic: Any, fused: bool) -> None:
         self.generic = generic
         self.entries = generic.entries
         self.per_output_logs = generic.per_output_logs
-        self.fused = fusable_sparse_crossentropy(generic)
+        self.fused = fused
 
     def __call__(self, y_true: list, y_pred: list, sample_weight: list) -> tuple[Any, list]:
         if self.fused:
@@ -136,17 +133,19 @@ def _copy_into(targets: list, sources: list) -> None:
         torch._foreach_copy_(targets, sources)
 
 
-class TorchSteps(GenericSteps):
-    """Autograd + fused in-place optimizer steps (see the module docstring)."""
+class _TorchSteps:
+    """Autograd + fused in-place optimizer steps (see the module docstring), on the trainer's
+    ``GenericSteps`` (given in the kit: :func:`make_steps`)."""
 
     fit_step_is_pure = False
 
-    def __init__(self, core: StepCore, jit: bool = True) -> None:
+    def __init__(self, core: Any, kit: Any, jit: bool = True) -> None:
         core = copy.copy(core)  # this backend's own view, with the fused loss
-        core.compile_loss = _FusedLoss(core.compile_loss)
+        core.compile_loss = _FusedLoss(core.compile_loss, kit.fusable_sparse_crossentropy(core.compile_loss))
         super().__init__(core, lambda fn: fn)
+        self.kit = kit
         self._released: tuple | None = None
-        self.buffers = StepBuffers(_clone_leaf, _fits, _copy_into)
+        self.buffers = kit.StepBuffers(_clone_leaf, _fits, _copy_into)
 
     # --- state ownership ------------------------------------------------------------------
     def own(self, state: dict) -> dict:
@@ -184,7 +183,7 @@ class TorchSteps(GenericSteps):
         """One step of ``fit``: all or nothing (the given state is never written to)."""
         return self._step(state, batch, self.buffers)
 
-    def _step(self, state: dict, batch: tuple, buffers: StepBuffers | None) -> dict:
+    def _step(self, state: dict, batch: tuple, buffers: Any) -> dict:
         """A step; with ``buffers`` the in-place update writes into spare tensors, else into ``state``'s."""
         core = self.core
         x, y, sw = batch
@@ -199,7 +198,7 @@ class TorchSteps(GenericSteps):
                 total, per_output, y_pred_flat, new_buffers = aux
                 metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
             return {"model": {"params": params, "buffers": new_buffers}, "optimizer": state["optimizer"],
-                    "metrics": metrics, "rng": advance_rng(rng)}
+                    "metrics": metrics, "rng": self.kit.advance_rng(rng)}
         if len([leaf for leaf in leaves if leaf.requires_grad]) != len(leaves):
             raise RuntimeError("TorchSteps.fit_step needs a state made by own(state); use train_step for "
                                "a state you hold")
@@ -249,7 +248,7 @@ class TorchSteps(GenericSteps):
         if buffers is not None:  # the last action: the step is taken
             buffers.commit(model_state["params"], state["optimizer"], params, opt_state)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
-                "rng": advance_rng(rng)}
+                "rng": self.kit.advance_rng(rng)}
 
     def _gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any,
                    leaves: list) -> tuple:
@@ -277,5 +276,12 @@ class TorchSteps(GenericSteps):
             return super().predict_step(state, x)
 
 
-def make_steps(core: StepCore, jit: bool = True) -> TorchSteps:
-    return TorchSteps(core, jit=jit)
+@functools.cache
+def _steps_class(generic: type) -> type:
+    """The torch steps class on the trainer's ``GenericSteps`` (one class per base)."""
+    return type("TorchSteps", (_TorchSteps, generic), {"__module__": __name__, "__doc__": _TorchSteps.__doc__})
+
+
+def make_steps(core: Any, kit: Any, jit: bool = True) -> Any:
+    """The torch steps for ``core`` (a ``StepCore``), built on the trainer's ``kit`` (a ``StepKit``)."""
+    return _steps_class(kit.GenericSteps)(core, kit, jit=jit)
