@@ -129,11 +129,13 @@ def test_numpy_clipping_optimizers_take_the_pure_path():
                                   lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True)],
                          ids=["adam_amsgrad", "adamw", "sgd_nesterov"])
 def test_torch_fit_out_of_place_update_equals_the_copy_path(torch_backend, make, monkeypatch):
-    """torch's fit writes large tensors' updates out of place (forced here): bit-identical to copy + in place."""
+    """torch's fit updates in place under held signals; its other atomic paths (forced here) write the
+    update out of place, or into refilled copies: all three bit-identical."""
     from ember.backends.torch import training
 
     results = []
-    for threshold in (0, float("inf")):  # every update out of place, then none
+    for held, threshold in ((True, 0), (False, 0), (False, float("inf"))):  # held; out of place; copies
+        monkeypatch.setattr(training, "_IN_PLACE_UNDER_HELD_SIGNALS", held)
         monkeypatch.setattr(training, "_OUT_OF_PLACE_MEAN_SIZE", threshold)
         model = ember.Sequential([ember.Input((4,)), layers.Dense(5, name="d"), layers.Dense(3, name="out")])
         model.build(seed=0)
@@ -141,5 +143,6 @@ def test_torch_fit_out_of_place_update_equals_the_copy_path(torch_backend, make,
         x = np.random.default_rng(2).normal(size=(24, 4)).astype(np.float32)
         model.fit(x, np.arange(24) % 3, batch_size=8, epochs=2, verbose=0, shuffle=False)
         results.append([ops.to_numpy(leaf) for leaf in optree.tree_leaves(model.state)])
-    for got, want in zip(*results):
-        np.testing.assert_array_equal(got, want)
+    for other in results[1:]:
+        for got, want in zip(other, results[0]):
+            np.testing.assert_array_equal(got, want)

@@ -168,10 +168,52 @@ def test_keyboard_interrupt_in_torch_out_of_place_update_leaves_whole_steps(torc
 
     calls = []
     into = optim.apply_gradients_into
+    monkeypatch.setattr(training, "_IN_PLACE_UNDER_HELD_SIGNALS", False)  # fit's default: written in place
     monkeypatch.setattr(training, "_OUT_OF_PLACE_MEAN_SIZE", 0)
     monkeypatch.setattr(optim, "apply_gradients_into", lambda *a, **k: calls.append(1) or into(*a, **k))
     _check_interrupts_leave_whole_steps("torch", optimizer)
     assert calls, "fit did not take the out-of-place update"
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum"])
+def test_real_sigint_during_torch_in_place_write_interrupts_after_the_step(torch_backend, optimizer, monkeypatch):
+    """A real Ctrl-C (SIGINT) arriving while torch's fit writes params and slots in place is held until
+    the step is recorded: the interrupt reaches the caller with a whole number of steps taken."""
+    import signal
+
+    import torch
+
+    from ember.backends.torch import optim
+
+    reference = _reference(optimizer)
+    write, raised_at = optim.write_in_place, []
+
+    def write_with_sigint(plan):
+        kind, params, grads, slots, scratch, shrink, constants, iterations = plan
+        if raised_at or int(iterations) != 3:
+            return write(plan)
+        raised_at.append(3)  # the 4th step: its first tensor, a Ctrl-C, then the other tensors and the counter
+
+        def part(tensors, counter):
+            return (kind, params[tensors], grads[tensors], [values[tensors] for values in slots],
+                    None if scratch is None else scratch[tensors], shrink[tensors], constants, counter)
+
+        write(part(slice(0, 1), torch.zeros((), dtype=iterations.dtype)))
+        signal.raise_signal(signal.SIGINT)  # its handler would run right here (a call): between two tensors
+        write(part(slice(1, None), iterations))
+
+    monkeypatch.setattr(optim, "write_in_place", write_with_sigint)
+    handler = signal.getsignal(signal.SIGINT)
+    model = _model(optimizer)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(model)
+    assert raised_at == [3]
+    assert _steps_taken(reference, _train_state(model)) == 4  # the interrupted step finished, no more ran
+    assert signal.getsignal(signal.SIGINT) is handler  # the handlers are back
+    assert torch.is_grad_enabled()
+    model = _model(optimizer)  # and a later fit runs as usual
+    _fit(model)
+    assert _steps_taken(reference, _train_state(model)) == len(reference) - 1
 
 
 def _check_interrupts_leave_whole_steps(backend, optimizer):

@@ -426,3 +426,91 @@ def apply_gradients_inplace(optimizer: Any, grads: list, params: list, slots: di
             if decayed:
                 _add_scaled_(decayed, decayed, -lr_s * optimizer.weight_decay)
         kernel(optimizer, g, p, s, lr_s, t, shared or {})
+
+
+# ------------------------------------------------------------- in place, all or nothing
+# ``fit``'s fastest atomic step on the CPU: plan_in_place computes (and allocates) everything the
+# update needs while nothing is written yet; write_in_place then updates params, slots and the
+# step counter in place with C kernels only (no Python function is entered, nothing is allocated),
+# under the caller's held signals (ember.backends._held_signals), so once begun it finishes.
+
+
+def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: Any, lr: Any, decay: list | None,
+                  scratch: list, iterations: Any) -> tuple:
+    """Everything :func:`write_in_place` needs, computed first (nothing is written here).
+
+    Args:
+        optimizer: an Ember optimizer for which :func:`written_slots` is not None.
+        grads, params, slots, step, lr, decay: as :func:`apply_gradients_into`.
+        scratch: one spare tensor per parameter (its values are overwritten), or None entries for
+            ``SGD``, which needs none.
+        iterations: the optimizer's 0-d step counter, incremented in place by the write.
+
+    Raises:
+        TypeError: no kernel for this optimizer on these tensors.
+        ValueError: every gradient is None.
+    """
+    names = written_slots(optimizer, params)
+    if names is None:
+        raise TypeError(f"plan_in_place: no torch kernel for {type(optimizer).__name__} on these tensors; "
+                        f"use apply_gradients_inplace on a copy")
+    active = [i for i, g in enumerate(grads) if g is not None]
+    if not active:
+        raise ValueError(f"{type(optimizer).__name__}: no gradients provided for any variable (every grad is None)")
+    with torch.no_grad():
+        g = [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype) for i in active]
+        g = _clip(optimizer, g)
+    lr_s, t = _scalar(lr), _scalar(step)
+    rate = optimizer.weight_decay
+    shrink = [-lr_s * rate if rate is not None and (decay is None or decay[i]) else None for i in active]
+    p = [params[i] for i in active]
+    s = [[slots[name][i] for i in active] for name in names]
+    if _kernel_name(optimizer) == "sgd":
+        constants = (lr_s, optimizer.momentum, bool(optimizer.nesterov))
+        return ("sgd", p, g, s, None, shrink, constants, iterations)
+    d = [scratch[i] for i in active]
+    constants = (1.0 - optimizer.beta_1, optimizer.beta_2, 1.0 - optimizer.beta_2, optimizer.epsilon,
+                 _step_size(optimizer, lr_s, t), bool(optimizer.amsgrad))
+    return ("adam", p, g, s, d, shrink, constants, iterations)
+
+
+def write_in_place(plan: tuple) -> None:
+    """The update of a :func:`plan_in_place` plan, in place: the same kernels (and numbers) as
+    :func:`apply_gradients_inplace`, then the step counter. Only C functions run from the first
+    write to the last (a signal handler or trace function cannot stop it half-way); call it with
+    gradients disabled."""
+    kind, params, grads, slots, scratch, shrink, constants, iterations = plan
+    if kind == "adam":
+        w1, b2, w2, eps, step_size, amsgrad = constants
+        m, v = slots[0], slots[1]
+        v_hat = slots[2] if amsgrad else None
+        for k in range(len(params)):
+            p, g, velocity = params[k], grads[k], v[k]
+            if shrink[k] is not None:
+                p.add_(p, alpha=shrink[k])
+            m[k].lerp_(g, w1)
+            velocity.mul_(b2)
+            velocity.addcmul_(g, g, value=w2)
+            if v_hat is not None:
+                velocity = torch.maximum(v_hat[k], velocity, out=v_hat[k])
+            denominator = torch.sqrt(velocity, out=scratch[k])
+            denominator.add_(eps)
+            p.addcdiv_(m[k], denominator, value=-step_size)
+    else:
+        lr, momentum, nesterov = constants
+        for k in range(len(params)):
+            p, g = params[k], grads[k]
+            if shrink[k] is not None:
+                p.add_(p, alpha=shrink[k])
+            if momentum == 0.0:
+                p.add_(g, alpha=-lr)
+                continue
+            velocity = slots[0][k]
+            velocity.mul_(momentum)
+            velocity.add_(g, alpha=-lr)
+            if nesterov:
+                p.add_(velocity, alpha=momentum)
+                p.add_(g, alpha=-lr)
+            else:
+                p.add_(velocity)
+    iterations.add_(1)

@@ -4,14 +4,18 @@
 trainable ones) and of the optimizer state, made once per ``fit`` by :meth:`TorchSteps.own`.
 Each step runs the forward pass and the losses under autograd, ``torch.autograd.grad``
 for the trainable leaves, then ``optimizer.apply_gradients_inplace`` (``torch._foreach_*``
-kernels from :mod:`ember.backends.torch.optim`) updates params and slots in place under
-``no_grad``; metrics accumulate on the device. The update goes into a second set of tensors
-(:mod:`ember.training.step_buffers`), so a step interrupted anywhere leaves the state it was
-given intact: for ``SGD``/``Adam``/``AdamW`` on the CPU with tensors of 8k elements on average
-or more, ``optimizer.apply_gradients_into`` writes the new values straight into them (out of
-place, each tensor read and written once); otherwise they are refilled with one
-``torch._foreach_copy_`` and updated in place. Nothing in a step reads a value on the host,
-so a CUDA step never synchronises (the progress bar reads the loss at most every 0.1 s).
+kernels from :mod:`ember.backends.torch.optim`) updates params and slots under ``no_grad``;
+metrics accumulate on the device. The update is all or nothing. For ``SGD``/``Adam``/``AdamW`` on
+the CPU (no constraints, no ``ember.distribute``) it is written into the state's own tensors:
+everything it needs is computed first (the optimizer's plan, metrics, the next state), then,
+with the signals held (:mod:`ember.backends._held_signals`), C kernels write params, slots and
+the step counter without entering any Python function, and the step returns to the loop, whose
+publish (:meth:`release`) delivers a Ctrl-C that arrived meanwhile. Otherwise the update goes
+into a second set of tensors (:mod:`ember.training.step_buffers`), so the given state stays
+intact: written out of place by ``optimizer.apply_gradients_into`` (large CPU tensors), or
+into copies refilled with one ``torch._foreach_copy_`` and updated in place. Nothing in a
+step reads a value on the host, so a CUDA step never synchronises (the progress bar reads the
+loss at most every 0.1 s).
 The pure ``train_step`` copies the state first, so its input is never modified.
 
 Example:
@@ -38,6 +42,7 @@ import optree
 import torch
 import torch.nn.functional as F
 
+from ember.backends._held_signals import HeldSignals
 from ember.backends.torch import optim
 
 
@@ -115,6 +120,10 @@ def _clone_leaf(value: Any) -> Any:
 _OUT_OF_PLACE_MEAN_SIZE = 8192
 
 
+# fit's update for SGD/Adam/AdamW on the CPU: written in place under held signals (False: into spare tensors).
+_IN_PLACE_UNDER_HELD_SIGNALS = True
+
+
 def _large(leaves: list) -> bool:
     """Whether the tensors are large enough on average for the out-of-place update to pay."""
     return sum([leaf.numel() for leaf in leaves]) >= _OUT_OF_PLACE_MEAN_SIZE * len(leaves)
@@ -146,6 +155,8 @@ class _TorchSteps:
         self.kit = kit
         self._released: tuple | None = None
         self.buffers = kit.StepBuffers(_clone_leaf, _fits, _copy_into)
+        self._held = HeldSignals()  # held from an in-place write until the loop publishes its result
+        self._scratch: tuple | None = None  # (shapes and dtypes, tensors): Adam's denominators
 
     # --- state ownership ------------------------------------------------------------------
     def own(self, state: dict) -> dict:
@@ -166,6 +177,9 @@ class _TorchSteps:
                 "metrics": state["metrics"], "rng": state["rng"]}
 
     def release(self, model_state: dict) -> dict:
+        # The loop publishes right after recording a step: signals held by its in-place write are
+        # delivered now (a Ctrl-C during the write interrupts here, with the step taken).
+        self._held.release()
         params = model_state["params"]
         cached = self._released  # the detached views of the last two param trees (fit alternates two)
         if cached is not None and cached[0] is params:
@@ -180,7 +194,8 @@ class _TorchSteps:
     # --- steps -----------------------------------------------------------------------------
     @_keeps_grad_mode
     def fit_step(self, state: dict, batch: tuple) -> dict:
-        """One step of ``fit``: all or nothing (the given state is never written to)."""
+        """One step of ``fit``: all or nothing (written in place under held signals, or into spare tensors)."""
+        self._held.release()  # nothing is held unless the loop skipped a publish
         return self._step(state, batch, self.buffers)
 
     def _step(self, state: dict, batch: tuple, buffers: Any) -> dict:
@@ -215,6 +230,9 @@ class _TorchSteps:
             grads = spec.flatten_up_to(synced)
         else:
             aux, grads = self._gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng, leaves)
+        if (buffers is not None and self.sync is None and _IN_PLACE_UNDER_HELD_SIGNALS and not core.constraints
+                and optim.written_slots(core.optimizer, leaves) is not None):
+            return self._write_in_place(state, batch, aux, spec.unflatten(list(grads)), trainable, leaves)
         with torch.no_grad():
             optimizer, opt_state = core.optimizer, state["optimizer"]
             written = optim.written_slots(optimizer, leaves) if buffers is not None and _large(leaves) else None
@@ -249,6 +267,40 @@ class _TorchSteps:
             buffers.commit(model_state["params"], state["optimizer"], params, opt_state)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
                 "rng": self.kit.advance_rng(rng)}
+
+    def _write_in_place(self, state: dict, batch: tuple, aux: tuple, grads: dict, trainable: dict,
+                        leaves: list) -> dict:
+        """The step's update written into ``state``'s own tensors: all or nothing.
+
+        Everything is computed first (metrics, the next state's dict, the optimizer's plan with its
+        scratch tensors); then, with the signals held (:mod:`ember.backends._held_signals`), the
+        C kernels of ``optim.write_in_place`` update params, slots and the step counter, and the
+        step returns straight to the loop, which records it and publishes (``release`` delivers the
+        held signals). No Python function is entered from the first write until then, so neither a
+        signal handler nor a trace function can stop the step half-way.
+        """
+        core = self.core
+        x, y, sw = batch
+        with torch.no_grad():
+            total, per_output, y_pred_flat, new_buffers = optree.tree_map(_detach, aux)
+            metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+            plan = core.optimizer.plan_in_place(grads, state["optimizer"], trainable,
+                                                self._scratch_for(trainable, leaves))
+        new = {"model": {"params": state["model"]["params"], "buffers": new_buffers}, "optimizer": state["optimizer"],
+               "metrics": metrics, "rng": self.kit.advance_rng(state["rng"])}
+        self._held.hold()
+        torch._C._set_grad_enabled(False)  # a C call (no_grad's exit would run Python code); restored by the caller
+        optim.write_in_place(plan)
+        return new
+
+    def _scratch_for(self, trainable: dict, leaves: list) -> Any:
+        """Spare tensors mirroring ``trainable`` for Adam's denominators (None for SGD), kept between steps."""
+        if self.core.optimizer.kernel_name == "sgd":
+            return None
+        key = [(leaf.shape, leaf.dtype, leaf.device) for leaf in leaves]
+        if self._scratch is None or self._scratch[0] != key:
+            self._scratch = (key, [torch.empty_like(leaf, requires_grad=False) for leaf in leaves])
+        return optree.tree_structure(trainable).unflatten(self._scratch[1])
 
     def _gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any,
                    leaves: list) -> tuple:

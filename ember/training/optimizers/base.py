@@ -568,6 +568,50 @@ class Optimizer:
         new_state["iterations"] = step
         return new_params, new_state
 
+    def plan_in_place(self, grads: Any, opt_state: dict, params: Any, scratch: Any = None) -> Any:
+        """The first half of an all-or-nothing in-place update: everything computed, nothing written.
+
+        Where the active backend has in-place kernels that can run without allocating or
+        entering Python code (torch, ``SGD``/``Adam``/``AdamW`` on the CPU), returns a plan its
+        ``write_in_place`` carries out: it updates the arrays of ``params``, the slots of
+        ``opt_state`` and ``opt_state["iterations"]`` in place, with the numbers of
+        :meth:`apply_gradients_inplace`. ``fit`` writes under held signals
+        (``ember.backends._held_signals``), so a step once begun finishes.
+
+        Args:
+            grads: gradients mirroring ``params`` (None for no gradient).
+            opt_state: the optimizer state of ``params`` (the caller owns its arrays).
+            params: the parameters (the caller owns them).
+            scratch: spare arrays mirroring ``params`` (their values are overwritten); Adam needs them.
+
+        Raises:
+            TypeError: no in-place plan on the active backend for this optimizer and these arrays.
+
+        Example:
+            >>> import ember
+            >>> from ember import ops, optimizers
+            >>> from ember.backends.torch import optim
+            >>> ember.set_backend("torch")
+            >>> opt = optimizers.SGD(0.5)
+            >>> params = {"w": ops.ones((2,))}
+            >>> state = opt.init(params)
+            >>> optim.write_in_place(opt.plan_in_place({"w": ops.ones((2,))}, state, params))
+            >>> ops.to_numpy(params["w"]).tolist(), int(state["iterations"])
+            ([0.5, 0.5], 1)
+        """
+        fast = _fast_path(backends.get_backend())
+        plan = getattr(fast, "plan_in_place", None)
+        leaves, treedef, grad_leaves, slots, active = self._prepare(grads, opt_state, params)
+        if plan is None or not leaves or fast.written_slots(self, leaves) is None:
+            raise TypeError(f"{type(self).__name__}.plan_in_place: no in-place kernel on the "
+                            f"{backends.get_backend()} backend for these arrays; use apply_gradients")
+        iterations = opt_state["iterations"]
+        lr = self.learning_rate_at(iterations, opt_state)
+        step = ops.add(iterations, 1)
+        spare = treedef.flatten_up_to(scratch) if scratch is not None else [None] * len(leaves)
+        return plan(self, grad_leaves, leaves, slots, step, lr, self._decay_mask(params, len(leaves)), spare,
+                    iterations)
+
     # --- config -------------------------------------------------------------------------------
     def get_config(self) -> dict:
         """The constructor arguments (a schedule learning rate as its serialized config), Keras's keys."""
