@@ -477,8 +477,8 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
 def write_in_place(plan: tuple) -> None:
     """The update of a :func:`plan_in_place` plan, in place: the same kernels (and numbers) as
     :func:`apply_gradients_inplace`, then the step counter. Only C functions run from the first
-    write to the last (a signal handler or trace function cannot stop it half-way); call it with
-    gradients disabled."""
+    write to the last (a held signal handler or a trace function's call event cannot stop it
+    half-way); call it with gradients disabled."""
     kind, params, grads, slots, scratch, shrink, constants, iterations = plan
     if kind == "adam":
         w1, b2, w2, eps, step_size, amsgrad = constants

@@ -277,7 +277,7 @@ class _TorchSteps:
         C kernels of ``optim.write_in_place`` update params, slots and the step counter, and the
         step returns straight to the loop, which records it and publishes (``release`` delivers the
         held signals). No Python function is entered from the first write until then, so neither a
-        signal handler nor a trace function can stop the step half-way.
+        signal handler nor a trace function's call event can stop the step half-way.
         """
         core = self.core
         x, y, sw = batch
