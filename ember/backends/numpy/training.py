@@ -11,8 +11,8 @@
   For ``SGD``, ``Adam`` and ``AdamW`` without gradient clipping, the fused kernels of
   :mod:`ember.backends.numpy.optim` (NumPy ``out=`` ufuncs, the formulas of
   :mod:`ember.training.optimizers`) compute the new params and slots from the current ones
-  straight into the second set; other optimizers take the pure path. So a step reads and writes each array once, and a step interrupted anywhere leaves
-  the state it was given intact.
+  straight into the second set; other optimizers take the pure path. So a step reads and
+  writes each array once, and a step interrupted anywhere leaves the state it was given intact.
 
 The pure ``train_step`` writes into new arrays, so its input is never modified.
 
