@@ -62,6 +62,7 @@ class StepBuffers:
         self._last: tuple | None = None
         # The last ``writable`` call: (params, opt_state, their leaves, the leaves handed out, fitted).
         self._pending: tuple | None = None
+        self._scratch: tuple | None = None  # (key, arrays) of :meth:`scratch`
 
     def writable(self, params: Any, opt_state: Any, overwritten: frozenset = frozenset()) -> tuple[Any, Any]:
         """Arrays for the next ``params`` and ``opt_state`` that the caller does not hold.
@@ -115,7 +116,18 @@ class StepBuffers:
         self._last = (new_params, new_opt_state, spare, handed, fitted)
         self._pending = None
 
+    def scratch(self, key: Any, make: Callable[[], list]) -> list:
+        """Arrays a step may overwrite freely (e.g. an update's denominators), kept between steps.
+
+        ``make()`` builds them when ``key`` (the shapes and dtypes they serve) differs from the
+        last call's; :meth:`clear` drops them with the spare arrays.
+        """
+        if self._scratch is None or self._scratch[0] != key:
+            self._scratch = (key, make())
+        return self._scratch[1]
+
     def clear(self) -> None:
-        """Drop the spare arrays (``fit`` ends: they are not needed until the next one)."""
+        """Drop the spare and scratch arrays (``fit`` ends: they are not needed until the next one)."""
         self._last = None
         self._pending = None
+        self._scratch = None

@@ -57,3 +57,19 @@ def test_arrays_handed_out_by_the_last_step_are_reused_without_a_check():
     params, opt = buffers.writable(*state)  # the new-shape leaf gets a fresh array, not the old spare
     assert params["b"].shape == (3,) and params["b"] is not state[0]["b"] and params["b"].tolist() == [5.0] * 3
     assert params["w"].tolist() == [3.0, 3.0] and opt["iterations"] == 3
+
+
+def test_scratch_arrays_are_kept_per_key_until_clear():
+    buffers = StepBuffers(np.copy, lambda spare, leaf: False, lambda targets, sources: None)
+    made = []
+
+    def make():
+        made.append(1)
+        return [np.empty(3)]
+
+    first = buffers.scratch([(3,)], make)
+    assert buffers.scratch([(3,)], make) is first and len(made) == 1
+    assert buffers.scratch([(4,)], make) is not first and len(made) == 2  # new shapes: new arrays
+    buffers.clear()
+    buffers.scratch([(4,)], make)
+    assert len(made) == 3

@@ -156,7 +156,6 @@ class _TorchSteps:
         self._released: tuple | None = None
         self.buffers = kit.StepBuffers(_clone_leaf, _fits, _copy_into)
         self._held = HeldSignals()  # held from an in-place write until the loop publishes its result
-        self._scratch: tuple | None = None  # (shapes and dtypes, tensors): Adam's denominators
 
     # --- state ownership ------------------------------------------------------------------
     def own(self, state: dict) -> dict:
@@ -294,13 +293,12 @@ class _TorchSteps:
         return new
 
     def _scratch_for(self, trainable: dict, leaves: list) -> Any:
-        """Spare tensors mirroring ``trainable`` for Adam's denominators (None for SGD), kept between steps."""
+        """Tensors mirroring ``trainable`` for Adam's denominators (None for SGD), kept until fit ends."""
         if self.core.optimizer.kernel_name == "sgd":
             return None
         key = [(leaf.shape, leaf.dtype, leaf.device) for leaf in leaves]
-        if self._scratch is None or self._scratch[0] != key:
-            self._scratch = (key, [torch.empty_like(leaf, requires_grad=False) for leaf in leaves])
-        return optree.tree_structure(trainable).unflatten(self._scratch[1])
+        scratch = self.buffers.scratch(key, lambda: [torch.empty_like(leaf, requires_grad=False) for leaf in leaves])
+        return optree.tree_structure(trainable).unflatten(scratch)
 
     def _gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any,
                    leaves: list) -> tuple:
