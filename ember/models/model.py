@@ -41,7 +41,7 @@ from ember.layers.layer import Layer, collect_losses, unique_name
 from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 from ember.layers.state_check import check_state_dict, raise_if_mismatched
 from ember.training.handle import TrainingHandle
-from ember.training.model_api import TrainingAPI
+from ember.training.model_api import TrainingAPI, is_compiling
 from ember.utils.naming import to_snake_case
 from ember import ops
 from ember.training.backend_check import move_model
@@ -144,7 +144,8 @@ class Model(TrainingAPI, Layer):
         if key in _HANDLE_ATTRIBUTES:
             object.__setattr__(self, key, value)
             return
-        if "_frozen" not in self.__dict__ or key == "trainable" or scope.is_building(self):
+        if ("_frozen" not in self.__dict__ or key == "trainable" or scope.is_building(self)
+                or is_compiling(self)):  # Keras's GAN: an overriding compile keeps optimizers on self
             Layer.__setattr__(self, key, value)
             return
         raise AttributeError(

@@ -53,6 +53,12 @@ def _first_parameter(function: Any) -> str | None:
     return names[1] if len(names) > 1 else None
 
 
+def _detached(values: tuple) -> tuple:
+    """Native arrays among ``values`` without gradient history (others unchanged)."""
+    return tuple(ops.stop_gradient(v._native if getattr(type(v), "__ember_tensor__", False) else v)
+                 if ops.is_array(v) or getattr(type(v), "__ember_tensor__", False) else v for v in values)
+
+
 def _is_state_call(args: tuple, kwargs: dict) -> bool:
     """Whether an ``update_state`` call is the pure form (a state dict first)."""
     return "state" in kwargs or (bool(args) and isinstance(args[0], dict))
@@ -209,7 +215,10 @@ class Metric:
         return self._accumulate(args, kwargs)
 
     def _accumulate(self, args: tuple, kwargs: dict) -> None:
-        """Keras's stateful update: one batch into the metric's own state (replaced whole)."""
+        """Keras's stateful update: one batch into the metric's own state (replaced whole). The
+        values are taken without their gradient history (a metric is not differentiated, and its
+        state must not keep a step's graph alive, as Keras updates metric variables without it)."""
+        args, kwargs = _detached(args), {k: _detached((v,))[0] for k, v in kwargs.items()}
         if self._keras_update_state is not None:
             args, kwargs = metric_variables.to_natives(args, kwargs)
         state, shape = self._stateful_state, self._y_pred_shape
