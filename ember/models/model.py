@@ -144,9 +144,13 @@ class Model(TrainingAPI, Layer):
         if key in _HANDLE_ATTRIBUTES:
             object.__setattr__(self, key, value)
             return
-        if ("_frozen" not in self.__dict__ or key == "trainable" or scope.is_building(self)
-                or is_compiling(self)):  # Keras's GAN: an overriding compile keeps optimizers on self
+        if "_frozen" not in self.__dict__ or key == "trainable" or scope.is_building(self):
             Layer.__setattr__(self, key, value)
+            return
+        if is_compiling(self):  # Keras's GAN: an overriding compile keeps its optimizers/losses on self
+            keras_object.check_attribute(self, key, value)
+            object.__setattr__(self, key, value)
+            keras_object.forget_child_keys(self)
             return
         raise AttributeError(
             f"Model {self.name!r}: the architecture is immutable; only the handle's "
