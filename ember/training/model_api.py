@@ -529,6 +529,8 @@ class TrainingAPI:
         trainer = self._trainer("train_on_batch")
         self._check_backend("train_on_batch")
         batch = native_batch(x, y, sample_weight, check_class_weight(class_weight))
+        if self._overrides("train_step"):
+            return self._own_step_on_batch("train_step", batch, return_dict)
         saved = self._snapshot()
         try:
             self._ensure_built(batch[0], trainer.next_seed() if self.state is None else 0)
@@ -552,6 +554,8 @@ class TrainingAPI:
         trainer = self._trainer("test_on_batch")
         self._check_backend("test_on_batch")
         batch = native_batch(x, y, sample_weight)
+        if self._overrides("test_step"):
+            return self._own_step_on_batch("test_step", batch, return_dict)
         saved = self._snapshot()
         try:
             self._ensure_built(batch[0], 0)
@@ -568,6 +572,19 @@ class TrainingAPI:
             raise
         self._training.test_metrics = new["metrics"]
         return _flat_results(trainer, to_floats(trainer.results(new)), return_dict)
+
+    def _own_step_on_batch(self, method: str, batch: tuple, return_dict: bool) -> Any:
+        """``train_on_batch``/``test_on_batch`` with the model's own step: its logs (the metrics keep
+        running until :meth:`reset_metrics`, as in Keras)."""
+        saved = self._snapshot()
+        try:
+            if self._has_forward():
+                self._ensure_built(batch[0], 0)
+            logs = custom_steps.checked_logs(getattr(self, method)(custom_steps.pack_batch(batch)), method)
+        except BaseException:
+            self._restore(saved)
+            raise
+        return logs if return_dict else _flat_values(logs)
 
     def reset_metrics(self) -> None:
         """Restart the running averages that :meth:`train_on_batch`/:meth:`test_on_batch` return, and

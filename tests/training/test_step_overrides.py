@@ -286,3 +286,64 @@ def test_gan_on_digits_trains_with_two_optimizers(backend):
     assert d_loss[-1] > d_loss.min()  # and the generator fights back
     assert distance_to_data() < 0.7 * start  # its samples moved toward the data
     assert int(ops.to_numpy(d_optimizer.iterations)) == int(ops.to_numpy(g_optimizer.iterations)) == 6 * 8
+
+
+def test_train_on_batch_and_test_on_batch_use_the_overrides(backend):
+    class Probe(StandardStep):
+        def test_step(self, data):
+            return {"probe": 3.0}
+
+    x, y = _regression_data(16)
+    custom, built_in = _mlp(Probe), _mlp(ember.Model)
+    built_in.set_weights(custom.get_weights())
+    for model in (custom, built_in):
+        model.compile(optimizer=ember.optimizers.SGD(0.1), loss="mse")
+    first = custom.train_on_batch(x, y, return_dict=True)
+    assert first["loss"] == pytest.approx(built_in.train_on_batch(x, y), rel=1e-5)
+    for a, b in zip(custom.get_weights(), built_in.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+    assert custom.test_on_batch(x, y) == 3.0
+
+
+class SubclassedWithExtraLoss(ember.Model):
+    """A subclassed model whose compile override adds a loss of its own."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden = layers.Dense(6, activation="relu")
+        self.out = layers.Dense(1)
+
+    def call(self, inputs):
+        return self.out(self.hidden(inputs))
+
+    def compile(self, penalty_weight=0.1, **kwargs):
+        super().compile(**kwargs)
+        self.penalty_weight = penalty_weight
+
+    def train_step(self, data):
+        x, y = data
+        with ember.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(y=y, y_pred=y_pred)
+            loss += self.penalty_weight * ops.mean(ops.square(y_pred))
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return {"loss": loss}
+
+
+def test_subclassed_model_with_compile_override_trains_with_its_extra_loss(backend):
+    x, y = _regression_data(32)
+    ember.initializers.set_seed(3)
+    model = SubclassedWithExtraLoss()
+    model.compile(penalty_weight=0.5, optimizer=ember.optimizers.SGD(0.05), loss="mse")
+    assert model.penalty_weight == 0.5
+    with pytest.raises(AttributeError, match="immutable"):
+        model.penalty_weight = 1.0  # only while compile runs
+    model(x[:1])  # builds the weights
+    start = model.get_weights()
+    history = model.fit(x, y, batch_size=32, epochs=1, verbose=0)
+    # float64 reference of the first (only) step's loss: mse + 0.5 * mean(y_pred^2)
+    w1, b1, w2, b2 = (a.astype(np.float64) for a in start)
+    y_pred = np.maximum(x @ w1 + b1, 0) @ w2 + b2
+    expected = np.mean((y_pred - y) ** 2) + 0.5 * np.mean(y_pred ** 2)
+    assert history.history["loss"][0] == pytest.approx(expected, rel=1e-5)
