@@ -347,3 +347,18 @@ def test_subclassed_model_with_compile_override_trains_with_its_extra_loss(backe
     y_pred = np.maximum(x @ w1 + b1, 0) @ w2 + b2
     expected = np.mean((y_pred - y) ** 2) + 0.5 * np.mean(y_pred ** 2)
     assert history.history["loss"][0] == pytest.approx(expected, rel=1e-5)
+
+
+def test_a_learning_rate_callback_reaches_the_optimizer_of_an_overridden_step(backend):
+    def schedule(epoch, lr):
+        return 0.1 if epoch == 0 else 0.01
+
+    x, y = _regression_data(32)
+    custom, built_in = _mlp(StandardStep), _mlp(ember.Model)
+    built_in.set_weights(custom.get_weights())
+    for model in (custom, built_in):
+        model.compile(optimizer=ember.optimizers.SGD(0.5), loss="mse")
+        model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0,
+                  callbacks=[ember.callbacks.LearningRateScheduler(schedule)])
+    for a, b in zip(custom.get_weights(), built_in.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
