@@ -362,3 +362,25 @@ def test_a_learning_rate_callback_reaches_the_optimizer_of_an_overridden_step(ba
                   callbacks=[ember.callbacks.LearningRateScheduler(schedule)])
     for a, b in zip(custom.get_weights(), built_in.get_weights()):
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+
+
+def test_functional_subclasses_with_their_own_init_stay_functional():
+    ember.set_backend("numpy")
+
+    class Forwarding(ember.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+
+    class Named(ember.Model):
+        def __init__(self, inputs, outputs, **kwargs):
+            super().__init__(inputs, outputs, **kwargs)
+
+    class Stack(ember.Sequential):
+        def __init__(self):
+            super().__init__([ember.Input((2,)), layers.Dense(1)])
+
+    inputs = ember.Input((2,))
+    outputs = layers.Dense(1)(inputs)
+    for model in (Forwarding(inputs, outputs), Named(inputs, outputs), Stack()):
+        assert not model._keras_style
+        assert ops.shape(model.predict(np.ones((3, 2), "float32"), verbose=0)) == (3, 1)
