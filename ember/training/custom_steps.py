@@ -57,7 +57,6 @@ from ember.training.callbacks.callback_list import _to_float
 from ember.training.data.batches import pack_x_y_sample_weight
 from ember.training.loops import _concatenate, _map
 from ember.training.metrics import Mean
-from ember.training.steps import batch_size_of
 
 
 # ============================================================================ metrics

@@ -624,7 +624,7 @@ class TrainingAPI:
         them at the start of each epoch/evaluation when a step is overridden."""
         step_metrics = self._step_metrics()
         found = [] if step_metrics is None else step_metrics.listed()
-        for key, value in self.__dict__.items():
+        for value in self.__dict__.values():
             if isinstance(value, Metric) and all(value is not m for m in found):
                 found.append(value)
         return found

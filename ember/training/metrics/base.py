@@ -279,8 +279,9 @@ class Metric:
                 an aggregation other than ``"sum"``.
         """
         if aggregation != "sum":
-            raise ValueError(f"{self.name}: add_variable aggregation={aggregation!r} is not supported: ember.distribute "
-                             "sums metric states over the ranks; use 'sum' (write result() so a sum is right)")
+            raise ValueError(f"{self.name}: add_variable aggregation={aggregation!r} is not supported: "
+                             "ember.distribute sums metric states over the ranks; use 'sum' (write result() so a "
+                             "sum is right)")
         return metric_variables.add_variable(self, shape, initializer, dtype, name)
 
     def add_weight(self, name: str | None = None, initializer: Any = "zeros", shape: Any = (), dtype: Any = None,
