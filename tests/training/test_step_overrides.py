@@ -384,3 +384,23 @@ def test_functional_subclasses_with_their_own_init_stay_functional():
     for model in (Forwarding(inputs, outputs), Named(inputs, outputs), Stack()):
         assert not model._keras_style
         assert ops.shape(model.predict(np.ones((3, 2), "float32"), verbose=0)) == (3, 1)
+
+
+def test_callbacks_see_the_override_s_logs_and_can_stop_it():
+    ember.set_backend("numpy")
+    seen = []
+
+    class Constant(ember.Model):
+        def train_step(self, data):
+            x, y, sample_weight = data
+            return {"loss": 1.0, "weight_sum": ops.sum(sample_weight)}
+
+    x, y = _regression_data(32)
+    model = _mlp(Constant)
+    model.compile(optimizer="sgd", loss="mse")
+    history = model.fit(x, y, sample_weight=np.full(32, 0.5, "float32"), batch_size=16, epochs=5, verbose=0,
+                        callbacks=[ember.callbacks.EarlyStopping(monitor="loss", patience=0),
+                                   ember.callbacks.LambdaCallback(
+                                       on_train_batch_end=lambda batch, logs: seen.append(dict(logs)))])
+    assert history.history["loss"] == [1.0, 1.0]  # no improvement after the first epoch: stopped
+    assert seen == [{"loss": 1.0, "weight_sum": 8.0}] * 4
