@@ -124,9 +124,9 @@ def _record_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> 
     name = ufunc.__name__
     if kwargs.get("out") is not None:
         raise TypeError(
-            f"numpy.{name} with out= (an in-place update such as `x += y`) on a traced array "
-            "cannot be recorded by the GradientTape: it would change a recorded value; "
-            "write `x = x + y` (a new array) instead"
+            f"numpy.{name} with out= (an in-place update of an array, e.g. `plain += traced` or "
+            "np.add(a, b, out=c)) on a traced array cannot be recorded by the GradientTape: it would "
+            "change a recorded value; write `x = x + y` (a new array) instead"
         )
     if ufunc in _PLAIN_UFUNCS:
         return getattr(ufunc, method)(*[_plain(v) for v in inputs], **_plain_kwargs(kwargs))

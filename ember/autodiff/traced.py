@@ -20,8 +20,11 @@ raises ``TypeError`` while a tape records (naming the NumPy function and the
 see: unmapped ufuncs and functions are refused in the two protocols above, and every
 other way NumPy creates a ``TracedArray`` from a ``TracedArray`` (an unmapped method
 such as ``x.repeat(2)``, ``copy.deepcopy``, ``x.view()``) is refused in
-``__array_finalize__``. In-place writes (``x[0] = 1``, ``x += 1``, ``out=``) are refused
-too, since they would change a value the tape already recorded.
+``__array_finalize__``. In-place writes (``x[0] = 1``, ``out=``) are refused too, since
+they would change a value the tape already recorded. Augmented assignment (``loss +=
+penalty``, ``x *= 2``) is recorded as the out-of-place op and rebinds the name to its
+result, as on the tensors of TensorFlow, JAX and MLX: other names bound to the old value
+keep it.
 
 With no tape recording, a ``TracedArray`` behaves like a plain ndarray: ufuncs,
 functions and the overridden methods return plain ``numpy.ndarray`` results, and
@@ -66,6 +69,18 @@ from ember.autodiff.numpy_dispatch import (
 from ember.autodiff.recording import _recording
 
 # --------------------------------------------------------------------------- class
+def _augmented(ufunc: np.ufunc, in_place: Callable) -> Callable:
+    """``x op= y`` on a traced array: while a tape records, the recorded out-of-place ``ufunc``
+    (Python rebinds ``x`` to the result); otherwise NumPy's own in-place update."""
+    def update(self: Any, other: Any) -> Any:
+        if _recording:
+            return ufunc(self, other)
+        return in_place(self, other)
+
+    update.__name__ = in_place.__name__
+    return update
+
+
 class TracedArray(np.ndarray):
     """An ndarray produced by an op a NumPy tape recorded; see the module docstring."""
 
@@ -106,6 +121,16 @@ class TracedArray(np.ndarray):
                 prefix = "numpy.linalg." if "linalg" in module else "numpy."
                 raise _refuse("numpy function", prefix + name)
         return func(*_plain(args), **_plain_kwargs(kwargs))
+
+    # --- augmented assignment: ``x += y`` is ``x = x + y`` while a tape records -----------
+    __iadd__ = _augmented(np.add, np.ndarray.__iadd__)
+    __isub__ = _augmented(np.subtract, np.ndarray.__isub__)
+    __imul__ = _augmented(np.multiply, np.ndarray.__imul__)
+    __itruediv__ = _augmented(np.true_divide, np.ndarray.__itruediv__)
+    __ipow__ = _augmented(np.power, np.ndarray.__ipow__)
+    __imatmul__ = _augmented(np.matmul, np.ndarray.__imatmul__)
+    __imod__ = _augmented(np.remainder, np.ndarray.__imod__)
+    __ifloordiv__ = _augmented(np.floor_divide, np.ndarray.__ifloordiv__)
 
     # --- plain-looking output -----------------------------------------------------------
     def __repr__(self) -> str:

@@ -130,6 +130,8 @@ def _is_keras_style(cls: type) -> bool:
     or ``build(self, input_shape)`` without a seed."""
     if getattr(cls, "_keras_style", False):
         return True
+    if getattr(cls, "_owns_state", False) and _subclassed_model_init(cls):
+        return True  # a Model subclass built in __init__ (Keras's GAN: train_step, no call)
     call = cls.call
     if call is not Layer.call:
         names = list(inspect.signature(call).parameters)
@@ -139,6 +141,17 @@ def _is_keras_style(cls: type) -> bool:
     if build is not Layer.build and "seed" not in inspect.signature(build).parameters:
         return True
     return False
+
+
+def _subclassed_model_init(cls: type) -> bool:
+    """Whether a Model subclass's own ``__init__`` builds it from attributes (it takes neither
+    ``inputs``/``outputs`` nor ``*args``, so it cannot forward a functional graph; ``Sequential``
+    and its subclasses build a graph from their constructor's layers)."""
+    init = cls.__dict__.get("__init__")
+    if init is None or getattr(cls, "_graph_from_constructor", False):
+        return False
+    parameters = inspect.signature(init).parameters.values()
+    return not any(p.name in ("inputs", "outputs") or p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)

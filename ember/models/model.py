@@ -41,7 +41,7 @@ from ember.layers.layer import Layer, collect_losses, unique_name
 from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 from ember.layers.state_check import check_state_dict, raise_if_mismatched
 from ember.training.handle import TrainingHandle
-from ember.training.model_api import TrainingAPI
+from ember.training.model_api import TrainingAPI, is_compiling
 from ember.utils.naming import to_snake_case
 from ember import ops
 from ember.training.backend_check import move_model
@@ -146,6 +146,11 @@ class Model(TrainingAPI, Layer):
             return
         if "_frozen" not in self.__dict__ or key == "trainable" or scope.is_building(self):
             Layer.__setattr__(self, key, value)
+            return
+        if is_compiling(self):  # Keras's GAN: an overriding compile keeps its optimizers/losses on self
+            keras_object.check_attribute(self, key, value)
+            object.__setattr__(self, key, value)
+            keras_object.forget_child_keys(self)
             return
         raise AttributeError(
             f"Model {self.name!r}: the architecture is immutable; only the handle's "

@@ -52,6 +52,8 @@ class Sequential(Model):
 
     _linear_stack = True  # its summary lists no per-layer inputs: the order says them
 
+    _graph_from_constructor = True  # its constructor builds a graph (never a Keras-style subclass)
+
     def __init__(self, layers: list | None = None, name: str | None = None, trainable: bool = True) -> None:
         set_ = object.__setattr__
         set_(self, "name", name or unique_name("sequential"))

@@ -239,8 +239,8 @@ class CompileMetrics:
                 new.append(state)
                 continue
             weight = sample_weight[entry.index] if entry.weighted else None
-            new.append(entry.metric.update_state(state, target, y_pred[entry.index], weight))
+            new.append(entry.metric.stateless_update_state(state, target, y_pred[entry.index], weight))
         return new
 
     def results(self, states: list) -> dict:
-        return {entry.log_name: entry.metric.result(state) for entry, state in zip(self.entries, states)}
+        return {entry.log_name: entry.metric.stateless_result(state) for entry, state in zip(self.entries, states)}

@@ -34,6 +34,8 @@ class TrainingHandle:
         live_state: the running fit loop (set only while ``fit`` runs: callbacks read it).
         last_fit: ``{"seed", "rng", "epoch"}`` of the last ``fit`` (saved with the checkpoint).
         resume: ``{"seed", "rng", "epoch"}`` set by ``load_model``, consumed by the next ``fit``.
+        step_metrics: the loss tracker and compiled metrics ``model.metrics`` reports (stateful
+            objects used by overriding ``train_step``/``test_step``; made on first use).
     """
 
     trainer: Any = None
@@ -47,6 +49,7 @@ class TrainingHandle:
     live_state: Any = None
     last_fit: dict | None = None
     resume: dict | None = None
+    step_metrics: Any = None
 
     @property
     def compiled(self) -> bool:

@@ -53,7 +53,17 @@ from ember.training.handle import TrainingHandle
 from ember.training.data.convert import flatten
 from ember.saving.training_state import step_rng
 from ember.training.data.adapter import check_class_weight, native_batch
+from ember.training.data.batches import unpack_x_y_sample_weight
+from ember.training import custom_steps
+from ember.training.metrics import Metric
+from ember.autodiff.tape import GradientTape
+from ember.layers.layer import Layer
+from ember.training.steps import batch_size_of
 import optree
+
+# The model classes whose own ``compile`` runs now (Keras's GAN pattern sets optimizers on self
+# there): ``Model.__setattr__`` accepts new attributes while it runs.
+_compiling: set = set()
 
 
 def _verbosity(verbose: Any, caller: str) -> int:
@@ -106,8 +116,52 @@ def _flat_results(trainer: Any, logs: dict, return_dict: bool) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+def _compile_override(compile_method: Any) -> Any:
+    """A subclass's own ``compile`` (Keras's GAN pattern: ``super().compile()``, then optimizers and
+    losses kept on ``self``): the model accepts new attributes while it runs."""
+    def compile(self: Any, *args: Any, **kwargs: Any) -> Any:
+        key = id(self)
+        outer = key in _compiling
+        _compiling.add(key)
+        try:
+            return compile_method(self, *args, **kwargs)
+        finally:
+            if not outer:
+                _compiling.discard(key)
+
+    compile.__doc__ = compile_method.__doc__
+    compile.__name__ = compile_method.__name__
+    compile._wraps_compile = True  # type: ignore[attr-defined]
+    return compile
+
+
+def is_compiling(model: Any) -> bool:
+    """Whether ``model``'s own (overriding) ``compile`` runs now."""
+    return id(model) in _compiling
+
+
+def _flat_values(logs: dict) -> Any:
+    """``evaluate``'s list of values (one float alone) for logs from an overriding ``test_step``."""
+    values = list(logs.values())
+    return values[0] if len(values) == 1 else values
+
+
+def _no_strategy(strategy: Any, method: str) -> None:
+    if strategy is not None:
+        raise NotImplementedError(
+            f"an overridden {method} does not run under ember.distribute yet (its optimizer.apply would not "
+            "all-reduce the gradients over the ranks); train without a strategy, or use the built-in step "
+            "(no override) for data-parallel training")
+
+
 class TrainingAPI:
     """The Keras training API of ``ember.Model`` (see the module docstring)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("compile")
+        if own is not None and not getattr(own, "_wraps_compile", False):
+            cls.compile = _compile_override(own)
 
     # --- compile ------------------------------------------------------------------------
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, loss_weights: Any = None, metrics: Any = None,
@@ -300,6 +354,9 @@ class TrainingAPI:
         iterator = EpochIterator(adapter, steps_per_epoch)
         validation = self._validation_iterator(validation_data, validation_batch_size or batch_size,
                                                validation_steps, strategy)
+        if self._overrides("train_step"):
+            return self._fit_with_own_step(trainer, adapter, iterator, validation, callbacks, verbose, epochs,
+                                           initial_epoch, validation_freq, seed, strategy)
         restore_point = self._snapshot()
         loop = None
         try:
@@ -337,6 +394,40 @@ class TrainingAPI:
             self.history = history
         return history
 
+    def _fit_with_own_step(self, trainer: Any, adapter: Any, iterator: Any, validation: Any, callbacks: Any,
+                           verbose: int, epochs: int, initial_epoch: int, validation_freq: Any, seed: int,
+                           strategy: Any) -> Any:
+        """``fit`` with the model's own ``train_step`` (see :mod:`ember.training.custom_steps`)."""
+        _no_strategy(strategy, "train_step")
+        restore_point = self._snapshot()
+        loop = None
+        try:
+            if self._has_forward():
+                self._ensure_built(adapter.peek()[0], seed)
+            callback_list = CallbackList(callbacks, add_history=True, add_progbar=_prints(verbose), model=self,
+                                         verbose=verbose, epochs=epochs, steps=iterator.num_steps)
+            validate = None
+            if validation is not None:
+                def validate(hooks: Any) -> dict:
+                    return self._evaluate_logs(trainer, validation, hooks, None, "fit (validation)")
+            loop = custom_steps.CustomStepFit(self, iterator, callback_list, epochs, initial_epoch, validate,
+                                              validation_freq)
+            history = loop.run()
+        except BaseException:
+            if loop is None or loop.completed_steps == 0:
+                self._restore(restore_point)
+            raise
+        if self.history is not history:
+            self.history = history
+        return history
+
+    def _evaluate_logs(self, trainer: Any, iterator: Any, callback_list: Any, strategy: Any, caller: str) -> dict:
+        """Evaluation logs with the model's own ``test_step`` when it overrides one, else the built-in step."""
+        if self._overrides("test_step"):
+            _no_strategy(strategy, "test_step")
+            return custom_steps.custom_evaluate(self, iterator, callback_list, caller)
+        return evaluate_state(trainer, self.state, iterator, callback_list, strategy, caller=caller)
+
     def _validation_iterator(self, data: Any, batch_size: int | None, steps: int | None, strategy: Any) -> Any:
         if data is None:
             return None
@@ -372,11 +463,16 @@ class TrainingAPI:
         saved = self._snapshot()
         try:
             first = adapter.peek()
-            self._ensure_built(first[0], 0)
-            trainer.check_batch({"model": self.state}, first)  # label values, also where the step is compiled
+            own_step = self._overrides("test_step")
+            if self._has_forward():
+                self._ensure_built(first[0], 0)
+            if not own_step:
+                trainer.check_batch({"model": self.state}, first)  # label values, also where the step is compiled
             callback_list = CallbackList(callbacks, add_progbar=_prints(verbose), model=self, verbose=verbose,
                                          epochs=1, steps=iterator.num_steps)
-            logs = evaluate_state(trainer, self.state, iterator, callback_list, strategy)
+            logs = self._evaluate_logs(trainer, iterator, callback_list, strategy, "evaluate")
+            if own_step:
+                return logs if return_dict else _flat_values(logs)
         except BaseException:
             self._restore(saved)
             raise
@@ -401,9 +497,13 @@ class TrainingAPI:
         iterator = EpochIterator(adapter, steps)
         saved = self._snapshot()
         try:
-            self._ensure_built(adapter.peek()[0], 0)
+            if self._has_forward():
+                self._ensure_built(adapter.peek()[0], 0)
             callback_list = CallbackList(callbacks, add_progbar=_prints(verbose), model=self, verbose=verbose,
                                          epochs=1, steps=iterator.num_steps)
+            if self._overrides("predict_step"):
+                _no_strategy(strategy, "predict_step")
+                return custom_steps.custom_predict(self, iterator, callback_list)
             return predict_state(trainer, self.state, iterator, callback_list, strategy)
         except BaseException:
             self._restore(saved)
@@ -429,6 +529,8 @@ class TrainingAPI:
         trainer = self._trainer("train_on_batch")
         self._check_backend("train_on_batch")
         batch = native_batch(x, y, sample_weight, check_class_weight(class_weight))
+        if self._overrides("train_step"):
+            return self._own_step_on_batch("train_step", batch, return_dict)
         saved = self._snapshot()
         try:
             self._ensure_built(batch[0], trainer.next_seed() if self.state is None else 0)
@@ -452,6 +554,8 @@ class TrainingAPI:
         trainer = self._trainer("test_on_batch")
         self._check_backend("test_on_batch")
         batch = native_batch(x, y, sample_weight)
+        if self._overrides("test_step"):
+            return self._own_step_on_batch("test_step", batch, return_dict)
         saved = self._snapshot()
         try:
             self._ensure_built(batch[0], 0)
@@ -469,7 +573,135 @@ class TrainingAPI:
         self._training.test_metrics = new["metrics"]
         return _flat_results(trainer, to_floats(trainer.results(new)), return_dict)
 
+    def _own_step_on_batch(self, method: str, batch: tuple, return_dict: bool) -> Any:
+        """``train_on_batch``/``test_on_batch`` with the model's own step: its logs (the metrics keep
+        running until :meth:`reset_metrics`, as in Keras)."""
+        saved = self._snapshot()
+        try:
+            if self._has_forward():
+                self._ensure_built(batch[0], 0)
+            logs = custom_steps.checked_logs(getattr(self, method)(custom_steps.pack_batch(batch)), method)
+        except BaseException:
+            self._restore(saved)
+            raise
+        return logs if return_dict else _flat_values(logs)
+
     def reset_metrics(self) -> None:
-        """Restart the running averages that :meth:`train_on_batch`/:meth:`test_on_batch` return."""
+        """Restart the running averages that :meth:`train_on_batch`/:meth:`test_on_batch` return, and
+        every metric of :attr:`metrics`."""
         self._training.train_metrics = None
         self._training.test_metrics = None
+        for metric in self.metrics:
+            metric.reset_state()
+
+    # --- Keras's step API (what an overriding train_step/test_step/predict_step uses) ------------
+    def _overrides(self, name: str) -> bool:
+        """Whether the model's class overrides the step method ``name`` (``"train_step"`` ...)."""
+        return getattr(type(self), name) is not getattr(TrainingAPI, name)
+
+    def _has_forward(self) -> bool:
+        """Whether the model computes outputs itself (a graph, or a subclass's ``call``): a Keras-style
+        model without ``call`` (a GAN holding two models) is never built by ``fit``."""
+        return not self._keras_style or type(self).call is not Layer.call
+
+    def _step_metrics(self) -> Any:
+        training = self._training
+        trainer = training.trainer
+        if trainer is None:
+            return None
+        metrics = training.step_metrics
+        if metrics is None or metrics.trainer is not trainer:
+            metrics = custom_steps.StepMetrics(trainer)
+            training.step_metrics = metrics
+        return metrics
+
+    @property
+    def metrics(self) -> list:
+        """Keras's ``model.metrics``: the loss tracker (named ``"loss"``) first, then the compiled
+        metrics as one object (``"compile_metrics"``), then the :class:`ember.metrics.Metric`
+        objects the model holds as attributes (e.g. a GAN's ``Mean(name="d_loss")`` trackers).
+        Empty before :meth:`compile`, except for the attribute metrics. ``fit``/``evaluate`` reset
+        them at the start of each epoch/evaluation when a step is overridden."""
+        step_metrics = self._step_metrics()
+        found = [] if step_metrics is None else step_metrics.listed()
+        for value in self.__dict__.values():
+            if isinstance(value, Metric) and all(value is not m for m in found):
+                found.append(value)
+        return found
+
+    def compute_loss(self, x: Any = None, y: Any = None, y_pred: Any = None, sample_weight: Any = None,
+                     training: bool = True) -> Any:
+        """The compiled losses of ``y``/``y_pred`` (per output, weighted) plus :attr:`losses` (the
+        ``add_loss`` values of the last call and the weight penalties), as a native scalar a
+        :class:`ember.GradientTape` differentiates. ``x`` and ``training`` are accepted as in Keras.
+
+        Raises:
+            ValueError: before :meth:`compile`, or when there is no loss at all.
+        """
+        trainer = self._trainer("compute_loss")
+        core = trainer.core
+        flat = core.flat(custom_steps._natives(y_pred), "y_pred")
+        total = None
+        if trainer.compile_loss.entries:
+            total, _ = trainer.compile_loss(core.flat(custom_steps._natives(y), "y"), flat,
+                                            core.flat(custom_steps._natives(sample_weight), "sample_weight"))
+        for value in self.losses:
+            value = value._native if getattr(type(value), "__ember_tensor__", False) else value
+            total = value if total is None else ops.add(total, value)
+        if total is None:
+            raise ValueError("compute_loss: no loss to compute; pass `loss=` to compile() (or give the model layers "
+                             "that add losses)")
+        return total
+
+    def compute_metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> dict:
+        """Update the compiled metrics with one batch and return :meth:`get_metrics_result` (Keras's
+        ``compute_metrics``; the loss tracker is updated by the step itself)."""
+        step_metrics = self._step_metrics()
+        if step_metrics is None:
+            raise ValueError("You must call `compile()` before compute_metrics()")
+        if y is not None:
+            step_metrics.compile_metrics.update_state(y, y_pred, sample_weight)
+        return self.get_metrics_result()
+
+    def get_metrics_result(self) -> dict:
+        """``{name: value}`` of every metric of :attr:`metrics` (compiled metrics by their log names)."""
+        return custom_steps.metric_results(self.metrics)
+
+    def train_step(self, data: Any) -> dict:
+        """One training step on one batch, written as a Keras user writes it; override it to customise
+        ``fit`` (Keras 3's ``train_step``). ``data`` is ``x``, ``(x, y)`` or ``(x, y, sample_weight)``.
+
+        Without an override ``fit`` runs its fused pure step instead (same results, faster); this
+        default runs when a subclass calls ``super().train_step(data)``.
+
+        Returns:
+            The logs: ``{name: value}`` of :attr:`metrics`.
+        """
+        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        with GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
+        variables = self.trainable_variables
+        if variables:
+            self.optimizer.apply(tape.gradient(loss, variables), variables)
+        return self._track_loss_and_metrics(loss, x, y, y_pred, sample_weight)
+
+    def test_step(self, data: Any) -> dict:
+        """One evaluation step on one batch (Keras 3's ``test_step``); override it to customise
+        ``evaluate`` and ``fit``'s validation. Returns the logs of :attr:`metrics`."""
+        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        y_pred = self(x, training=False)
+        loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
+        return self._track_loss_and_metrics(loss, x, y, y_pred, sample_weight)
+
+    def predict_step(self, data: Any) -> Any:
+        """The model's outputs for one batch (Keras 3's ``predict_step``); override it to customise
+        ``predict``. ``data`` is the batch's ``x`` (``(x,)`` for several inputs)."""
+        x, _, _ = unpack_x_y_sample_weight(data)
+        return self(x, training=False)
+
+    def _track_loss_and_metrics(self, loss: Any, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> dict:
+        step_metrics = self._step_metrics()
+        count = float(batch_size_of(custom_steps._natives(x)))
+        step_metrics.loss_tracker.update_state(loss, sample_weight=count)
+        return self.compute_metrics(x, y, y_pred, sample_weight)

@@ -35,6 +35,12 @@ code inside a tape are differentiated alike, and code outside a tape pays nothin
   from it) gets a gradient; a tensor that merely requires grad (a ``torch.nn.Parameter``)
   gets None, as an unwatched variable does in TensorFlow. With the default True such
   tensors are torch's variables and are differentiated.
+* Augmented assignment (``loss += penalty``, ``h *= 2``) on a tensor that requires grad
+  is recorded out of place while a tape records (Python rebinds the name to the result),
+  as on NumPy and MLX: torch's own in-place update would otherwise break the backward of
+  the op that made ``h`` (tanh, exp, sigmoid save their outputs) or refuse a watched
+  leaf. ``torch.Tensor``'s in-place operators are re-bound only while a tape records;
+  tensors that do not require grad keep torch's in-place behaviour.
 * ``reset`` un-watches (restores the flags it flipped); results computed before it keep
   their autograd history, so unlike TensorFlow they can still be differentiated.
 """
@@ -63,6 +69,49 @@ _flipped: dict[int, list] = {}
 _live: "weakref.WeakSet[TapeEngine]" = weakref.WeakSet()
 
 
+# --- augmented assignment while a tape records -------------------------------------------
+_AUGMENTED = {"__iadd__": torch.Tensor.__add__, "__isub__": torch.Tensor.__sub__, "__imul__": torch.Tensor.__mul__,
+              "__itruediv__": torch.Tensor.__truediv__, "__ipow__": torch.Tensor.__pow__}
+_in_place: dict[str, Any] = {}  # torch's own in-place operators while they are re-bound
+_own: set = set()  # those defined on torch.Tensor itself (the others are inherited from TensorBase)
+_recording_depth = [0]
+
+
+def _out_of_place(name: str, operator: Any) -> Any:
+    def update(self: torch.Tensor, other: Any) -> Any:
+        if self.requires_grad and torch.is_grad_enabled():
+            return operator(self, other)
+        return _in_place[name](self, other)
+
+    update.__name__ = name
+    return update
+
+
+_REBOUND = {name: _out_of_place(name, operator) for name, operator in _AUGMENTED.items()}
+
+
+def _enter_recording() -> None:
+    _recording_depth[0] += 1
+    if _recording_depth[0] == 1:
+        for name, replacement in _REBOUND.items():
+            if name in torch.Tensor.__dict__:
+                _own.add(name)
+            _in_place[name] = getattr(torch.Tensor, name)
+            setattr(torch.Tensor, name, replacement)
+
+
+def _leave_recording() -> None:
+    _recording_depth[0] -= 1
+    if _recording_depth[0] == 0:
+        for name, original in list(_in_place.items()):
+            if name in _own:
+                setattr(torch.Tensor, name, original)
+            else:
+                delattr(torch.Tensor, name)
+        _in_place.clear()
+        _own.clear()
+
+
 def _differentiable(t: torch.Tensor) -> bool:
     return t.is_floating_point() or t.is_complex()
 
@@ -78,6 +127,7 @@ class TapeEngine:
         self._spans: list[list] = []  # [first, last] autograd sequence numbers of each recording span
         self._watched_ids: dict[int, torch.Tensor] = {}
         self.watch_accessed_variables = True
+        self._rebinding = 0  # begin() calls not yet ended (in-place operators re-bound)
         _live.add(self)
 
     @property
@@ -91,8 +141,13 @@ class TapeEngine:
         self._spans.append([_sequence_now(), None])
         self._released = False
         _live.add(self)
+        _enter_recording()
+        self._rebinding += 1
 
     def end(self) -> None:
+        if self._rebinding:  # idempotent: the tape retries its cleanup after an interrupt
+            self._rebinding -= 1
+            _leave_recording()
         if self._spans and self._spans[-1][1] is None:
             self._spans[-1][1] = _sequence_now() - 1
         if self._modes:

@@ -1,8 +1,10 @@
 """Metrics (``ember.metrics``): Keras 3's metrics with a pure state API.
 
-Each metric object is configuration only; its state is a dict of native arrays that
-``init_state``/``update_state``/``result`` thread through (see :class:`Metric`), and
-``metric.stateful()`` gives Keras's stateful ``update_state``/``result``/``reset_state``.
+A metric is used as in Keras (``update_state(y_true, y_pred)``, ``result()``,
+``reset_state()``); underneath, its state is a dict of native arrays that the pure
+``init_state``/``stateless_update_state``/``stateless_result`` thread through, which is what
+the compiled training steps use (see :class:`Metric`). Custom metrics subclass
+:class:`Metric` with ``add_variable`` (Keras's form) or the pure functions.
 
 Example:
     >>> import ember
@@ -11,9 +13,8 @@ Example:
     >>> m = metrics.get("accuracy", loss="sparse_categorical_crossentropy")
     >>> type(m).__name__, m.name
     ('SparseCategoricalAccuracy', 'accuracy')
-    >>> handle = m.stateful()
-    >>> handle.update_state([0, 1], [[0.9, 0.1], [0.8, 0.2]])
-    >>> float(handle.result())
+    >>> m.update_state([0, 1], [[0.9, 0.1], [0.8, 0.2]])
+    >>> float(m.result())
     0.5
 """
 

@@ -6,7 +6,8 @@ the variables are grouped by the handle that owns them (a model or layer); for e
 the pure ``Optimizer.apply_gradients(grads, opt_state, params)`` runs on the current values,
 the declared constraints are applied, and the owner's state is replaced whole. The optimizer
 keeps each group's ``opt_state`` (slots and ``iterations``) between calls, as a Keras
-optimizer holds its slot variables.
+optimizer holds its slot variables; a float ``learning_rate`` set on the optimizer (by the user
+or a callback such as ``LearningRateScheduler``) takes effect at the next call.
 
 Example:
     >>> import numpy as np
@@ -68,7 +69,12 @@ def apply_to_variables(optimizer: Any, grads: list, variables: list) -> None:
             continue
         slot_key = (owner_id, tuple(keys))
         entry = states.get(slot_key)
-        opt_state = entry[1] if entry is not None and entry[0]() is owner else optimizer.init(params)
+        if entry is not None and entry[0]() is owner:
+            opt_state = entry[1]
+            if not optimizer.has_schedule and entry[2] != optimizer.learning_rate:  # set since (a callback)
+                opt_state = optimizer.set_learning_rate(opt_state, optimizer.learning_rate)
+        else:
+            opt_state = optimizer.init(params)
         new_params, opt_state = optimizer.apply_gradients(grad_tree, opt_state, params)
         constraints = {k: v.constraint for k, (_, v) in zip(keys, items) if v.constraint is not None}
         if constraints:
@@ -77,7 +83,7 @@ def apply_to_variables(optimizer: Any, grads: list, variables: list) -> None:
         for key, (_, variable) in zip(keys, items):
             state = replace_in(state, variable._state_path, new_params[key])
         owner._write_state(state)
-        states[slot_key] = (_weak(owner), opt_state)
+        states[slot_key] = (_weak(owner), opt_state, optimizer.learning_rate)
         optimizer.__dict__["_last_iterations"] = opt_state["iterations"]
 
 
