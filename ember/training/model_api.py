@@ -376,7 +376,8 @@ class TrainingAPI:
             trainer.check_batch({"model": self.state}, first)  # label values, also where the step is compiled
             callback_list = CallbackList(callbacks, add_progbar=_prints(verbose), model=self, verbose=verbose,
                                          epochs=1, steps=iterator.num_steps)
-            logs = evaluate_state(trainer, self.state, iterator, callback_list, strategy)
+            logs = evaluate_state(trainer, self.state, iterator, callback_list, strategy,
+                                  keep_state=self._write_state)
         except BaseException:
             self._restore(saved)
             raise
@@ -404,7 +405,8 @@ class TrainingAPI:
             self._ensure_built(adapter.peek()[0], 0)
             callback_list = CallbackList(callbacks, add_progbar=_prints(verbose), model=self, verbose=verbose,
                                          epochs=1, steps=iterator.num_steps)
-            return predict_state(trainer, self.state, iterator, callback_list, strategy)
+            return predict_state(trainer, self.state, iterator, callback_list, strategy,
+                                 keep_state=self._write_state)
         except BaseException:
             self._restore(saved)
             raise

@@ -69,8 +69,11 @@ def layer_paths(layer: Any, state: dict, keras_path: str, ember_prefix: str) -> 
     """``(keras dataset path, ember state path)`` for every variable of ``layer`` (its ``state``)."""
     if is_model(layer):
         return model_paths(layer, state, keras_path, ember_prefix)
-    if isinstance(layer, RECURRENT_LAYERS):
-        return _own(f"{keras_path}/cell", state, ember_prefix)
+    if isinstance(layer, RECURRENT_LAYERS):  # a stateful RNN's carried states are not Keras variables
+        carried = set(layer.carried_buffers)
+        cell_state = {"params": state["params"], "buffers": {k: v for k, v in state["buffers"].items()
+                                                             if k not in carried}}
+        return _own(f"{keras_path}/cell", cell_state, ember_prefix)
     if isinstance(layer, Bidirectional):
         pairs = []
         for attribute, child in (("forward_layer", layer.layer), ("backward_layer", layer.backward_layer)):
