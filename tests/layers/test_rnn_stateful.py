@@ -105,6 +105,24 @@ def test_predict_evaluate_and_fit_carry_the_states(backend, keras_stateful_lstm)
     assert_close(model.state["buffers"]["lstm"]["rnn_state_0"], expected[:, -1])
 
 
+def test_stateful_model_files(backend, keras_stateful_lstm, tmp_path):
+    """Ember's .h5 keeps the carried states; a .keras file has none (as Keras's), and both
+    libraries open it stateful, starting from zero states."""
+    weights, expected = keras_stateful_lstm
+    x = _series()
+    model = _stateful_lstm(weights)
+    model(x[:, :CHUNK])
+    model.save(tmp_path / "m.h5")
+    reloaded = ember.load_model(tmp_path / "m.h5")
+    assert_close(reloaded(x[:, CHUNK:2 * CHUNK]), expected[:, CHUNK:2 * CHUNK])
+    model.save(tmp_path / "m.keras")
+    from_keras_file = ember.load_model(tmp_path / "m.keras")
+    assert_close(from_keras_file(x[:, :CHUNK]), expected[:, :CHUNK])
+    in_keras = keras.saving.load_model(tmp_path / "m.keras")
+    assert in_keras.layers[0].stateful and len(in_keras.weights) == 3
+    np.testing.assert_allclose(in_keras(x[:, :CHUNK]).detach().numpy(), expected[:, :CHUNK], rtol=1e-5, atol=1e-6)
+
+
 def test_stateful_training_runs_and_learns(backend):
     rng = np.random.default_rng(3)
     x = rng.normal(size=(8, 5, 2)).astype(np.float32)

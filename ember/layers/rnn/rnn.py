@@ -10,7 +10,9 @@ no mask and no timespans and their configuration fits the op (see
 
 State layout: the RNN's state IS its cell's state, with no extra nesting:
 ``state["params"]["kernel"]``, ``["recurrent_kernel"]``, ``["bias"]`` for LSTM/GRU/
-SimpleRNN, in Keras's shapes, so weights copy over from Keras as they are.
+SimpleRNN, in Keras's shapes, so weights copy over from Keras as they are. A
+``stateful=True`` RNN adds its carried states to the buffers (``rnn_state_0``, ...; see
+:mod:`ember.layers.rnn.carried_state`).
 
 Masks (Keras semantics): ``mask`` is ``(batch, time)``, True where a step is real. At a
 masked step the states keep their previous values and the output repeats the
@@ -118,14 +120,17 @@ class RNN(Layer):
     """Runs a recurrent cell over the time axis of ``(batch, time, features)`` inputs.
 
     Args:
-        cell: an :class:`~ember.layers.rnn.cell.RNNCell` (``LSTMCell(8)``, ``CfCCell(...)``).
+        cell: an :class:`~ember.layers.rnn.cell.RNNCell` (``LSTMCell(8)``, ``CfCCell(...)``), or a
+            Keras-style cell (``state_size`` and ``call(inputs, states)``), whose states and
+            inputs may be nested structures (see :mod:`ember.layers.rnn.structure`).
         return_sequences: return the output of every step ``(batch, time, output_size)``
             instead of the last one ``(batch, output_size)``.
         return_state: also return the final states: ``[output, *states]``.
         go_backwards: process the sequence in reverse (and return the reversed sequence).
-        stateful: not supported: ember layers hold no arrays. Carry states yourself:
-            run with ``return_state=True`` and pass the returned states as the next
-            call's ``initial_state=``.
+        stateful: carry the final states of each call (each batch in ``fit``/``predict``/
+            ``evaluate``) over as the next one's initial states; they live in the layer's
+            buffers (see :mod:`ember.layers.rnn.carried_state`), :meth:`reset_states`
+            restores the initial states.
         unroll: accepted for Keras compatibility; the loop is always a Python loop.
         time_major: inputs (and sequence outputs) are ``(time, batch, ...)``.
         zero_output_for_mask: masked steps output zeros instead of repeating the

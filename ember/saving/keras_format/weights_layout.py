@@ -107,6 +107,21 @@ def model_paths(model: Any, state: dict, keras_path: str = "", ember_prefix: str
     return pairs
 
 
+def carried_state_paths(model: Any, ember_prefix: str = "") -> list[str]:
+    """The Ember state paths of the stateful RNNs' carried states (``buffers/<key>/rnn_state_<i>``):
+    not Keras variables, so a Keras weights file has none; loading starts them from zeros."""
+    paths = []
+    state_keys = model._state_keys() if hasattr(model, "_state_keys") else {}
+    for layer in keras_layer_order(model):
+        key = state_keys.get(id(layer), layer.name)
+        prefix = f"{ember_prefix}/{key}".lstrip("/")
+        if is_model(layer):
+            paths += carried_state_paths(layer, prefix)
+        elif isinstance(layer, RECURRENT_LAYERS):
+            paths += [f"buffers/{prefix}/{name}" for name in layer.carried_buffers]
+    return paths
+
+
 def variable_paths(model: Any) -> list[tuple[str, str]]:
     """Every variable of ``model`` as ``(keras dataset path, ember state path)``."""
     return model_paths(model, model.placeholder_state())
