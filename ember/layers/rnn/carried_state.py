@@ -7,7 +7,9 @@ hold no arrays, so the states live where BatchNorm's moving statistics do: in th
 ``rnn_state_1``, ... ``apply`` reads them and returns the new ones in its state, so
 ``model(x)``, ``fit`` and ``predict`` carry them from batch to batch; ``RNN.reset_states()``
 (Keras's ``reset_state``) writes the initial states back into the owner's state. They are not
-weights: ``layer.weights`` and ``get_weights`` leave them out, as Keras does.
+weights: ``layer.weights`` and ``get_weights`` leave them out, as Keras does (and Keras's
+``.keras``/``.weights.h5`` files hold none; Ember's ``.h5`` checkpoints keep them). Validation
+inside ``fit`` starts from the training's carried states and leaves them as they were.
 
 The batch size is fixed by the build shape (``ember.Input(shape, batch_size=N)``); built with
 an unknown batch size, the buffers start empty (``(0, size)``) and the first call fixes it.
