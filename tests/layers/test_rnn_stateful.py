@@ -146,6 +146,17 @@ def test_unknown_batch_size_is_fixed_by_the_first_call(backend):
     with pytest.raises(ValueError, match=r"'gru_s' is stateful with batch size 2 .*batch size 3"):
         layer(np.ones((3, 4, 1), np.float32))
     np.testing.assert_array_equal(ops.to_numpy(layer._read_state()["buffers"]["rnn_state_0"]), before)
+    # Given states fix the batch size of a layer that has none yet.
+    unbound = layers.SimpleRNN(2, stateful=True, name="unbound")
+    unbound(np.ones((2, 4, 1), np.float32))
+    unbound.reset_states([np.full((2, 2), 0.5, np.float32)])
+    assert_close(unbound._read_state()["buffers"]["rnn_state_0"], np.full((2, 2), 0.5))
+    fresh = layers.SimpleRNN(2, stateful=True, name="fresh")
+    fresh._write_state(fresh.build((None, 4, 1), seed=0))
+    fresh.reset_states([np.full((5, 2), 0.5, np.float32)])
+    assert ops.shape(fresh._read_state()["buffers"]["rnn_state_0"]) == (5, 2)
+    with pytest.raises(ValueError, match=r"'fresh' is stateful with batch size 5 .*batch size 2"):
+        fresh(x)
 
 
 # ---------------------------------------------------------------- Keras-style cells, nested states

@@ -308,6 +308,9 @@ class RNN(Layer):
         if states is None:
             new = initial_states(self.cell, self._structure(), self.name, batch, dtype)
         else:
+            if batch == 0:  # given states fix the batch size of a layer built without one
+                shapes = state_shapes(self, states) or [()]
+                batch = shapes[0][0] if shapes[0] else 0
             new = self._initial_states(states, batch, dtype)
         self._write_state({"params": state["params"], "buffers": carried_state.write(state["buffers"], new)})
 
