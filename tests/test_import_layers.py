@@ -29,6 +29,7 @@ LAZY_THIRD_PARTY = {
     "PIL": "optional extra [image]: ember.utils' image helpers only",
     "sklearn": "dev extra: the demo's data set",
     "networkx": "optional extra [graph]: OpGraph.to_networkx only",
+    "tensorboardX": "optional extra [tensorboard]: the TensorBoard callback only, when training begins",
 }
 
 # Applications of the public API, which import ``ember`` as a user would.

@@ -60,7 +60,6 @@ EXCLUDED: dict[str, dict[str, str]] = {
         "MultiOptimizer": _ROADMAP, "OptimizerMap": _ROADMAP, "Muon": _ROADMAP, "ScheduleFreeAdamW": _ROADMAP,
     },
     "callbacks": {
-        "TensorBoard": "in progress: the custom-training issue",
         "OrbaxCheckpoint": "Orbax checkpoints are JAX's format; Ember's checkpoints are HDF5",
         "RemoteMonitor": "posts to an HTTP server; Ember's training makes no network calls",
         "SwapEMAWeights": "Ember's optimizers keep no EMA weights yet (use_ema); roadmap",

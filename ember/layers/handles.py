@@ -51,13 +51,13 @@ def eager_call(layer: Any, args: tuple, kwargs: dict) -> Any:
     watch_read(layer)
     with collect_losses() as losses:
         outputs, new_state = layer.apply(state, inputs, training=training, **kwargs)
-    if _changed(state["buffers"], new_state["buffers"]):
+    if buffers_changed(state["buffers"], new_state["buffers"]):
         layer._write_state({"params": state["params"], "buffers": new_state["buffers"]})
     layer._handle().losses = list(losses)
     return outputs
 
 
-def _changed(old: dict, new: dict) -> bool:
+def buffers_changed(old: dict, new: dict) -> bool:
     """Whether ``apply`` returned other buffer arrays (compared by identity, never by value)."""
     if new is old:
         return False
@@ -164,11 +164,12 @@ def _walk(layer: Any, params: dict, buffers: dict, prefix: tuple, trainable: boo
     trainable = trainable and getattr(layer, "trainable", True)
     declared = _specs_by_name(layer)
     rank = {name: i for i, name in enumerate(declared)}
+    carried = set(getattr(layer, "carried_buffers", ()))  # a stateful RNN's states are not weights (Keras)
     for collection, tree in (("params", params), ("buffers", buffers)):
         # declaration order (a state read from a file may list its entries alphabetically)
         for key in sorted(tree, key=lambda k: rank.get(k, len(rank))):
             value = tree[key]
-            if isinstance(value, dict):
+            if isinstance(value, dict) or (collection == "buffers" and key in carried):
                 continue
             spec = declared.get(key)
             if spec is None or spec.shape != tuple(ops.shape(value)):

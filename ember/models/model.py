@@ -411,16 +411,21 @@ class Model(TrainingAPI, Layer):
             TypeError: the state is on a backend other than the active one (see :meth:`to_backend`).
         """
         self._check_backend("predict_on_batch")
-        if self.state is not None:
-            outputs, _ = self.apply(self.state, x, training=training)
-            return outputs
-        if self._keras_style:
+        if self.state is None and self._keras_style:
             with self._restored_on_error():
                 return handles.eager_call(self, (x,), {"training": training})
         with self._restored_on_error():
-            self.build()
-            outputs, _ = self.apply(self.state, x, training=training)
+            if self.state is None:
+                self.build()
+            state = self.state
+            outputs, new_state = self.apply(state, x, training=training)
+        self._keep_updated_buffers(state, new_state)
         return outputs
+
+    def _keep_updated_buffers(self, state: dict, new_state: dict) -> None:
+        """Keep the buffers an eager call updated (a stateful RNN's carried states), as Keras does."""
+        if handles.buffers_changed(state["buffers"], new_state["buffers"]):
+            self._write_state({"params": state["params"], "buffers": new_state["buffers"]})
 
     def to_backend(self, name: str | None = None) -> None:
         """Move the model to backend ``name`` (default: the active one), in place; returns None.

@@ -205,15 +205,14 @@ class Sequential(Model):
 
     def predict_on_batch(self, x: Any, training: bool = False) -> Any:
         self._check_backend("predict_on_batch")
-        if self.state is not None:
-            outputs, _ = self.apply(self.state, x, training=training)
-            return outputs
-
         with self._restored_on_error():
-            native = x._native if getattr(type(x), "__ember_tensor__", False) else x
-            shape = self._known_input_shape() or (None,) + tuple(ops.shape(ops.convert_to_tensor(native)))[1:]
-            self.build(shape)
-            outputs, _ = self.apply(self.state, x, training=training)
+            if self.state is None:
+                native = x._native if getattr(type(x), "__ember_tensor__", False) else x
+                shape = self._known_input_shape() or (None,) + tuple(ops.shape(ops.convert_to_tensor(native)))[1:]
+                self.build(shape)
+            state = self.state
+            outputs, new_state = self.apply(state, x, training=training)
+        self._keep_updated_buffers(state, new_state)
         return outputs
 
     def _handle_attributes(self) -> tuple[str, ...]:

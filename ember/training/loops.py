@@ -19,6 +19,7 @@ from ember.training.callbacks.terminate_on_nan import TerminateOnNaN
 from ember.training.losses.base import unchecked_values
 from ember import ops
 from ember.training.nonfinite_loss import NonFiniteLossWatch
+from ember.layers.rnn.carried_state import carries_state
 
 
 def to_floats(logs: dict) -> dict:
@@ -233,13 +234,30 @@ def guarded(strategy: Any, step: Any, what: str) -> Any:
     return run
 
 
+def _carried_forward(trainer: Any) -> Any:
+    """For a model with stateful RNNs: ``advance(model_state, x) -> (y_pred, model_state)``, which
+    carries their states from batch to batch (as Keras's ``evaluate``/``predict`` do); else None."""
+    core = trainer.core
+    if not carries_state(core.model):
+        return None
+
+    def advance(model_state: dict, x: Any) -> tuple[Any, dict]:
+        y_pred, buffers, _ = core.forward(model_state["params"], model_state["buffers"], x, False, None)
+        return y_pred, {"params": model_state["params"], "buffers": buffers}
+
+    return advance
+
+
 def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: CallbackList | None,
-                   strategy: Any = None, caller: str = "evaluate") -> dict:
+                   strategy: Any = None, caller: str = "evaluate", keep_state: Any = None) -> dict:
     """Loss and metrics over ``iterator``'s data with ``model_state`` (inference mode), as floats.
 
-    ``caller`` names the loop in errors (e.g. a sparse label out of range in some batch).
+    ``caller`` names the loop in errors (e.g. a sparse label out of range in some batch). A model
+    with stateful RNNs carries their states over the batches; ``keep_state(model_state)``, when
+    given, receives the last one (``evaluate`` keeps it; validation inside ``fit`` does not).
     """
     steps = trainer.steps
+    advance = _carried_forward(trainer)
     test_step = steps.test_step if strategy is None else guarded(strategy, steps.test_step, "test step")
     check = trainer.label_check(caller)
     state = {"model": model_state, "metrics": trainer.reset_metrics({})["metrics"]}
@@ -257,6 +275,8 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
         if wants_begin:
             callbacks.on_test_batch_begin(step)
         state = test_step(state, batch)
+        if advance is not None:  # the metrics above read the carried states; now move them on
+            state["model"] = advance(state["model"], batch[0])[1]
         seen = True
         if wants_end:
             callbacks.on_test_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"])))
@@ -264,6 +284,8 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
         raise ValueError(f"{caller}: the data yields no batches")
     if check is not None:
         check.flush()
+    if advance is not None and keep_state is not None:
+        keep_state(state["model"])
     logs = to_floats(results(state["metrics"]))
     iterator.adapter.on_epoch_end()
     if callbacks is not None:
@@ -272,19 +294,25 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
 
 
 def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: CallbackList,
-                  strategy: Any = None) -> Any:
+                  strategy: Any = None, keep_state: Any = None) -> Any:
     """The model's outputs over ``iterator``'s inputs, concatenated along the batch (NumPy arrays).
 
     Under ``ember.distribute`` each rank predicts its rows and every rank receives all outputs in order.
+    A model with stateful RNNs carries their states over the batches and hands the last model
+    state to ``keep_state`` (see :func:`evaluate_state`).
     """
     steps = trainer.steps
+    advance = _carried_forward(trainer)
     state = {"model": model_state}
     outputs: list = []
     totals: list = []
     callbacks.on_predict_begin()
     for step, batch in iterator.epoch(0):
         callbacks.on_predict_batch_begin(step)
-        y_pred = steps.predict_step(state, batch[0])
+        if advance is None:
+            y_pred = steps.predict_step(state, batch[0])
+        else:
+            y_pred, state["model"] = advance(state["model"], batch[0])
         outputs.append(_map(lambda a: ops.to_numpy(a), y_pred))
         window = window_of(batch)
         totals.append(None if window is None else window[2])
@@ -292,6 +320,8 @@ def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Cal
     callbacks.on_predict_end()
     if not outputs:
         raise ValueError("predict: the data yields no batches")
+    if advance is not None and keep_state is not None:
+        keep_state(state["model"])
     if strategy is not None and totals[0] is not None:
         return gather_predictions(strategy, outputs, totals)
     return _concatenate(outputs)

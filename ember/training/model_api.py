@@ -421,12 +421,18 @@ class TrainingAPI:
             self.history = history
         return history
 
-    def _evaluate_logs(self, trainer: Any, iterator: Any, callback_list: Any, strategy: Any, caller: str) -> dict:
-        """Evaluation logs with the model's own ``test_step`` when it overrides one, else the built-in step."""
+    def _evaluate_logs(self, trainer: Any, iterator: Any, callback_list: Any, strategy: Any, caller: str,
+                       keep_state: Any = None) -> dict:
+        """Evaluation logs with the model's own ``test_step`` when it overrides one, else the built-in step.
+
+        ``keep_state`` receives the last model state of the built-in loop (stateful RNNs' carried
+        states); ``evaluate`` passes it, validation inside ``fit`` does not.
+        """
         if self._overrides("test_step"):
             _no_strategy(strategy, "test_step")
             return custom_steps.custom_evaluate(self, iterator, callback_list, caller)
-        return evaluate_state(trainer, self.state, iterator, callback_list, strategy, caller=caller)
+        return evaluate_state(trainer, self.state, iterator, callback_list, strategy, caller=caller,
+                              keep_state=keep_state)
 
     def _validation_iterator(self, data: Any, batch_size: int | None, steps: int | None, strategy: Any) -> Any:
         if data is None:
@@ -470,7 +476,8 @@ class TrainingAPI:
                 trainer.check_batch({"model": self.state}, first)  # label values, also where the step is compiled
             callback_list = CallbackList(callbacks, add_progbar=_prints(verbose), model=self, verbose=verbose,
                                          epochs=1, steps=iterator.num_steps)
-            logs = self._evaluate_logs(trainer, iterator, callback_list, strategy, "evaluate")
+            logs = self._evaluate_logs(trainer, iterator, callback_list, strategy, "evaluate",
+                                       keep_state=self._write_state)
             if own_step:
                 return logs if return_dict else _flat_values(logs)
         except BaseException:
@@ -504,7 +511,8 @@ class TrainingAPI:
             if self._overrides("predict_step"):
                 _no_strategy(strategy, "predict_step")
                 return custom_steps.custom_predict(self, iterator, callback_list)
-            return predict_state(trainer, self.state, iterator, callback_list, strategy)
+            return predict_state(trainer, self.state, iterator, callback_list, strategy,
+                                 keep_state=self._write_state)
         except BaseException:
             self._restore(saved)
             raise

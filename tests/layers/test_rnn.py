@@ -431,8 +431,8 @@ def test_sequential_stack(backend):
 
 
 def test_bad_input(backend):
-    with pytest.raises(NotImplementedError, match="stateful=True.*initial_state"):
-        layers.LSTM(4, stateful=True)
+    with pytest.raises(TypeError, match="rnn_bad: stateful must be a bool"):
+        layers.LSTM(4, stateful=1, name="rnn_bad")
     with pytest.raises(ValueError, match="rnn_bad: units must be a positive int"):
         layers.LSTM(0, name="rnn_bad")
     with pytest.raises(ValueError, match=r"rnn_bad: dropout must be a number in \[0, 1\)"):

@@ -89,6 +89,10 @@ class Bidirectional(Layer):
         ):
             raise TypeError(f"{self.name}: {argument} must be a recurrent layer (LSTM, GRU, RNN, ...), "
                             f"received {layer!r}")
+        if getattr(layer, "stateful", False):
+            raise NotImplementedError(f"{self.name}: Bidirectional of a stateful=True layer is not supported; "
+                                      f"carry the states of the two directions yourself (return_state=True and "
+                                      f"initial_state=), or use a stateful one-directional layer")
         return layer
 
     @staticmethod

@@ -10,7 +10,9 @@ no mask and no timespans and their configuration fits the op (see
 
 State layout: the RNN's state IS its cell's state, with no extra nesting:
 ``state["params"]["kernel"]``, ``["recurrent_kernel"]``, ``["bias"]`` for LSTM/GRU/
-SimpleRNN, in Keras's shapes, so weights copy over from Keras as they are.
+SimpleRNN, in Keras's shapes, so weights copy over from Keras as they are. A
+``stateful=True`` RNN adds its carried states to the buffers (``rnn_state_0``, ...; see
+:mod:`ember.layers.rnn.carried_state`).
 
 Masks (Keras semantics): ``mask`` is ``(batch, time)``, True where a step is real. At a
 masked step the states keep their previous values and the output repeats the
@@ -40,10 +42,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+import optree
+
 from ember.validation import check_bool
 from ember import dtypes
 from ember.layers.layer import Layer, add_loss
+from ember.layers.rnn import carried_state
 from ember.layers.rnn.cell import RNNCell
+from ember.layers.rnn.structure import (StateStructure, initial_states, is_keras_cell, is_tensor, keras_cell_step,
+                                        output_size, state_structure)
 from ember.symbolic import is_shape
 from ember import ops
 from ember import regularizers
@@ -76,30 +83,54 @@ def sequence_shape(layer: Layer, input_shape: Any) -> tuple:
     return shape
 
 
+def sequence_shapes(layer: Layer, input_shape: Any, nested_ok: bool) -> tuple[list, Any]:
+    """``(leaf shapes, structure)`` of the input shape; several (nested) sequences only with ``nested_ok``
+    (a Keras-style cell, whose ``call`` takes the structure)."""
+    if is_shape(input_shape) or not nested_ok or not isinstance(input_shape, (list, tuple, dict)):
+        shape = sequence_shape(layer, input_shape)
+        return [shape], None
+    leaves, spec = optree.tree_flatten(input_shape, is_leaf=is_shape, none_is_leaf=False)
+    if not leaves or not all(is_shape(leaf) for leaf in leaves):
+        raise ValueError(f"layer {layer.name!r}: inputs must be (batch, time, features) sequences, possibly nested "
+                         f"in tuples/lists/dicts, received shapes {input_shape!r}")
+    first = leaves[0]
+    for leaf in leaves[1:]:
+        if len(leaf) < 2 or leaf[:2] != first[:2]:
+            raise ValueError(f"layer {layer.name!r}: nested input sequences must share their batch and time "
+                             f"sizes, received shapes {input_shape!r}")
+    return [tuple(leaf) for leaf in leaves], spec
+
+
 def state_shapes(layer: Layer, initial_state: Any) -> list | None:
-    """Shapes of an ``initial_state`` argument given as shapes (graph building) or arrays."""
+    """Shapes of an ``initial_state`` argument given as shapes (graph building) or arrays, flat
+    (nested states in leaf order)."""
     if initial_state is None:
         return None
-    if is_shape(initial_state) or ops.is_array(initial_state):
+    if is_shape(initial_state) or ops.is_array(initial_state) or is_tensor(initial_state):
         initial_state = [initial_state]
     if not isinstance(initial_state, (list, tuple)):
         raise TypeError(f"layer {layer.name!r}: initial_state must be a list of arrays, "
                         f"received {type(initial_state).__name__}")
-    return [tuple(s) if is_shape(s) else tuple(ops.shape(s)) for s in initial_state]
+    leaves = optree.tree_leaves(list(initial_state), none_is_leaf=True,
+                                is_leaf=lambda v: is_shape(v) or ops.is_array(v) or is_tensor(v))
+    return [tuple(s) if is_shape(s) else tuple(ops.shape(s)) for s in leaves]
 
 
 class RNN(Layer):
     """Runs a recurrent cell over the time axis of ``(batch, time, features)`` inputs.
 
     Args:
-        cell: an :class:`~ember.layers.rnn.cell.RNNCell` (``LSTMCell(8)``, ``CfCCell(...)``).
+        cell: an :class:`~ember.layers.rnn.cell.RNNCell` (``LSTMCell(8)``, ``CfCCell(...)``), or a
+            Keras-style cell (``state_size`` and ``call(inputs, states)``), whose states and
+            inputs may be nested structures (see :mod:`ember.layers.rnn.structure`).
         return_sequences: return the output of every step ``(batch, time, output_size)``
             instead of the last one ``(batch, output_size)``.
         return_state: also return the final states: ``[output, *states]``.
         go_backwards: process the sequence in reverse (and return the reversed sequence).
-        stateful: not supported: ember layers hold no arrays. Carry states yourself:
-            run with ``return_state=True`` and pass the returned states as the next
-            call's ``initial_state=``.
+        stateful: carry the final states of each call (each batch in ``fit``/``predict``/
+            ``evaluate``) over as the next one's initial states; they live in the layer's
+            buffers (see :mod:`ember.layers.rnn.carried_state`), :meth:`reset_states`
+            restores the initial states.
         unroll: accepted for Keras compatibility; the loop is always a Python loop.
         time_major: inputs (and sequence outputs) are ``(time, batch, ...)``.
         zero_output_for_mask: masked steps output zeros instead of repeating the
@@ -147,19 +178,16 @@ class RNN(Layer):
         if isinstance(cell, (list, tuple)):
             raise TypeError(f"{self.name}: cell must be a single RNNCell; stacked cells are not supported, "
                             f"stack RNN layers (return_sequences=True) instead")
-        missing = [a for a in ("state_size", "output_size", "step", "get_initial_state", "build")
-                   if not hasattr(cell, a)]
+        needed = ("state_size",) if is_keras_cell(cell) else ("state_size", "output_size", "step",
+                                                                 "get_initial_state", "build")
+        missing = [a for a in needed if not hasattr(cell, a)]
         if not isinstance(cell, Layer) or missing:
             raise TypeError(f"{self.name}: cell must be an RNNCell (a Layer with state_size, output_size, step, "
-                            f"get_initial_state), received {cell!r}")
+                            f"get_initial_state) or a Keras-style cell (a Layer with state_size and "
+                            f"call(inputs, states)), received {cell!r}")
+        self._structure()  # checks the cell's state_size
         for flag in _FLAGS:
             check_bool(self.name, flag, getattr(self, flag))
-        if self.stateful:
-            raise NotImplementedError(
-                f"{self.name}: stateful=True is not supported: ember layers hold no arrays between calls. "
-                "Carry the state explicitly: use return_state=True and pass the returned states to the "
-                "next call as apply(..., initial_state=states)"
-            )
 
     def _make_cell(self) -> RNNCell:
         cls = self._cell_class
@@ -182,10 +210,18 @@ class RNN(Layer):
         return config
 
     # --- shapes ------------------------------------------------------------------------
+    def _structure(self) -> StateStructure:
+        return state_structure(self.name, self.cell.state_size)
+
     @property
     def state_sizes(self) -> tuple[int, ...]:
-        size = self.cell.state_size
-        return (size,) if isinstance(size, int) else tuple(size)
+        """The size of every state array, flat (nested states in leaf order)."""
+        return self._structure().leaves
+
+    @property
+    def carried_buffers(self) -> tuple[str, ...]:
+        """The buffers holding a stateful RNN's carried states (not weights; none when not stateful)."""
+        return tuple(carried_state.buffer_names(len(self.state_sizes))) if self.stateful else ()
 
     @property
     def supports_masking(self) -> bool:
@@ -196,7 +232,8 @@ class RNN(Layer):
         return (shape[1], shape[0]) if self.time_major else (shape[0], shape[1])
 
     def compute_output_shape(self, input_shape: Any, initial_state: Any = None) -> Any:
-        shape = sequence_shape(self, input_shape)
+        shapes, _ = sequence_shapes(self, input_shape, is_keras_cell(self.cell))
+        shape = shapes[0]
         states = state_shapes(self, initial_state)
         if len(shape) < 3:
             raise ValueError(f"layer {self.name!r} expects inputs of shape "
@@ -205,13 +242,14 @@ class RNN(Layer):
         batch, time = self._batch_time(shape)
         if states is not None:
             self._check_state_shapes(states, batch)
-        size = self.cell.output_size
+        structure = self._structure()
+        size = output_size(self.cell, structure)
         if self.return_sequences:
             output = (time, batch, size) if self.time_major else (batch, time, size)
         else:
             output = (batch, size)
         if self.return_state:
-            return [output] + [(batch, s) for s in self.state_sizes]
+            return [output] + structure.unflatten([(batch, s) for s in structure.leaves])
         return output
 
     def _check_state_shapes(self, shapes: list, batch: int | None) -> None:
@@ -228,7 +266,7 @@ class RNN(Layer):
         mask = first_mask(mask)
         output_mask = mask if self.return_sequences else None
         if self.return_state:
-            return [output_mask] + [None] * len(self.state_sizes)
+            return [output_mask] + [None] * self._structure().top_level
         return output_mask
 
     def regularization_losses(self, params: dict) -> list:
@@ -243,65 +281,122 @@ class RNN(Layer):
         return input_dtype if dtypes.is_float(input_dtype) else self.variable_dtype
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        shape = sequence_shape(self, input_shape)
-        self.compute_output_shape(shape)
-        batch, _ = self._batch_time(shape)
-        return self.cell.build((batch, *shape[2:]), seed)
+        shapes, spec = sequence_shapes(self, input_shape, is_keras_cell(self.cell))
+        self.compute_output_shape(input_shape)
+        batch, _ = self._batch_time(shapes[0])
+        steps = [(batch, *shape[2:]) for shape in shapes]
+        cell_state = self.cell.build(steps[0] if spec is None else optree.tree_unflatten(spec, steps), seed)
+        if not self.stateful:
+            return cell_state
+        dtype = self.cell.variable_dtype
+        return carried_state.create(self.name, cell_state, self.state_sizes, batch, dtype)
+
+    def reset_states(self, states: Any = None) -> None:
+        """Set a stateful RNN's carried states to the cell's initial states (zeros for the built-in
+        cells), or to ``states`` (one array per state, as ``initial_state=``), in the state of
+        the model that holds the layer (or the layer's own). Keras's ``reset_state``/``reset_states``."""
+        if not self.stateful:
+            raise ValueError(f"layer {self.name!r}: reset_states() needs stateful=True (a layer built with "
+                             f"stateful=False carries no state between calls)")
+        state = self._read_state()
+        count = len(self.state_sizes)
+        current = [state["buffers"][name] for name in carried_state.buffer_names(count)
+                   if name in state["buffers"]]
+        if len(current) != count:
+            raise ValueError(f"layer {self.name!r}: its state has no carried states; build it again")
+        batch, dtype = ops.shape(current[0])[0], ops.dtype(current[0])
+        if states is None:
+            new = initial_states(self.cell, self._structure(), self.name, batch, dtype)
+        else:
+            if batch == 0:  # given states fix the batch size of a layer built without one
+                shapes = state_shapes(self, states) or [()]
+                batch = shapes[0][0] if shapes[0] else 0
+            new = self._initial_states(states, batch, dtype)
+        self._write_state({"params": state["params"], "buffers": carried_state.write(state["buffers"], new)})
+
+    reset_state = reset_states  # Keras 3's name
 
     # --- computation ---------------------------------------------------------------------
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None,
               initial_state: Any = None, mask: Any = None, timespans: Any = None) -> tuple[Any, dict]:
-        """``(outputs, state)``: outputs as in :meth:`compute_output_shape`; the state is unchanged."""
-        output, states = self._run(state["params"], inputs, first_mask(mask), initial_state, timespans, training, rng)
-        outputs = [output, *states] if self.return_state else [output]
+        """``(outputs, state)``: outputs as in :meth:`compute_output_shape`; the state is unchanged,
+        except a stateful RNN's carried states (see :mod:`ember.layers.rnn.carried_state`)."""
+        count = len(self.state_sizes)
+        cell_state = state
+        carried = None
+        if self.stateful:
+            cell_state = {"params": state["params"], "buffers": carried_state.strip(state["buffers"], count)}
+            carried = carried_state.read(self.name, state["buffers"], count, self._input_batch(inputs))
+            if initial_state is None:
+                initial_state = carried
+        output, states = self._run(cell_state, inputs, first_mask(mask), initial_state, timespans, training, rng)
+        if self.stateful:
+            state = {"params": state["params"], "buffers": carried_state.write(state["buffers"], states)}
+        returned = self._structure().unflatten(states) if self.return_state else []
+        outputs = [output, *returned] if self.return_state else [output]
         activity = getattr(self, "activity_regularizer", None)
         if activity is not None:  # as in Keras, on every output (the states too with return_state)
-            for value in outputs:
+            for value in [output, *states] if self.return_state else outputs:
                 add_loss(activity(value))
         return (outputs if self.return_state else output), state
 
-    def _run(self, params: dict, sequences: Any, mask: Any, initial_state: Any, timespans: Any,
+    def _input_batch(self, inputs: Any) -> int:
+        first = optree.tree_leaves(inputs, is_leaf=lambda v: ops.is_array(v) or is_tensor(v))[0]
+        shape = tuple(ops.shape(first._native if is_tensor(first) else first))
+        if len(shape) < 2:
+            raise ValueError(f"layer {self.name!r} expects inputs of shape (batch, time, features), "
+                             f"received shape {shape}")
+        return shape[1] if self.time_major else shape[0]
+
+    def _run(self, cell_state: dict, sequences: Any, mask: Any, initial_state: Any, timespans: Any,
              training: bool, rng: Any) -> tuple[Any, list]:
-        if getattr(type(sequences), "__ember_tensor__", False):
-            sequences = sequences._native
-        elif not ops.is_array(sequences):
-            sequences = ops.convert_to_tensor(sequences)
-        shape = tuple(ops.shape(sequences))
-        self.compute_output_shape(shape)
+        """``(output, final states (flat))`` of the loop over time."""
+        params = cell_state["params"]
+        cell = self.cell
+        keras_cell = is_keras_cell(cell)
+        leaves, spec = self._sequence_leaves(sequences, keras_cell)
+        shape = tuple(ops.shape(leaves[0]))
+        self.compute_output_shape(shape if spec is None else
+                                  optree.tree_unflatten(spec, [tuple(ops.shape(x)) for x in leaves]))
         batch, time = self._batch_time(shape)
         if time == 0:
             raise ValueError(f"layer {self.name!r} needs at least one time step, received inputs of shape {shape}")
-        cell = self.cell
-        dtype = ops.dtype(sequences) if dtypes.is_float(ops.dtype(sequences)) else cell.variable_dtype
+        first_dtype = ops.dtype(leaves[0])
+        dtype = first_dtype if dtypes.is_float(first_dtype) else cell.variable_dtype
         states = self._initial_states(initial_state, batch, dtype)
         masks = self._time_major_mask(mask, batch, time)
         span_constant, span_sequence = self._time_major_timespans(timespans, batch, time, dtype)
-        if masks is None and span_constant is None and span_sequence is None and isinstance(cell, RNNCell):
+        if (spec is None and masks is None and span_constant is None and span_sequence is None
+                and isinstance(cell, RNNCell)):
             # A cell with a whole-sequence op (LSTM/GRU: ops.nn.lstm/gru) runs it when it applies.
-            fused = cell.fused_sequence(params, sequences, states, training=training, rng=rng,
+            fused = cell.fused_sequence(params, leaves[0], states, training=training, rng=rng,
                                         go_backwards=self.go_backwards, time_major=self.time_major)
             if fused is not None:
                 sequence_outputs, last, states = fused
                 return (sequence_outputs if self.return_sequences else last), list(states)
-        x = sequences if self.time_major else ops.swapaxes(sequences, 0, 1)
+        xs = [x if self.time_major else ops.swapaxes(x, 0, 1) for x in leaves]
         # The fast-path hooks come with RNNCell; a cell implementing only the protocol's
-        # step() (not an RNNCell subclass) runs through step() directly.
+        # step() (not an RNNCell subclass) runs through step() directly, a Keras-style cell
+        # through its call(inputs, states).
         if isinstance(cell, RNNCell):
-            step_inputs, context = cell.prepare_sequence(params, x, training=training, rng=rng)
+            step_inputs, context = cell.prepare_sequence(params, xs[0], training=training, rng=rng)
             step = cell.prepared_step
+            per_step = _unstack(step_inputs, time)
         else:
-            step_inputs, context = x, None
-            step = _plain_step(cell)
-        # One split into per-step slices (its gradient is one concatenate), not a slice per
-        # step: each slice's gradient would be a zero-padded full-size array.
-        step_inputs = _unstack(step_inputs, time)
+            context = None
+            step = keras_cell_step(cell, cell_state, self._structure(), self.name) if keras_cell else _plain_step(cell)
+            # One split into per-step slices (its gradient is one concatenate), not a slice per
+            # step: each slice's gradient would be a zero-padded full-size array.
+            columns = [_unstack(x, time) for x in xs]
+            per_step = [column[0] if spec is None else optree.tree_unflatten(spec, list(column))
+                        for column in zip(*columns)]
         masks = None if masks is None else _unstack(masks, time)
         span_sequence = None if span_sequence is None else _unstack(span_sequence, time)
         outputs: list = []
         previous = None
         for t in (range(time - 1, -1, -1) if self.go_backwards else range(time)):
             span = span_constant if span_sequence is None else span_sequence[t]
-            output, new_states = step(params, step_inputs[t], states, context, training=training, rng=rng,
+            output, new_states = step(params, per_step[t], states, context, training=training, rng=rng,
                                       timespan=span)
             new_states = list(new_states)
             if masks is not None:
@@ -319,15 +414,34 @@ class RNN(Layer):
             return ops.stack(outputs, axis=0 if self.time_major else 1), states
         return previous, states
 
+    def _sequence_leaves(self, sequences: Any, nested_ok: bool) -> tuple[list, Any]:
+        """The input sequences as native arrays, flat, and their structure (None for one array)."""
+        def native(value: Any) -> Any:
+            if is_tensor(value):
+                return value._native
+            return value if ops.is_array(value) else ops.convert_to_tensor(value)
+
+        if ops.is_array(sequences) or is_tensor(sequences) or not isinstance(sequences, (list, tuple, dict)):
+            return [native(sequences)], None
+        if not nested_ok:
+            raise ValueError(f"layer {self.name!r} ({type(self).__name__}) takes one sequence input of shape "
+                             f"(batch, time, features) (nested inputs need a Keras-style cell, whose "
+                             f"call(inputs, states) takes them; pass initial states as initial_state=), "
+                             f"received a {type(sequences).__name__}")
+        leaves, spec = optree.tree_flatten(sequences, is_leaf=lambda v: ops.is_array(v) or is_tensor(v))
+        return [native(leaf) for leaf in leaves], spec
+
     def _initial_states(self, initial_state: Any, batch: int, dtype: str) -> list:
+        structure = self._structure()
         if initial_state is None:
-            return list(self.cell.get_initial_state(batch, dtype=dtype))
-        if ops.is_array(initial_state) or getattr(type(initial_state), "__ember_tensor__", False):
+            return initial_states(self.cell, structure, self.name, batch, dtype)
+        if ops.is_array(initial_state) or is_tensor(initial_state):
             initial_state = [initial_state]
         if not isinstance(initial_state, (list, tuple)):
             raise TypeError(f"layer {self.name!r}: initial_state must be a list of arrays, "
                             f"received {type(initial_state).__name__}")
-        states = [s._native if getattr(type(s), "__ember_tensor__", False) else s for s in initial_state]
+        states = structure.flatten(self.name, initial_state, "initial_state")
+        states = [s._native if is_tensor(s) else s for s in states]
         states = [s if ops.is_array(s) else ops.convert_to_tensor(s, dtype=dtype) for s in states]
         self._check_state_shapes([tuple(ops.shape(s)) for s in states], batch)
         return states

@@ -36,11 +36,12 @@ from typing import Any
 
 import numpy as np
 
+from ember import ops
 from ember.saving import _arrays
 from ember.saving.format import CheckpointError
 from ember.saving.keras_format.compile_bridge import keras_optimizer
 from ember.saving.keras_format.objects import KerasFormatError
-from ember.saving.keras_format.weights_layout import model_paths
+from ember.saving.keras_format.weights_layout import carried_state_paths, model_paths
 from ember.saving.weights import LoadReport, match_state, state_template
 from ember.saving.writer import atomic_path
 
@@ -80,9 +81,15 @@ def read_arrays(model: Any, handle: Any, label: str, skip_mismatch: bool) -> tup
         CheckpointError: missing, unexpected or mismatched variables (and not ``skip_mismatch``).
     """
     template = state_template(model, "load_weights", initialize=skip_mismatch)
-    pairs = model_paths(model, model.placeholder_state())
+    placeholder = model.placeholder_state()
+    pairs = model_paths(model, placeholder)
     stored = _datasets(handle)
     arrays, missing = {}, []
+    for ember_path in carried_state_paths(model):  # stateful RNNs start from zero states, as in Keras
+        node = placeholder
+        for key in ember_path.split("/"):
+            node = node[key]
+        arrays[ember_path] = np.asarray(ops.to_numpy(node))  # the placeholder state holds zeros
     for keras_path, ember_path in pairs:
         if keras_path in stored:
             arrays[ember_path] = np.asarray(stored.pop(keras_path)[()])

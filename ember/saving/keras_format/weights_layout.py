@@ -69,8 +69,11 @@ def layer_paths(layer: Any, state: dict, keras_path: str, ember_prefix: str) -> 
     """``(keras dataset path, ember state path)`` for every variable of ``layer`` (its ``state``)."""
     if is_model(layer):
         return model_paths(layer, state, keras_path, ember_prefix)
-    if isinstance(layer, RECURRENT_LAYERS):
-        return _own(f"{keras_path}/cell", state, ember_prefix)
+    if isinstance(layer, RECURRENT_LAYERS):  # a stateful RNN's carried states are not Keras variables
+        carried = set(layer.carried_buffers)
+        cell_state = {"params": state["params"], "buffers": {k: v for k, v in state["buffers"].items()
+                                                             if k not in carried}}
+        return _own(f"{keras_path}/cell", cell_state, ember_prefix)
     if isinstance(layer, Bidirectional):
         pairs = []
         for attribute, child in (("forward_layer", layer.layer), ("backward_layer", layer.backward_layer)):
@@ -102,6 +105,21 @@ def model_paths(model: Any, state: dict, keras_path: str = "", ember_prefix: str
         key = state_keys.get(id(layer), layer.name)  # structural state key within the model
         pairs += layer_paths(layer, _sub(state, key), prefix, f"{ember_prefix}/{key}".lstrip("/"))
     return pairs
+
+
+def carried_state_paths(model: Any, ember_prefix: str = "") -> list[str]:
+    """The Ember state paths of the stateful RNNs' carried states (``buffers/<key>/rnn_state_<i>``):
+    not Keras variables, so a Keras weights file has none; loading starts them from zeros."""
+    paths = []
+    state_keys = model._state_keys() if hasattr(model, "_state_keys") else {}
+    for layer in keras_layer_order(model):
+        key = state_keys.get(id(layer), layer.name)
+        prefix = f"{ember_prefix}/{key}".lstrip("/")
+        if is_model(layer):
+            paths += carried_state_paths(layer, prefix)
+        elif isinstance(layer, RECURRENT_LAYERS):
+            paths += [f"buffers/{prefix}/{name}" for name in layer.carried_buffers]
+    return paths
 
 
 def variable_paths(model: Any) -> list[tuple[str, str]]:

@@ -12,6 +12,7 @@ from ember.training.callbacks.model_checkpoint import ModelCheckpoint
 from ember.training.callbacks.progbar import Progbar
 from ember.training.callbacks.progbar_logger import ProgbarLogger
 from ember.training.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
+from ember.training.callbacks.tensorboard import TensorBoard
 from ember.training.callbacks.terminate_on_nan import TerminateOnNaN
 
 __all__ = [
@@ -28,5 +29,6 @@ __all__ = [
     "Progbar",
     "ProgbarLogger",
     "ReduceLROnPlateau",
+    "TensorBoard",
     "TerminateOnNaN",
 ]

@@ -4,9 +4,11 @@ Override the hooks you need. ``self.model`` is the model being trained (its ``st
 holds the current weights at every hook; ``model.stop_training = True`` ends ``fit``
 after the current batch/epoch) and ``self.params`` holds ``{"verbose", "epochs", "steps"}``.
 
-``logs`` at epoch level is a dict of Python floats (``loss``, metrics, ``val_*``). At
-batch level it is a read-only mapping whose values are computed on first access:
-reading one costs a device sync (and a small computation), so a callback that does not
+``logs`` is always a mapping, as in Keras: ``{}`` where there is nothing to report
+(``on_train_begin``, ``on_epoch_begin``, ``on_test_begin``, ``on_predict_*``, the batch-begin
+hooks), ``{"outputs": ...}`` in ``on_predict_batch_end``. At epoch level it is a dict of Python
+floats (``loss``, metrics, ``val_*``). At batch level it is a read-only mapping whose values
+are computed on first access: reading one costs a device sync (and a small computation), so a callback that does not
 read it costs nothing.
 """
 

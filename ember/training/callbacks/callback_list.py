@@ -65,6 +65,11 @@ class BatchLogs(collections.abc.Mapping):
         return f"BatchLogs({self._resolved()!r})"
 
 
+def _as_logs(logs: Any) -> Any:
+    """``logs`` as Keras passes them to every hook: a dict (``{}`` when there are none)."""
+    return {} if logs is None else logs
+
+
 def _overrides(callback: Callback, hook: str) -> bool:
     method = getattr(type(callback), hook, None)
     if method is None:
@@ -132,12 +137,15 @@ class CallbackList:
         return iter(self.callbacks)
 
     def _call(self, hook: str, *args: Any) -> None:
+        args = args[:-1] + (_as_logs(args[-1]),)
         for cb in self.callbacks:
             getattr(cb, hook)(*args)
 
     def _call_batch(self, hook: str, batch: int, logs: Any) -> None:
-        for method in self._batch[hook]:
-            method(batch, logs)
+        if self._batch[hook]:
+            logs = _as_logs(logs)
+            for method in self._batch[hook]:
+                method(batch, logs)
 
     def on_train_begin(self, logs: Any = None) -> None:
         self._call("on_train_begin", logs)
