@@ -190,3 +190,22 @@ def explicit_global_policy() -> DTypePolicy | None:
 # Keras's ``keras.mixed_precision`` names.
 set_global_policy = set_dtype_policy
 global_policy = dtype_policy
+FloatDTypePolicy = DTypePolicy  # Keras's name for a policy of floating dtypes
+
+
+def serialize(policy: DTypePolicy) -> dict:
+    """Keras's serialized form ``{"module", "class_name": "DTypePolicy", "config": {"name"}, ...}``.
+
+    Example:
+        >>> from ember import dtype_policies
+        >>> dtype_policies.serialize(dtype_policies.DTypePolicy("mixed_float16"))["config"]
+        {'name': 'mixed_float16'}
+    """
+    if not isinstance(policy, DTypePolicy):
+        raise TypeError(f"dtype_policies.serialize: expected a DTypePolicy, received {policy!r}")
+    return {"module": "keras", "class_name": "DTypePolicy", "config": policy.get_config(), "registered_name": None}
+
+
+def deserialize(config: dict) -> DTypePolicy:
+    """Inverse of :func:`serialize` (a bare name is accepted too)."""
+    return get(config, "dtype_policies.deserialize: config")

@@ -537,7 +537,7 @@ def _policy_name(dtype: Any, layer_name: str) -> str | None:
         return None if policy is None else policy.name
     if isinstance(dtype, str) and dtype in dtype_policies.MIXED:
         return dtype
-    if isinstance(dtype, (dtype_policies.DTypePolicy, dict)):
+    if isinstance(dtype, (dtype_policies.DTypePolicy, dict)) or (isinstance(dtype, str) and dtype.startswith("mixed")):
         return dtype_policies.get(dtype, f"{layer_name}: dtype").name
     return dtypes.standardize_dtype(dtype, f"{layer_name}: dtype")
 
