@@ -134,7 +134,8 @@ def test_softmax_of_bfloat16_is_computed_in_float32(backend):
 
 
 def test_embedding_and_integer_inputs_are_not_cast(backend):
-    model = ember.Sequential([ember.Input((3,), dtype="int32"), layers.Embedding(10, 4, dtype="mixed_bfloat16", name="emb")])
+    embedding = layers.Embedding(10, 4, dtype="mixed_bfloat16", name="emb")
+    model = ember.Sequential([ember.Input((3,), dtype="int32"), embedding])
     state = model.build(seed=0)
     y, _ = model.apply(state, np.array([[1, 2, 9]], np.int32))
     assert ops.dtype(y) == "bfloat16"

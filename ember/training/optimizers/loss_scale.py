@@ -137,8 +137,9 @@ class LossScaleOptimizer(Optimizer):
 
     def _split(self, opt_state: Any) -> tuple[dict, Any, Any]:
         if not isinstance(opt_state, dict) or any(key not in opt_state for key in SCALE_KEYS):
+            received = sorted(opt_state) if isinstance(opt_state, dict) else opt_state
             raise ValueError(f"{type(self).__name__}: opt_state must be the dict made by init(params) (with "
-                             f"{SCALE_KEYS}), received {sorted(opt_state) if isinstance(opt_state, dict) else opt_state!r}")
+                             f"{SCALE_KEYS}), received {received!r}")
         inner = {k: v for k, v in opt_state.items() if k not in SCALE_KEYS}
         return inner, opt_state["dynamic_scale"], opt_state["step_counter"]
 
@@ -180,7 +181,7 @@ class LossScaleOptimizer(Optimizer):
                 "initial_scale": self.initial_scale, "dynamic_growth_steps": self.dynamic_growth_steps}
 
     @classmethod
-    def from_config(cls, config: dict) -> "LossScaleOptimizer":
+    def from_config(cls, config: dict) -> LossScaleOptimizer:
         config = dict(config)
         inner = config.pop("inner_optimizer")
         return cls(deserialize(inner) if isinstance(inner, dict) else inner, **config)
