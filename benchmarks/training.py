@@ -29,6 +29,14 @@ A workload whose Ember layers do not exist yet is listed as "n/a". Hand-written 
 * MLX: the step (forward, ``mx.value_and_grad``, Adam written out) under ``mx.compile``;
 * NumPy: forward and backward written out by hand, Adam written out (W1 only).
 
+W1 and W3 also run Ember's ``fit`` under ``mixed_bfloat16`` (variables float32, computation
+bfloat16, the backend's own step) and ``mixed_float16`` (with the ``LossScaleOptimizer``
+``compile`` adds, which trains through the generic loss-scaled step of
+``ember.training.loss_scaling``), in the same rotation; a second table gives their ratios to
+Ember in float32. On a CPU 16-bit matmuls are not faster (NumPy and MLX accumulate them in
+float32 and round), so these columns measure the cost of the casts and of the generic step;
+the speed-up is a GPU's.
+
 Both sides get the same native arrays (no conversion inside the timed region) and run
 ``EPOCHS`` epochs per timed call; Ember's time includes everything ``fit`` does (batching,
 shuffling, building its state, callbacks). Targets: torch <= 1.05x, MLX <= 1.05x, NumPy
@@ -66,6 +74,9 @@ REPEAT = 9
 STEPS = {"torch": 30, "numpy": 30, "mlx": 6}
 WORKLOADS = ("W1", "W2", "W3", "S1", "C1")
 VS_BUILT_IN = ("S1", "C1")  # workloads whose "raw" column is Ember's built-in W1 fit
+# Workloads also timed under mixed_bfloat16 (the backend's own step) and mixed_float16 (a
+# LossScaleOptimizer: the generic loss-scaled step, ember.training.loss_scaling).
+MIXED_WORKLOADS = ("W1", "W3")
 
 
 # ------------------------------------------------------------------------------------ data
@@ -85,7 +96,17 @@ def make_data(workload: str, backend: str) -> tuple:
     return x, y, batch
 
 
-def ember_model(workload: str):
+def ember_model(workload: str, policy: str | None = None):
+    import ember
+
+    ember.mixed_precision.set_global_policy(policy)  # None: float32 (the layers record the policy)
+    try:
+        return _ember_model(workload)
+    finally:
+        ember.mixed_precision.set_global_policy(None)
+
+
+def _ember_model(workload: str):
     import ember
     from ember import layers
 
@@ -144,8 +165,8 @@ def ember_model(workload: str):
     return model
 
 
-def ember_runner(workload: str, backend: str, x, y, batch: int):
-    model = ember_model(workload)
+def ember_runner(workload: str, backend: str, x, y, batch: int, policy: str | None = None):
+    model = ember_model(workload, policy)
     if model is None:
         return None
 
@@ -402,6 +423,13 @@ def timing_child(backend: str, workloads: list[str]) -> None:
             rows.append({"workload": workload, "status": "n/a (layer missing)"})
             continue
         fns = [raw_run, ember_run] if raw_run is not None else [ember_run]
+        names = ["raw", "ember"] if raw_run is not None else ["ember"]
+        if workload in MIXED_WORKLOADS:  # the same model under the mixed policies, in the same rotation
+            x, y, batch = make_data(workload, backend)
+            x, y = native_data(backend, x, y)
+            for policy, name in (("mixed_bfloat16", "bf16"), ("mixed_float16", "f16")):
+                fns.append(ember_runner(workload, backend, x, y, batch, policy))
+                names.append(name)
         for fn in fns:  # warm-up: traces, compiles, caches
             fn(1)
         wall: list[list[float]] = [[] for _ in fns]
@@ -414,7 +442,7 @@ def timing_child(backend: str, workloads: list[str]) -> None:
                 c.append(time.process_time() - start_cpu)
         steps = STEPS[backend] * EPOCHS
         row = {"workload": workload, "steps": steps}
-        for name, w, c in zip(["raw", "ember"] if raw_run is not None else ["ember"], wall, cpu):
+        for name, w, c in zip(names, wall, cpu):
             row[f"{name}_med"] = statistics.median(w) / steps * 1e3
             row[f"{name}_min"] = min(w) / steps * 1e3
             row[f"{name}_cpu"] = statistics.median(c) / steps * 1e3
@@ -452,6 +480,7 @@ def main() -> None:
           "(min wall time); ratios Ember/raw of the median wall time, the min wall time and the median CPU time")
     print(f"{'backend':7} {'work':4} {'steps':>5} {'raw ms':>8} {'ember ms':>8} {'med':>6} {'min':>6} {'cpu':>6} "
           f"{'target':>6} {'raw MiB':>8} {'ember MiB':>9} {'ratio':>6}")
+    mixed: list[str] = []
     for backend in names:
         rows = json.loads(_child(["timing", backend, *workloads]))
         for row in rows:
@@ -474,6 +503,16 @@ def main() -> None:
                 else:
                     line += f" {'-':>8} {ember_mem:9.1f}"
             print(line, flush=True)
+            if "bf16_med" in row:
+                mixed.append(f"{backend:7} {row['workload']:4} {row['ember_min']:8.2f} {row['bf16_min']:8.2f} "
+                             f"{row['bf16_med'] / row['ember_med']:7.2f}x {row['f16_min']:8.2f} "
+                             f"{row['f16_med'] / row['ember_med']:7.2f}x")
+    if mixed:
+        print("\nMixed precision (same process, same rotation): Ember fit ms per step (min wall time) and the ratio "
+              "of median wall times to Ember float32; mixed_float16 runs the generic loss-scaled step")
+        print(f"{'backend':7} {'work':4} {'f32 ms':>8} {'bf16 ms':>8} {'bf16/f32':>8} {'f16 ms':>8} {'f16/f32':>8}")
+        for line in mixed:
+            print(line)
 
 
 if __name__ == "__main__":

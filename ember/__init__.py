@@ -32,6 +32,7 @@ from ember import losses, metrics  # noqa: E402
 from ember import callbacks, data  # noqa: E402
 from ember import distribute  # noqa: E402
 from ember import optimizers  # noqa: E402
+from ember import dtype_policies, mixed_precision  # noqa: E402
 from ember import utils, wirings  # noqa: E402
 from ember.training.trainer import Trainer  # noqa: E402
 
@@ -56,6 +57,7 @@ __all__ = [
     "custom_vjp",
     "data",
     "distribute",
+    "dtype_policies",
     "dtypes",
     "features",
     "get_backend",
@@ -67,6 +69,7 @@ __all__ = [
     "load_model",
     "losses",
     "metrics",
+    "mixed_precision",
     "ops",
     "optimizers",
     "random",

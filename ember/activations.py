@@ -104,14 +104,24 @@ def lecun_tanh(x):
     return ops.nn.lecun_tanh(x)
 
 
+def _in_float32(fn, x, axis):
+    """``fn(x, axis)`` computed in float32 for float16/bfloat16 ``x`` (cast back once), as is for other dtypes:
+    the exponentials and the normalizing sum are where 16-bit types lose the most (mixed precision)."""
+    x = ops.convert_to_tensor(x) if not ops.is_array(x) else x
+    dtype = ops.dtype(x)
+    if dtype in ("float16", "bfloat16"):
+        return ops.cast(fn(ops.cast(x, "float32"), axis=axis), dtype)
+    return fn(x, axis=axis)
+
+
 def softmax(x, axis=-1):
-    """Softmax along ``axis``."""
-    return ops.nn.softmax(x, axis=axis)
+    """Softmax along ``axis`` (16-bit inputs are computed in float32 and rounded back once)."""
+    return _in_float32(ops.nn.softmax, x, axis)
 
 
 def log_softmax(x, axis=-1):
-    """Log-softmax along ``axis``."""
-    return ops.nn.log_softmax(x, axis=axis)
+    """Log-softmax along ``axis`` (16-bit inputs are computed in float32 and rounded back once)."""
+    return _in_float32(ops.nn.log_softmax, x, axis)
 
 
 def exponential(x):

@@ -29,6 +29,7 @@ import optree
 
 from ember import ops
 from ember.autodiff import tape as tape_module
+from ember.layers import autocast
 from ember.layers.layer import collect_losses
 from ember.layers.variable import Variable
 from ember.layers.weights import WeightSpec
@@ -50,7 +51,7 @@ def eager_call(layer: Any, args: tuple, kwargs: dict) -> Any:
         layer._write_state(state)
     watch_read(layer)
     with collect_losses() as losses:
-        outputs, new_state = layer.apply(state, inputs, training=training, **kwargs)
+        outputs, new_state = autocast.apply(layer, state, inputs, training=training, **kwargs)
     if buffers_changed(state["buffers"], new_state["buffers"]):
         layer._write_state({"params": state["params"], "buffers": new_state["buffers"]})
     layer._handle().losses = list(losses)

@@ -66,7 +66,7 @@ import optree
 
 from ember import initializers, ops
 from ember._tensor import Tensor
-from ember.layers import scope
+from ember.layers import autocast, scope
 from ember.seeds import sub_seed
 from ember.layers.layer import Layer, collect_losses, empty_state
 from ember.layers.variable import Variable
@@ -303,7 +303,7 @@ def call_in_frame(child: Any, frame: scope.Frame, args: tuple, kwargs: dict) -> 
     if mask is not None and (child._keras_style or _apply_takes_mask(child)):
         kwargs["mask"] = mask
     rng = sub_seed(frame.rng, key)
-    outputs, new_state = child.apply(child_state, inputs, training=training, rng=rng, **kwargs)
+    outputs, new_state = autocast.apply(child, child_state, inputs, training=training, rng=rng, **kwargs)
     if new_state["buffers"]:
         frame.state["buffers"][key] = new_state["buffers"]
     return outputs

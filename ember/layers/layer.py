@@ -46,7 +46,7 @@ from typing import Any, ClassVar
 
 import optree
 
-from ember import dtypes, ops
+from ember import dtype_policies, dtypes, ops
 from ember.layers import scope
 from ember.layers.construction import LayerHandle, LayerType
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
@@ -170,7 +170,10 @@ class Layer(metaclass=LayerType):
     Args:
         name: unique name; generated from the class name when omitted.
         trainable: False freezes the layer's params (no gradient, state kept).
-        dtype: dtype of the layer's variables; ``None`` means ``floatx()`` at build time.
+        dtype: a dtype policy: a name (``"mixed_bfloat16"``, ``"mixed_float16"``, a dtype name such as
+            ``"float64"``) or a :class:`~ember.dtype_policies.DTypePolicy`, kept as its name; ``None``
+            means the global policy when one is set (:func:`ember.mixed_precision.set_global_policy`),
+            else ``floatx()`` at build time.
 
     Example:
         >>> import ember
@@ -200,6 +203,10 @@ class Layer(metaclass=LayerType):
     _call_takes_mask: ClassVar[bool] = False
     # Keras's flag: the layer passes an input mask through (see compute_mask).
     supports_masking: ClassVar[bool] = False
+    # True: under a mixed policy the layer computes in float32 (normalization statistics); see autocast.
+    float32_compute: ClassVar[bool] = False
+    # False where ``dtype`` is the dtype of data (InputLayer), not a policy.
+    _dtype_is_policy: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -231,7 +238,9 @@ class Layer(metaclass=LayerType):
             object.__setattr__(self, "_auto_name", base)  # a model keys its state structurally
         elif not isinstance(self.name, str) or not self.name:
             raise ValueError(f"{type(self).__name__}: name must be a non-empty string, received {self.name!r}")
-        if self.dtype is not None:
+        if self._dtype_is_policy:
+            object.__setattr__(self, "dtype", _policy_name(self.dtype, self.name))
+        elif self.dtype is not None:
             object.__setattr__(self, "dtype", dtypes.standardize_dtype(self.dtype, f"{self.name}: dtype"))
         if not isinstance(self.trainable, bool):
             raise TypeError(f"{self.name}: trainable must be a bool, received {self.trainable!r}")
@@ -258,9 +267,20 @@ class Layer(metaclass=LayerType):
 
     # --- configuration ---------------------------------------------------------------
     @property
+    def dtype_policy(self) -> dtype_policies.DTypePolicy:
+        """The layer's :class:`~ember.dtype_policies.DTypePolicy` (from ``dtype``; ``floatx()``'s when None)."""
+        return dtype_policies.DTypePolicy(self.dtype or dtypes.floatx())
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype the layer computes in (``bfloat16`` under ``"mixed_bfloat16"``)."""
+        return self.dtype_policy.compute_dtype
+
+    @property
     def variable_dtype(self) -> str:
-        """The dtype variables are created with: the layer's ``dtype`` or ``floatx()``."""
-        return self.dtype or dtypes.floatx()
+        """The dtype variables are created with: the policy's (``float32`` under a mixed policy), else
+        the layer's ``dtype`` or ``floatx()``."""
+        return self.dtype_policy.variable_dtype if self.dtype else dtypes.floatx()
 
     def replace(self, **changes: Any) -> "Layer":
         """A new layer with some config fields changed (the name is kept unless given)."""
@@ -520,6 +540,19 @@ def _layer_setattr(self: Layer, key: str, value: Any) -> None:
         raise AttributeError(f"Layer {self.name!r} is immutable once constructed: set {key!r} in __init__ "
                              f"(or a weight with self.add_weight in build)")
     raise AttributeError(f"Layer {self.name!r} is immutable: create a new one with layer.replace({key}=...)")
+
+
+def _policy_name(dtype: Any, layer_name: str) -> str | None:
+    """A layer's ``dtype`` as it is kept in its config: a policy name (``"mixed_bfloat16"``, ``"float32"``),
+    the global policy's when one was set and ``dtype`` is None (Keras records it too), else None."""
+    if dtype is None:
+        policy = dtype_policies.explicit_global_policy()
+        return None if policy is None else policy.name
+    if isinstance(dtype, str) and dtype in dtype_policies.MIXED:
+        return dtype
+    if isinstance(dtype, (dtype_policies.DTypePolicy, dict)) or (isinstance(dtype, str) and dtype.startswith("mixed")):
+        return dtype_policies.get(dtype, f"{layer_name}: dtype").name
+    return dtypes.standardize_dtype(dtype, f"{layer_name}: dtype")
 
 
 def _immutable_delattr(self: Layer, key: str) -> None:

@@ -34,7 +34,7 @@ import numpy as np
 import optree
 
 from ember.seeds import derive_seed, is_seed_array, sub_seed
-from ember.layers import handles, keras_object, scope
+from ember.layers import autocast, handles, keras_object, scope
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.construction import mark_auto_named, structural_keys
 from ember.layers.layer import Layer, collect_losses, unique_name
@@ -337,7 +337,7 @@ class Model(TrainingAPI, Layer):
             if mask is not None and "mask" not in kwargs and takes_mask(layer):
                 kwargs = {**kwargs, "mask": mask}
             try:
-                out, child_state = layer.apply(child_state, args, training=training, rng=child_rng, **kwargs)
+                out, child_state = autocast.apply(layer, child_state, args, training=training, rng=child_rng, **kwargs)
             except Exception as error:
                 _explain_state_error(layer, node, child_state, error)
                 raise

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.seeds import sub_seed
+from ember.layers import autocast
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.construction import mark_auto_named
 from ember.layers.layer import Layer, unique_name
@@ -191,7 +192,7 @@ class Sequential(Model):
             kwargs = {"mask": mask} if mask is not None and takes_mask(layer) else {}
             x_in = x
             try:
-                x, child = layer.apply(child, x, training=training,
+                x, child = autocast.apply(layer, child, x, training=training,
                                        rng=None if rng is None else _child_rng(rng, key), **kwargs)
             except Exception as error:
                 shape = input_shapes(x_in)

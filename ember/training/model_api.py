@@ -40,7 +40,7 @@ import sys
 from typing import Any
 
 from ember import distribute
-from ember.training import backend_check
+from ember.training import backend_check, loss_scaling
 from ember.training.callbacks.callback_list import CallbackList
 from ember.training.data.adapter import get_adapter, is_array_data, split_validation, unpack_batch
 from ember.training.data.epoch_iterator import EpochIterator, check_steps
@@ -178,7 +178,8 @@ class TrainingAPI:
             run_eagerly: no compilation (MLX runs op by op; for debugging).
             steps_per_execution: must be 1 (several steps per call are not offered).
             jit_compile: ``"auto"``/True/False: whether MLX compiles the step with ``mx.compile``.
-            auto_scale_loss: accepted for Keras compatibility (no mixed-precision loss scaling here).
+            auto_scale_loss: when the model (or the global policy) is ``mixed_float16``, wrap the
+                optimizer in a :class:`~ember.optimizers.LossScaleOptimizer` (dynamic loss scaling), as Keras.
             seed: Ember extension: the base seed of shuffling and dropout in ``fit`` (None: drawn
                 from the backend's global random stream, fixed by ``ember.random.set_seed``).
 
@@ -190,6 +191,10 @@ class TrainingAPI:
             raise NotImplementedError(
                 f"compile: steps_per_execution={steps_per_execution!r} is not supported (every backend runs one "
                 "step per call; the per-step overhead is already small); use 1")
+        if not isinstance(auto_scale_loss, bool):
+            raise TypeError(f"compile: auto_scale_loss must be a bool, received {auto_scale_loss!r}")
+        if auto_scale_loss and optimizer is not None and loss_scaling.computes_in_float16(self):
+            optimizer = loss_scaling.with_loss_scaling(optimizer)
         trainer = Trainer(self, optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=loss_weights,
                           weighted_metrics=weighted_metrics, jit_compile=jit_compile, run_eagerly=run_eagerly,
                           seed=seed)

@@ -65,6 +65,7 @@ from ember.training.data.adapter import native_batch, unpack_batch
 from ember.training.data.convert import to_native
 from ember.training.distributed import StepSync
 from ember.training.label_check import SparseLabelCheck
+from ember.training.loss_scaling import LossScaleSteps
 from ember.training.steps import STEP_KIT, StepCore, batch_size_of
 from ember import ops
 from ember.training import optimizers
@@ -101,7 +102,8 @@ class Trainer:
         weighted_metrics: metrics that receive the sample weights.
         jit_compile: ``"auto"``/True compiles the step where the backend can (``mx.compile`` on MLX);
             False runs it eagerly. torch and NumPy always run eagerly (torch's speed comes from its
-            fused kernels; ``torch.compile`` is not used).
+            fused kernels; ``torch.compile`` is not used). With a ``LossScaleOptimizer`` every backend
+            runs the generic eager step (:mod:`ember.training.loss_scaling`).
         run_eagerly: True is ``jit_compile=False`` (for debugging with prints and breakpoints).
         seed: base seed of shuffling and dropout in ``fit``; None draws one from the backend's global
             random stream (fixed by ``ember.random.set_seed``).
@@ -153,8 +155,11 @@ class Trainer:
         key = name if strategy is None else (name, strategy)
         steps = self._steps.get(key)
         if steps is None:
-            module = importlib.import_module(f"ember.backends.{name}.training")
-            steps = module.make_steps(self.core, STEP_KIT, jit=self.jit_compile)  # the backend imports no trainer
+            if isinstance(self.optimizer, optimizers.LossScaleOptimizer):  # the scale enters the loss
+                steps = LossScaleSteps(self.core)
+            else:
+                module = importlib.import_module(f"ember.backends.{name}.training")
+                steps = module.make_steps(self.core, STEP_KIT, jit=self.jit_compile)  # the backend imports no trainer
             if strategy is not None:  # sharded batches sum gradients and metric states over the ranks
                 steps.sync = StepSync(strategy.all_sum, strategy.world_size)
             self._steps[key] = steps

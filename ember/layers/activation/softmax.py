@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import ops
+from ember import activations, ops
 from ember.layers.layer import Layer
 
 
@@ -38,7 +38,7 @@ class Softmax(Layer):
 
     def call(self, params: dict, inputs: Any) -> Any:
         if isinstance(self.axis, int):
-            return ops.nn.softmax(inputs, axis=self.axis)
+            return activations.softmax(inputs, axis=self.axis)  # 16-bit inputs in float32
         # Several axes: exp(x - logsumexp over them), as Keras does.
         return ops.exp(ops.subtract(inputs, ops.logsumexp(inputs, axis=self.axis, keepdims=True)))
 

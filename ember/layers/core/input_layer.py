@@ -39,6 +39,7 @@ class InputLayer(Layer):
 
     shape: tuple = ()
     batch_size: int | None = None
+    _dtype_is_policy = False  # the dtype of the data, not a policy (Keras's inputs too)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -60,6 +60,7 @@ class LayerNormalization(Layer):
     gamma_constraint: Any = None
 
     supports_masking = True
+    float32_compute = True  # statistics in float32 under a mixed policy (ember.layers.autocast), as Keras
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -32,6 +32,7 @@ class RMSNormalization(Layer):
         >>> ops.to_numpy(y).astype(float).round(4).tolist()   # rms = sqrt((9 + 16) / 2)
         [[0.8485, 1.1314]]
     """
+    float32_compute = True  # statistics in float32 under a mixed policy (ember.layers.autocast), as Keras
 
     axis: Any = -1
     epsilon: float = 1e-6

@@ -74,7 +74,7 @@ class CategoryEncoding(Layer):
     def call(self, params: dict, inputs: Any) -> Any:
         if dtypes.is_float(ops.dtype(inputs)) or ops.dtype(inputs) == "bool":
             raise TypeError(f"layer {self.name!r} expects integer category ids, received dtype {ops.dtype(inputs)}")
-        return encode(inputs, self.num_tokens, self.output_mode, self.dtype or dtypes.floatx())
+        return encode(inputs, self.num_tokens, self.output_mode, self.compute_dtype if self.dtype else dtypes.floatx())
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         return encoded_shape(tuple(input_shape), self.num_tokens, self.output_mode)

@@ -84,7 +84,7 @@ class Discretization(Layer):
         buckets = ops.digitize(x, boundaries)
         if self.output_mode == "int":
             return buckets
-        return encode(buckets, len(self.bin_boundaries) + 1, self.output_mode, self.dtype or dtypes.floatx())
+        return encode(buckets, len(self.bin_boundaries) + 1, self.output_mode, self.compute_dtype if self.dtype else dtypes.floatx())
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         if self.output_mode == "int":

@@ -76,7 +76,7 @@ class Hashing(Layer):
         out = ops.convert_to_tensor(buckets)
         if self.output_mode == "int":
             return out
-        return encode(out, self.num_bins, self.output_mode, self.dtype or "float32")
+        return encode(out, self.num_bins, self.output_mode, self.compute_dtype if self.dtype else "float32")
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         if self.output_mode == "int":

@@ -102,7 +102,7 @@ class Normalization(Layer):
         return super().build(input_shape, seed)
 
     def call(self, params: dict, inputs: Any) -> Any:
-        dtype = self.dtype or (ops.dtype(inputs) if dtypes.is_float(ops.dtype(inputs)) else dtypes.floatx())
+        dtype = self.compute_dtype if self.dtype else (ops.dtype(inputs) if dtypes.is_float(ops.dtype(inputs)) else dtypes.floatx())
         x = ops.cast(inputs, dtype)
         mean = ops.convert_to_tensor(self.mean, dtype=dtype)
         std = ops.maximum(ops.sqrt(ops.convert_to_tensor(self.variance, dtype=dtype)), _EPSILON)

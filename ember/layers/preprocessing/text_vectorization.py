@@ -171,7 +171,7 @@ class TextVectorization(Layer):
             weights = np.zeros(depth)
             weights[_lookup.special_count(self):_lookup.special_count(self) + len(self.idf_weights)] = self.idf_weights
             counts = counts * weights
-        return ops.convert_to_tensor(counts, dtype=self.dtype or "float32")
+        return ops.convert_to_tensor(counts, dtype=self.compute_dtype if self.dtype else "float32")
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         batch = tuple(input_shape)[0] if input_shape else None

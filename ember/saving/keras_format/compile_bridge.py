@@ -181,8 +181,11 @@ def _keras_object(value: Any, module: str) -> Any:
     key = registered_name(type(value))
     if key.split(">")[0] not in ("ember", "ember.metrics"):
         raise KerasFormatError(f"compile: the custom object {key} cannot be written to a Keras file")
-    return {"module": module, "class_name": type(value).__name__, "config": value.get_config(),
-            "registered_name": None}
+    config = value.get_config()
+    inner = getattr(value, "inner_optimizer", None)  # LossScaleOptimizer: its inner optimizer in Keras's form too
+    if inner is not None:
+        config = {**config, "inner_optimizer": _keras_object(inner, module)}
+    return {"module": module, "class_name": type(value).__name__, "config": config, "registered_name": None}
 
 
 def _trainer(model: Any) -> Any:

@@ -129,19 +129,11 @@ def from_keras(value: Any, where: str) -> Any:
 
 
 def dtype_from_policy(value: Any, where: str) -> str | None:
-    """The variable dtype of a Keras dtype (a name or a ``DTypePolicy`` dict).
-
-    Raises:
-        KerasFormatError: a mixed-precision policy (Ember layers hold one dtype).
-    """
+    """The policy name of a Keras dtype (a name or a ``DTypePolicy`` dict): a dtype name, or
+    ``"mixed_float16"``/``"mixed_bfloat16"`` (Ember layers take the same policies)."""
     if value is None or isinstance(value, str):
-        name = value
-    else:
-        name = (value.get("config") or {}).get("name")
-    if isinstance(name, str) and name.startswith("mixed_"):
-        raise KerasFormatError(f"{where}: the mixed-precision policy {name!r} cannot be imported (an Ember layer "
-                               "has one dtype): save the Keras model with a float32 policy")
-    return name
+        return value
+    return (value.get("config") or {}).get("name")
 
 
 def keras_dtype_policy(dtype: str) -> dict:

@@ -25,6 +25,7 @@ from ember.training.optimizers.base import Optimizer
 from ember.training.optimizers.factored import Adafactor, Ftrl
 from ember.training.optimizers.clipping import clip_by_global_norm, clip_by_norm, global_norm
 from ember.training.optimizers.lion import Lion
+from ember.training.optimizers.loss_scale import LossScaleOptimizer
 from ember.training.optimizers.schedules import LearningRateSchedule
 from ember.training.optimizers.sgd import SGD
 from ember.serialization import serialize as _serialize
@@ -100,6 +101,6 @@ def deserialize(config: dict) -> Optimizer:
 
 __all__ = [
     "ALL_OPTIMIZERS", "SGD", "Adadelta", "Adafactor", "Ftrl", "Adagrad", "Adam", "AdamW", "Adamax", "Lamb", "LearningRateSchedule",
-    "Lion", "Nadam", "Optimizer", "RMSprop", "clip_by_global_norm", "clip_by_norm", "deserialize", "get",
+    "Lion", "LossScaleOptimizer", "Nadam", "Optimizer", "RMSprop", "clip_by_global_norm", "clip_by_norm", "deserialize", "get",
     "global_norm", "schedules", "serialize",
 ]
