@@ -59,6 +59,12 @@ class LossScaleOptimizer(Optimizer):
 
     Raises:
         TypeError/ValueError: a bad argument (named).
+
+    Example:
+        >>> import ember
+        >>> opt = ember.optimizers.LossScaleOptimizer(ember.optimizers.SGD(0.1), initial_scale=1024.0)
+        >>> opt.inner_optimizer.get_config()["name"], opt.initial_scale, opt.dynamic_growth_steps
+        ('SGD', 1024.0, 2000)
     """
 
     default_name = "loss_scale_optimizer"
