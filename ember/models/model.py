@@ -40,6 +40,7 @@ from ember.layers.construction import mark_auto_named, structural_keys
 from ember.layers.layer import Layer, collect_losses, unique_name
 from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 from ember.layers.state_check import check_state_dict, raise_if_mismatched
+from ember.training import custom_steps
 from ember.training.handle import TrainingHandle
 from ember.training.model_api import TrainingAPI, is_compiling
 from ember.utils.naming import to_snake_case
@@ -398,19 +399,27 @@ class Model(TrainingAPI, Layer):
         if self.state is not None:
             handles.watch_read(self)
         with collect_losses() as losses:
-            outputs = self.predict_on_batch(*args, **kwargs)
+            outputs = self._forward_on_batch(*args, **kwargs)
         self._handle().losses = list(losses)
         return outputs
 
     def predict_on_batch(self, x: Any, training: bool = False) -> Any:
         """Outputs for one batch with the handle's state (built with a fresh seed if needed).
 
-        A call that fails leaves the handle as it was (an unbuilt model stays unbuilt).
+        A class that overrides ``predict_step`` has it called on ``x`` instead (as Keras 3), and gets
+        its outputs as NumPy arrays. A call that fails leaves the handle as it was (an unbuilt model
+        stays unbuilt).
 
         Raises:
             TypeError: the state is on a backend other than the active one (see :meth:`to_backend`).
         """
         self._check_backend("predict_on_batch")
+        if self._overrides("predict_step"):
+            return self._own_predict_on_batch(x, training)
+        return self._forward_on_batch(x, training)
+
+    def _forward_on_batch(self, x: Any, training: bool = False) -> Any:
+        """The model's outputs on ``x`` with the handle's state (built first if needed); kept buffers."""
         if self.state is None and self._keras_style:
             with self._restored_on_error():
                 return handles.eager_call(self, (x,), {"training": training})
@@ -421,6 +430,15 @@ class Model(TrainingAPI, Layer):
             outputs, new_state = self.apply(state, x, training=training)
         self._keep_updated_buffers(state, new_state)
         return outputs
+
+    def _own_predict_on_batch(self, x: Any, training: bool) -> Any:
+        """``predict_on_batch`` of a class overriding ``predict_step``: the override on ``x`` (Keras 3)."""
+        if training:
+            raise ValueError(f"{type(self).__name__}.predict_on_batch: training=True with an overridden "
+                             "predict_step; the step decides how it calls the model (call self(x, training=True) "
+                             "inside it)")
+        with self._restored_on_error():
+            return custom_steps.predict_batch(self, x)
 
     def _keep_updated_buffers(self, state: dict, new_state: dict) -> None:
         """Keep the buffers an eager call updated (a stateful RNN's carried states), as Keras does."""

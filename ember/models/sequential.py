@@ -204,8 +204,7 @@ class Sequential(Model):
                 mask = layer.compute_mask(x_in, mask)
         return x, {"params": params, "buffers": new_buffers}
 
-    def predict_on_batch(self, x: Any, training: bool = False) -> Any:
-        self._check_backend("predict_on_batch")
+    def _forward_on_batch(self, x: Any, training: bool = False) -> Any:
         with self._restored_on_error():
             if self.state is None:
                 native = x._native if getattr(type(x), "__ember_tensor__", False) else x

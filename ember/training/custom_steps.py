@@ -271,6 +271,15 @@ def custom_evaluate(model: Any, iterator: Any, callbacks: Any, caller: str = "ev
     return logs
 
 
+def predict_batch(model: Any, x: Any) -> Any:
+    """The model's own ``predict_step`` on one batch of inputs ``x``: its outputs as NumPy arrays
+    (``predict_on_batch`` of a model that overrides ``predict_step``, and each batch of ``predict``)."""
+    returned = model.predict_step(pack_x_y_sample_weight(x))
+    if returned is None:
+        raise TypeError("predict_step must return the outputs of the batch (arrays), received None")
+    return _map(lambda a: ops.to_numpy(_natives(a)), returned)
+
+
 def custom_predict(model: Any, iterator: Any, callbacks: Any) -> Any:
     """Run the model's own ``predict_step`` over ``iterator``'s inputs: the outputs concatenated
     along the batch (NumPy arrays, in the structure the step returns)."""
@@ -278,10 +287,7 @@ def custom_predict(model: Any, iterator: Any, callbacks: Any) -> Any:
     callbacks.on_predict_begin()
     for step, batch in iterator.epoch(0):
         callbacks.on_predict_batch_begin(step)
-        returned = model.predict_step(pack_x_y_sample_weight(batch[0]))
-        if returned is None:
-            raise TypeError("predict_step must return the outputs of the batch (arrays), received None")
-        outputs.append(_map(lambda a: ops.to_numpy(_natives(a)), returned))
+        outputs.append(predict_batch(model, batch[0]))
         callbacks.on_predict_batch_end(step, {"outputs": outputs[-1]})
     callbacks.on_predict_end()
     if not outputs:

@@ -174,6 +174,21 @@ def test_test_step_and_predict_step_overrides(backend):
     assert model.evaluate(x, y, batch_size=32, verbose=0) == pytest.approx([expected, 2 * expected], rel=1e-5)
     predicted = model.predict(x, batch_size=10, verbose=0)
     np.testing.assert_allclose(predicted["doubled"], 2.0 * np.asarray(ops.to_numpy(model(x))), rtol=1e-5, atol=1e-6)
+    on_batch = model.predict_on_batch(x[:5])
+    np.testing.assert_allclose(on_batch["doubled"], predicted["doubled"][:5], rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="predict_on_batch: training=True with an overridden predict_step"):
+        model.predict_on_batch(x[:5], training=True)
+
+
+def test_predict_on_batch_of_a_sequential_subclass_calls_its_predict_step(backend):
+    class Rounded(ember.Sequential):
+        def predict_step(self, data):
+            return ops.round(self(data))
+
+    model = Rounded([layers.Input((3,)), layers.Dense(2)])
+    x = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    expected = np.round(np.asarray(ops.to_numpy(model(x))))
+    np.testing.assert_allclose(model.predict_on_batch(x), expected, atol=1e-6)
 
 
 def test_metrics_lists_the_loss_tracker_first_then_compiled_then_attribute_metrics():
