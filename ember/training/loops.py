@@ -167,8 +167,7 @@ class FitLoop:
                                         "step": self.step_in_epoch}
             model._training.live_state = None
             self.publish()
-            if self.steps.buffers is not None:
-                self.steps.buffers.clear()  # the spare arrays of in-place steps: not needed between fits
+            self.steps.finish_fit()  # spare arrays and cached views: not needed between fits
         callbacks.on_train_end(logs)
         if self.strategy is not None:
             self.strategy.barrier()

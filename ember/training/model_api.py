@@ -46,6 +46,7 @@ from ember.training.data.adapter import get_adapter, is_array_data, split_valida
 from ember.training.data.epoch_iterator import EpochIterator, check_steps
 from ember.training.distributed import ShardedAdapter, check_same_weights
 from ember.training.loops import FitLoop, evaluate_state, predict_state, to_floats
+from ember.training import ownership
 from ember.training.trainer import Trainer
 from ember import ops
 from ember.seeds import derive_seed
@@ -288,6 +289,20 @@ class TrainingAPI:
         self._training.opt_spec = spec
         return state
 
+    def _donatable(self, state: dict, restore_point: dict) -> frozenset:
+        """``id()`` of the arrays of ``state`` (the TrainState ``fit`` made from the handle) that nothing
+        outside this handle reaches: ``fit`` adopts them instead of copying (:mod:`ember.training.ownership`).
+
+        The references this handle accounts for: the TrainState itself, the handle's attribute
+        (``state``, ``_training.opt_state``) and the restore point's copy of it; anything else holding
+        the state, a sub-tree or an array (the caller's ``before = model.state``) makes it shared.
+        """
+        saved = restore_point["_training"]
+        model_refs = 1 + (self.state is state["model"]) + (restore_point["state"] is state["model"])
+        opt_refs = 1 + (self._training.opt_state is state["optimizer"]) + (saved.opt_state is state["optimizer"])
+        return (ownership.unshared_leaves(state["model"], model_refs)
+                | ownership.unshared_leaves(state["optimizer"], opt_refs))
+
     # --- fit --------------------------------------------------------------------------------
     def fit(self, x: Any = None, y: Any = None, batch_size: int | None = None, epochs: int = 1,
             verbose: Any = "auto", callbacks: Any = None, validation_split: float = 0.0, validation_data: Any = None,
@@ -377,7 +392,7 @@ class TrainingAPI:
                 check_same_weights(strategy, state["model"]["params"], "fit")
             if validation is not None:  # bad validation data fails now, not after a whole epoch of training
                 _check_validation_batch(trainer, state, validation)
-            state = steps.own(state)
+            state = steps.own(state, self._donatable(state, restore_point))
             callback_list = CallbackList(callbacks, add_history=True, add_progbar=_prints(verbose), model=self,
                                          verbose=verbose, epochs=epochs, steps=iterator.num_steps)
             loop = FitLoop(self, trainer, state, iterator, callback_list, epochs, initial_epoch, validation,

@@ -279,8 +279,19 @@ class GenericSteps:
     def rng(self, seed: int) -> Any:
         return initial_rng(seed)
 
-    def own(self, state: dict) -> dict:
+    def own(self, state: dict, donated: frozenset = frozenset()) -> dict:
+        """The state ``fit_step`` may update (pure steps update nothing: ``state`` itself).
+
+        ``donated``: ``id()`` of arrays of ``state`` that nothing else reaches
+        (:func:`ember.training.ownership.unshared_leaves`): steps that update in place adopt them
+        instead of copying them, where no other array shares their memory.
+        """
         return state
+
+    def finish_fit(self) -> None:
+        """``fit`` ended: drop what its steps kept between steps (spare arrays, cached views)."""
+        if self.buffers is not None:
+            self.buffers.clear()
 
     def release(self, model_state: dict) -> dict:
         return model_state

@@ -144,7 +144,7 @@ def apply_gradients_into(optimizer: Any, grads: list, params: list, slots: dict,
     if names is None:
         raise TypeError(f"apply_gradients_into: no out-of-place NumPy kernel for {type(optimizer).__name__} on "
                         f"these arrays; use apply_gradients")
-    if all(g is None for g in grads):
+    if all([g is None for g in grads]):  # a list: a generator left suspended is closed later, losing an interrupt
         raise ValueError(f"{type(optimizer).__name__}: no gradients provided for any variable (every grad is None)")
     kernel = _KERNELS_INTO[_kernel_name(optimizer)]
     lr, t = float(np.asarray(lr)), float(np.asarray(step))

@@ -6,8 +6,8 @@
   to the logits are computed in closed form (``softmax - one_hot``, over the batch) and the
   tape starts its backward pass from the logits with that gradient: the same math as the
   op-by-op loss, without recording a dozen small ops.
-* ``fit`` owns a private copy of the params and optimizer slots (made once by
-  :meth:`NumpySteps.own`) and a second set of arrays (:mod:`ember.training.step_buffers`).
+* ``fit`` owns its params and optimizer slots (:meth:`NumpySteps.own` adopts the arrays nobody
+  else holds and copies the others) and a second set of arrays (:mod:`ember.training.step_buffers`).
   For ``SGD``, ``Adam`` and ``AdamW`` without gradient clipping, the fused kernels of
   :mod:`ember.backends.numpy.optim` (NumPy ``out=`` ufuncs, the formulas of
   :mod:`ember.training.optimizers`) compute the new params and slots from the current ones
@@ -54,6 +54,12 @@ def _detach(tree: Any) -> Any:
 
 def _copy(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value
+
+
+def _owns_memory(value: Any) -> bool:
+    """Whether ``value`` is a plain ndarray whose memory no other array views (no ``base``: a view
+    of it would hold it as its base, which the caller's reference count shows)."""
+    return type(value) is np.ndarray and value.base is None and value.flags.owndata and value.flags.writeable
 
 
 def _fits(spare: Any, leaf: Any) -> bool:
@@ -114,10 +120,15 @@ class _NumpySteps:
         self.buffers = _buffers(kit)
 
     # --- state ownership ---------------------------------------------------------------------
-    def own(self, state: dict) -> dict:
-        return {"model": {"params": optree.tree_map(_copy, state["model"]["params"]),
+    def own(self, state: dict, donated: frozenset = frozenset()) -> dict:
+        """``state`` with arrays of its own: the ``donated`` arrays that own their memory are adopted,
+        every other one is copied (the caller's arrays are never written)."""
+        def owned(value: Any) -> Any:
+            return value if id(value) in donated and _owns_memory(value) else _copy(value)
+
+        return {"model": {"params": optree.tree_map(owned, state["model"]["params"]),
                           "buffers": state["model"]["buffers"]},
-                "optimizer": optree.tree_map(_copy, state["optimizer"]),
+                "optimizer": optree.tree_map(owned, state["optimizer"]),
                 "metrics": state["metrics"], "rng": state["rng"]}
 
     # --- gradients ----------------------------------------------------------------------------

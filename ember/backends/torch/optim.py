@@ -100,7 +100,7 @@ _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 def _norms(tensors: list) -> list:
     """L2 norm of each tensor (float16/bfloat16 accumulated in float32, as the generic path)."""
-    if any(t.dtype in _LOW_PRECISION for t in tensors):
+    if any([t.dtype in _LOW_PRECISION for t in tensors]):
         return [torch.linalg.vector_norm(t, dtype=torch.float32 if t.dtype in _LOW_PRECISION else None)
                 for t in tensors]
     return list(torch._foreach_norm(tensors))
@@ -317,7 +317,7 @@ def written_slots(optimizer: Any, params: list) -> tuple[str, ...] | None:
         >>> optim.written_slots(optimizers.RMSprop(), [ops.ones((2,))]) is None
         True
     """
-    if _kernel_name(optimizer) not in _KERNELS_INTO or any(p.device.type != "cpu" for p in params):
+    if _kernel_name(optimizer) not in _KERNELS_INTO or any([p.device.type != "cpu" for p in params]):
         return None
     if _kernel_name(optimizer) == "sgd":
         return ("momentum",) if optimizer.momentum != 0.0 else ()

@@ -1,7 +1,8 @@
 """torch training steps: native autograd, then the optimizer's fused in-place update.
 
-``fit`` owns a private copy of the params (leaf tensors with ``requires_grad`` for the
-trainable ones) and of the optimizer state, made once per ``fit`` by :meth:`TorchSteps.own`.
+``fit`` owns its params (leaf tensors with ``requires_grad`` for the trainable ones) and optimizer
+state, taken once per ``fit`` by :meth:`TorchSteps.own`: the tensors nobody else holds are adopted
+(aliases of their storage, no copy), the others cloned.
 Each step runs the forward pass and the losses under autograd, ``torch.autograd.grad``
 for the trainable leaves, then ``optimizer.apply_gradients_inplace`` (``torch._foreach_*``
 kernels from :mod:`ember.backends.torch.optim`) updates params and slots under ``no_grad``;
@@ -84,6 +85,18 @@ def _clone(value: Any) -> Any:
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
 
+def _sole_user(tensor: Any) -> bool:
+    """Whether ``tensor`` is a plain tensor whose memory no other tensor or array uses: no view, alias
+    (``detach``), NumPy array (``.numpy()``) or DLPack capsule of it, and it is no view itself."""
+    if not isinstance(tensor, torch.Tensor) or tensor._is_view() or tensor.requires_grad:
+        return False
+    try:  # the storage's users: this tensor, and the storage object made here to ask
+        storage_users = torch._C._storage_Use_Count(tensor.untyped_storage()._cdata) - 1
+    except (AttributeError, RuntimeError, TypeError):  # a tensor without storage, or another torch
+        return False
+    return storage_users == 1 and tensor._use_count() == 1
+
+
 def _detach(value: Any) -> Any:
     return value.detach() if isinstance(value, torch.Tensor) else value
 
@@ -158,22 +171,35 @@ class _TorchSteps:
         self._held = HeldSignals()  # held from an in-place write until the loop publishes its result
 
     # --- state ownership ------------------------------------------------------------------
-    def own(self, state: dict) -> dict:
+    def own(self, state: dict, donated: frozenset = frozenset()) -> dict:
+        """``state`` with tensors of its own for the params (trainable ones as leaves requiring grad)
+        and the optimizer state: a ``donated`` tensor whose memory no other tensor shares is adopted
+        (an alias of its storage: no copy), every other one is cloned (the caller's tensors are
+        never written)."""
         core = self.core
         params = state["model"]["params"]
         core.prepare_mask(params)
         mask = core._mask
 
         def own_param(value: Any, trainable: bool) -> Any:
-            tensor = value.detach().clone()
+            if not isinstance(value, torch.Tensor):
+                return value
+            tensor = value.detach() if id(value) in donated and _sole_user(value) else _clone(value)
             if trainable and (tensor.is_floating_point() or tensor.is_complex()):
                 tensor.requires_grad_(True)
             return tensor
 
+        def own_slot(value: Any) -> Any:
+            return value if id(value) in donated and _sole_user(value) else _clone(value)
+
         owned = optree.tree_map(own_param, params, mask)
         return {"model": {"params": owned, "buffers": state["model"]["buffers"]},
-                "optimizer": optree.tree_map(_clone, state["optimizer"]),
+                "optimizer": optree.tree_map(own_slot, state["optimizer"]),
                 "metrics": state["metrics"], "rng": state["rng"]}
+
+    def finish_fit(self) -> None:
+        super().finish_fit()
+        self._released = None  # the owned params behind the published views: the views own them now
 
     def release(self, model_state: dict) -> dict:
         # The loop publishes right after recording a step: signals held by its in-place write are
