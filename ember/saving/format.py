@@ -131,24 +131,31 @@ def flatten_tree(tree: Any, prefix: str = "", lists: dict | None = None) -> list
     """``[(path, leaf)]`` for a nested dict/list tree, sorted by path; empty dicts give no entries.
 
     List and tuple nodes use their indices as keys; their paths are recorded in ``lists``
-    (``{path: "list"}``) when given, so :func:`unflatten_tree` rebuilds them.
+    (``{path: "list"}``) when given, so :func:`unflatten_tree` rebuilds them. (The walk is a
+    module-level function, not a closure: a recursive closure is a reference cycle, which would
+    keep the leaves alive after return until the garbage collector runs.)
     """
     out: list[tuple[str, Any]] = []
+    _flatten_into(tree, prefix, lists, out)
+    out.sort(key=_path_of)
+    return out
 
-    def visit(node: Any, path: str) -> None:
-        if isinstance(node, dict):
-            for key in sorted(node, key=str):
-                visit(node[key], f"{path}/{check_key(key, path)}" if path else check_key(key, path))
-        elif isinstance(node, (list, tuple)):
-            if lists is not None:
-                lists[path] = "list"
-            for index, value in enumerate(node):
-                visit(value, f"{path}/{index}" if path else str(index))
-        else:
-            out.append((path, node))
 
-    visit(tree, prefix)
-    return sorted(out, key=lambda item: item[0])
+def _path_of(item: tuple[str, Any]) -> str:
+    return item[0]
+
+
+def _flatten_into(node: Any, path: str, lists: dict | None, out: list) -> None:
+    if isinstance(node, dict):
+        for key in sorted(node, key=str):
+            _flatten_into(node[key], f"{path}/{check_key(key, path)}" if path else check_key(key, path), lists, out)
+    elif isinstance(node, (list, tuple)):
+        if lists is not None:
+            lists[path] = "list"
+        for index, value in enumerate(node):
+            _flatten_into(value, f"{path}/{index}" if path else str(index), lists, out)
+    else:
+        out.append((path, node))
 
 
 def empty_groups(tree: Any, prefix: str = "") -> list[str]:
@@ -178,17 +185,18 @@ def unflatten_tree(items: dict[str, Any], lists: dict | None = None, groups: lis
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = value
-    lists = lists or {}
+    return _with_lists(root, "", lists or {})
 
-    def fix(node: Any, path: str) -> Any:
-        if not isinstance(node, dict):
-            return node
-        fixed = {k: fix(v, f"{path}/{k}" if path else k) for k, v in node.items()}
-        if path in lists:
-            return [fixed[str(i)] for i in range(len(fixed))]
-        return fixed
 
-    return fix(root, "")
+def _with_lists(node: Any, path: str, lists: dict) -> Any:
+    """``node`` with the dicts at the paths in ``lists`` turned into lists (a module-level function:
+    see :func:`flatten_tree`)."""
+    if not isinstance(node, dict):
+        return node
+    fixed = {k: _with_lists(v, f"{path}/{k}" if path else k, lists) for k, v in node.items()}
+    if path in lists:
+        return [fixed[str(i)] for i in range(len(fixed))]
+    return fixed
 
 
 def subtree(items: dict[str, Any], prefix: str) -> dict[str, Any]:
