@@ -2,7 +2,9 @@
 
 Every initializer draws its numbers from one backend-independent generator (NumPy's
 PCG64, in float64) and then converts them to the active backend's default device and
-the requested dtype. So a model built with seed 0 on NumPy has exactly the weights
+the requested dtype. Where the backend's array lives in host memory (NumPy, torch on the
+CPU, MLX), the numbers are drawn chunk by chunk straight into the new array
+(``Initializer.sample_into``): building a model holds no second copy of its weights. So a model built with seed 0 on NumPy has exactly the weights
 of the model built with seed 0 on torch or MLX.
 
 Seeds: ``initializer(shape, dtype, seed)``. A seed passed to the call wins (layers
@@ -29,7 +31,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ember import dtypes
+from ember import backends, dtypes
 from ember.serialization import register_serializable
 from ember import ops
 from ember.seeds import derive_seed, is_seed_array, sub_seed  # noqa: F401 (public here too)
@@ -99,6 +101,28 @@ def _to_backend(values: np.ndarray, dtype: Any) -> Any:
     return ops.convert_to_tensor(values.astype(dtypes.to_numpy_dtype(name)), dtype=name)
 
 
+# Values drawn per chunk by ``sample_into`` (float64: 2 MiB).
+_CHUNK = 1 << 18
+
+
+def _fill(out: np.ndarray, draw: Any) -> None:
+    """``out`` (C-contiguous) filled with ``draw(n)`` chunk by chunk, cast as ``astype`` casts.
+
+    NumPy's ``Generator`` draws each value of ``uniform``/``normal``/``standard_normal`` from the
+    stream in order, so consecutive draws of ``n1, n2, ...`` values give the numbers of one draw of
+    ``n1 + n2 + ...``.
+    """
+    flat = out.reshape(-1)
+    for start in range(0, flat.size, _CHUNK):
+        stop = min(start + _CHUNK, flat.size)
+        flat[start:stop] = draw(stop - start)
+
+
+def _own_sample(initializer: Any, cls: type) -> bool:
+    """Whether ``initializer`` samples with ``cls.sample`` (a subclass overriding ``sample`` does not)."""
+    return type(initializer).sample is cls.sample
+
+
 def compute_fans(shape: tuple[int, ...]) -> tuple[float, float]:
     """``(fan_in, fan_out)`` as Keras computes them (kernel layout ``(*spatial, in, out)``)."""
     if len(shape) == 0:
@@ -130,10 +154,23 @@ class Initializer:
         name = dtypes.standardize_dtype(dtype) if dtype is not None else dtypes.floatx()
         if _SHAPES_ONLY.get():
             return ops.broadcast_to(ops.zeros((), dtype=name), shape)  # no memory for the values
-        return _to_backend(self.sample(shape, seed), name)
+        target = backends.current().host_writable(shape, name)
+        if target is None:  # the array's memory is not host memory: draw, then convert
+            return _to_backend(self.sample(shape, seed), name)
+        array, view = target
+        self.sample_into(view, seed)
+        return array
 
     def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         raise NotImplementedError
+
+    def sample_into(self, out: np.ndarray, seed: int | None) -> None:
+        """Write ``sample(out.shape, seed)`` cast to ``out.dtype`` into ``out`` (C-contiguous).
+
+        The built-in random initializers draw chunk by chunk (:func:`_fill`): the same numbers,
+        without a float64 array of the whole shape next to the result.
+        """
+        out[...] = self.sample(out.shape, seed)
 
     def get_config(self) -> dict:
         return dataclasses.asdict(self)
@@ -157,6 +194,11 @@ class Zeros(Initializer):
     def sample(self, shape, seed):
         return np.zeros(shape)
 
+    def sample_into(self, out, seed):
+        if not _own_sample(self, Zeros):
+            return super().sample_into(out, seed)
+        out.fill(0)
+
 
 @register_serializable("ember")
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +213,11 @@ class Ones(Initializer):
 
     def sample(self, shape, seed):
         return np.ones(shape)
+
+    def sample_into(self, out, seed):
+        if not _own_sample(self, Ones):
+            return super().sample_into(out, seed)
+        out.fill(1)
 
 
 @register_serializable("ember")
@@ -188,6 +235,11 @@ class Constant(Initializer):
 
     def sample(self, shape, seed):
         return np.full(shape, self.value, dtype=np.float64)
+
+    def sample_into(self, out, seed):
+        if not _own_sample(self, Constant):
+            return super().sample_into(out, seed)
+        out[...] = np.float64(self.value)  # one value, cast as the whole array would be
 
 
 @register_serializable("ember")
@@ -210,6 +262,12 @@ class RandomNormal(Initializer):
     def sample(self, shape, seed):
         return _generator(seed, self.seed).normal(self.mean, self.stddev, size=shape)
 
+    def sample_into(self, out, seed):
+        if not _own_sample(self, RandomNormal):
+            return super().sample_into(out, seed)
+        rng = _generator(seed, self.seed)
+        _fill(out, lambda n: rng.normal(self.mean, self.stddev, size=n))
+
 
 @register_serializable("ember")
 @dataclasses.dataclass(frozen=True)
@@ -230,6 +288,12 @@ class RandomUniform(Initializer):
     def sample(self, shape, seed):
         return _generator(seed, self.seed).uniform(self.minval, self.maxval, size=shape)
 
+    def sample_into(self, out, seed):
+        if not _own_sample(self, RandomUniform):
+            return super().sample_into(out, seed)
+        rng = _generator(seed, self.seed)
+        _fill(out, lambda n: rng.uniform(self.minval, self.maxval, size=n))
+
 
 def _truncated_normal(rng: np.random.Generator, shape: tuple[int, ...], stddev: float) -> np.ndarray:
     """Standard normal resampled until every entry lies within two standard deviations."""
@@ -239,6 +303,28 @@ def _truncated_normal(rng: np.random.Generator, shape: tuple[int, ...], stddev: 
         values[bad] = rng.standard_normal(size=int(bad.sum()))
         bad = np.abs(values) > 2.0
     return values * stddev
+
+
+def _truncated_normal_into(out: np.ndarray, rng: np.random.Generator, stddev: float, mean: float | None) -> None:
+    """:func:`_truncated_normal` (plus ``mean``) written into ``out`` (C-contiguous) chunk by chunk: the
+    same draws in the same order (all values, then the out-of-range ones redrawn in index order until
+    none is left), with a bool mask instead of a float64 copy of the whole shape."""
+    flat = out.reshape(-1)
+    bad = np.empty(flat.size, dtype=bool)
+    for start in range(0, flat.size, _CHUNK):
+        stop = min(start + _CHUNK, flat.size)
+        values = rng.standard_normal(size=stop - start)
+        bad[start:stop] = np.abs(values) > 2.0
+        flat[start:stop] = _scaled(values, stddev, mean)
+    while bad.any():
+        where = np.flatnonzero(bad)
+        values = rng.standard_normal(size=where.size)
+        flat[where] = _scaled(values, stddev, mean)
+        bad[where] = np.abs(values) > 2.0
+
+
+def _scaled(values: np.ndarray, stddev: float, mean: float | None) -> np.ndarray:
+    return values * stddev if mean is None else mean + values * stddev
 
 
 @register_serializable("ember")
@@ -259,6 +345,11 @@ class TruncatedNormal(Initializer):
 
     def sample(self, shape, seed):
         return self.mean + _truncated_normal(_generator(seed, self.seed), shape, self.stddev)
+
+    def sample_into(self, out, seed):
+        if not _own_sample(self, TruncatedNormal):
+            return super().sample_into(out, seed)
+        _truncated_normal_into(out, _generator(seed, self.seed), self.stddev, self.mean)
 
 
 @register_serializable("ember")
@@ -295,10 +386,13 @@ class VarianceScaling(Initializer):
                 f"received {self.distribution!r}"
             )
 
-    def sample(self, shape, seed):
+    def _variance(self, shape: tuple[int, ...]) -> float:
         fan_in, fan_out = compute_fans(shape)
         fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
-        variance = self.scale / max(1.0, fan)
+        return self.scale / max(1.0, fan)
+
+    def sample(self, shape, seed):
+        variance = self._variance(shape)
         rng = _generator(seed, self.seed)
         if self.distribution in ("truncated_normal", "normal"):
             # 0.8796... is the stddev of a unit normal truncated to [-2, 2].
@@ -307,6 +401,19 @@ class VarianceScaling(Initializer):
             return rng.normal(0.0, math.sqrt(variance), size=shape)
         limit = math.sqrt(3.0 * variance)
         return rng.uniform(-limit, limit, size=shape)
+
+    def sample_into(self, out, seed):
+        if not _own_sample(self, VarianceScaling):
+            return super().sample_into(out, seed)
+        variance = self._variance(out.shape)
+        rng = _generator(seed, self.seed)
+        if self.distribution in ("truncated_normal", "normal"):
+            _truncated_normal_into(out, rng, math.sqrt(variance) / 0.87962566103423978, None)
+        elif self.distribution == "untruncated_normal":
+            _fill(out, lambda n: rng.normal(0.0, math.sqrt(variance), size=n))
+        else:
+            limit = math.sqrt(3.0 * variance)
+            _fill(out, lambda n: rng.uniform(-limit, limit, size=n))
 
 
 def _scaling(cls_name: str, scale: float, mode: str, distribution: str, doc: str) -> type:

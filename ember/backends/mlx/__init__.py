@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import mlx.core as mx
 
 from ember.backends._common import build_op_tables
@@ -26,6 +27,32 @@ def default_device() -> str:
 
 def set_default_device(device: str) -> None:
     core.DEVICE.set(device)
+
+
+def host_writable(shape: tuple, dtype: str) -> tuple[mx.array, np.ndarray] | None:
+    """A new ``shape``/``dtype`` array on the default device and a writable NumPy view of its memory:
+    fill the view, then use the array (no host copy to convert). None where the array's memory is
+    not host memory or NumPy has no such dtype (bfloat16).
+
+    Example:
+        >>> import ember
+        >>> backend = ember.backends.load("mlx")
+        >>> array, view = backend.host_writable((2,), "float32")
+        >>> view[:] = 1.5
+        >>> backend.core.to_numpy(array).tolist()
+        [1.5, 1.5]
+    """
+    if dtype == "bfloat16":
+        return None
+    try:
+        array = mx.zeros(shape, dtype=core.mx_dtype(dtype, "host_writable"))
+        mx.eval(array)
+        view = np.array(array, copy=False)  # MLX's buffer protocol: the evaluated array's memory
+    except (ValueError, RuntimeError, TypeError):  # a dtype this device lacks (float64 on a GPU)
+        return None
+    if not (view.flags.writeable and view.flags.c_contiguous and view.shape == tuple(shape)):
+        return None
+    return array, view
 
 
 _tables = None

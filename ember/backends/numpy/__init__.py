@@ -29,6 +29,25 @@ def set_default_device(device: str) -> None:
     core.check_device(device)
 
 
+def host_writable(shape: tuple, dtype: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """A new ``shape``/``dtype`` array on the default device and a writable NumPy view of its memory:
+    fill the view, then use the array (no host copy to convert). None where the array's memory is
+    not host memory (bfloat16: NumPy has no native type for it).
+
+    Example:
+        >>> import ember
+        >>> backend = ember.backends.load("numpy")
+        >>> array, view = backend.host_writable((2,), "float32")
+        >>> view[:] = 1.5
+        >>> backend.core.to_numpy(array).tolist()
+        [1.5, 1.5]
+    """
+    if dtype == "bfloat16":
+        return None
+    array = np.empty(shape, dtype=np.dtype(dtype))
+    return array, array
+
+
 _tables = None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ember.backends._common import build_op_tables
@@ -33,6 +34,25 @@ def default_device() -> str:
 
 def set_default_device(device: str) -> None:
     core.DEVICE.set(device)
+
+
+def host_writable(shape: tuple, dtype: str) -> tuple[torch.Tensor, np.ndarray] | None:
+    """A new ``shape``/``dtype`` array on the default device and a writable NumPy view of its memory:
+    fill the view, then use the array (no host copy to convert). None where the array's memory is
+    not host memory (a CUDA or MPS default device) or NumPy has no such dtype (bfloat16).
+
+    Example:
+        >>> import ember
+        >>> backend = ember.backends.load("torch")
+        >>> array, view = backend.host_writable((2,), "float32")
+        >>> view[:] = 1.5
+        >>> backend.core.to_numpy(array).tolist()
+        [1.5, 1.5]
+    """
+    if dtype == "bfloat16" or core.DEVICE.name != "cpu":
+        return None
+    tensor = torch.empty(shape, dtype=core.torch_dtype(dtype))
+    return tensor, tensor.numpy()
 
 
 _tables = None
