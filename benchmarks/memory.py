@@ -136,6 +136,9 @@ def _warm_imports(backend: str) -> None:
     tiny.build(seed=0)
     _compile(tiny)
     tiny.fit(np.zeros((8, 4), "float32"), np.zeros(8, "int64"), batch_size=4, verbose=0)
+    with tempfile.TemporaryDirectory() as folder:  # h5py and HDF5's own first-use allocations
+        tiny.save(os.path.join(folder, "tiny.h5"))
+        ember.load_model(os.path.join(folder, "tiny.h5")).load_weights(os.path.join(folder, "tiny.h5"))
     if backend == "torch":
         import torch
 

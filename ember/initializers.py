@@ -4,8 +4,9 @@ Every initializer draws its numbers from one backend-independent generator (NumP
 PCG64, in float64) and then converts them to the active backend's default device and
 the requested dtype. Where the backend's array lives in host memory (NumPy, torch on the
 CPU, MLX), the numbers are drawn chunk by chunk straight into the new array
-(``Initializer.sample_into``): building a model holds no second copy of its weights. So a model built with seed 0 on NumPy has exactly the weights
-of the model built with seed 0 on torch or MLX.
+(``Initializer.sample_into``): building a model holds no second copy of its weights. So a
+model built with seed 0 on NumPy has exactly the weights of the model built with seed 0 on
+torch or MLX.
 
 Seeds: ``initializer(shape, dtype, seed)``. A seed passed to the call wins (layers
 derive one per variable from their build seed with :func:`derive_seed`); otherwise

@@ -70,6 +70,12 @@ def to_host(value: Any) -> tuple[np.ndarray, str, str]:
     return host, name, str(module.get_device(value))
 
 
+def host_writable(shape: tuple, dtype: str) -> tuple[Any, np.ndarray] | None:
+    """A new array of the active backend and a writable NumPy view of its memory, or None (see each
+    backend's ``host_writable``): what the checkpoint reader reads into, so that loading holds one copy."""
+    return backends.current().host_writable(shape, dtype)
+
+
 def info(value: Any) -> tuple[tuple, str]:
     """``(shape, Ember dtype name)`` of an array of any backend, without copying its data."""
     value = _unwrap(value)
@@ -79,8 +85,11 @@ def info(value: Any) -> tuple[tuple, str]:
     return tuple(module.shape(value)), module.dtype(value)
 
 
-def to_native(array: np.ndarray, dtype: str) -> Any:
-    """``array`` as a native array of the active backend with Ember dtype ``dtype`` (cast if needed)."""
+def to_native(array: Any, dtype: str) -> Any:
+    """``array`` (NumPy, or already the active backend's) as a native array of the active backend with
+    Ember dtype ``dtype`` (cast if needed)."""
+    if not isinstance(array, np.ndarray):  # read straight into the active backend's memory
+        return array if ops.dtype(array) == dtype else ops.cast(array, dtype)
     if array.dtype.name != dtype:
         array = array.astype(dtypes.to_numpy_dtype(dtype))
     return ops.convert_to_tensor(array, dtype=dtype)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ember.saving import _arrays
 from ember.saving import format as fmt
 from ember.saving import keras_format, training_state
 from ember.saving.reader import CheckpointReader
@@ -195,8 +196,9 @@ def load_model(filepath: Any, custom_objects: dict | None = None, compile: bool 
         config = reader.document("config")
         compiled = reader.document("compile") if compile else None
         progress = reader.document("training") if compile else None
-        arrays = reader.arrays(fmt.STATE) if reader.has(fmt.STATE) else None
-        opt_arrays = reader.arrays(fmt.OPTIMIZER) if compiled is not None and reader.has(fmt.OPTIMIZER) else None
+        arrays = reader.arrays(fmt.STATE, _arrays.host_writable) if reader.has(fmt.STATE) else None
+        opt_arrays = (reader.arrays(fmt.OPTIMIZER, _arrays.host_writable)
+                      if compiled is not None and reader.has(fmt.OPTIMIZER) else None)
         model = _rebuild(reader, config, custom_objects)
         if arrays is not None:
             template = state_template(model, "load_model")
@@ -227,8 +229,8 @@ def read_training_checkpoint(model: Any, filepath: Any, caller: str = "BackupAnd
     with CheckpointReader(filepath, caller=caller) as reader:
         if reader.kind != "model":
             raise reader.error(f"holds a saved {reader.kind}, expected a full model checkpoint (model.save)")
-        arrays = reader.arrays(fmt.STATE) if reader.has(fmt.STATE) else {}
-        opt_arrays = reader.arrays(fmt.OPTIMIZER) if reader.has(fmt.OPTIMIZER) else None
+        arrays = reader.arrays(fmt.STATE, _arrays.host_writable) if reader.has(fmt.STATE) else {}
+        opt_arrays = reader.arrays(fmt.OPTIMIZER, _arrays.host_writable) if reader.has(fmt.OPTIMIZER) else None
         progress = reader.document("training") or {}
         path = reader.path
     model_state, _ = match_state(state_template(model, caller), arrays, path, skip_mismatch=False)

@@ -198,16 +198,29 @@ class CheckpointReader:
             raise self.error(f"corrupted: {path!r} does not match its checksum")
         return _parse_json(text, path, self.error)
 
-    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+    def arrays(self, prefix: str, host_writable: Any = None) -> dict[str, Any]:
         """Every array under ``prefix`` as NumPy (bfloat16 decoded), keyed by path relative to ``prefix``.
 
         All data is read and every block checksum verified before anything is returned.
+
+        Args:
+            prefix: the group to read (e.g. ``"state"``).
+            host_writable: a backend's ``host_writable(shape, dtype)`` (``(array, writable NumPy view of
+                its memory)`` or None): each dataset it gives a view for is read straight into that
+                backend array (returned instead of a NumPy one), so loading holds one copy of the data.
         """
         start = prefix.rstrip("/") + "/"
         entries = [(path, entry) for path, entry in self.manifest["datasets"].items() if path.startswith(start)]
-        out: dict[str, np.ndarray] = {}
+        out: dict[str, Any] = {}
         for path, entry in entries:
-            array = np.empty(tuple(entry["shape"]), dtype=fmt.stored_dtype(entry["dtype"]))
+            shape = tuple(entry["shape"])
+            target = None
+            if host_writable is not None and fmt.stored_dtype(entry["dtype"]) == np.dtype(entry["dtype"]):
+                target = host_writable(shape, entry["dtype"])  # (not for bfloat16, stored as its bits)
+            if target is not None:
+                native, array = target
+            else:
+                native, array = None, np.empty(shape, dtype=fmt.stored_dtype(entry["dtype"]))
             if array.size:
                 try:
                     self.file[path].read_direct(array)
@@ -219,7 +232,7 @@ class CheckpointReader:
                 bad = next((i for i, (a, b) in enumerate(zip(sums, expected)) if a != b), 0)
                 raise self.error(f"corrupted: the data of {path!r} does not match its checksum (bytes from "
                                  f"{bad * self.block_bytes}); the file was damaged after it was written")
-            out[path[len(start):]] = fmt.decode(array, entry["dtype"])
+            out[path[len(start):]] = fmt.decode(array, entry["dtype"]) if native is None else native
         return out
 
     def lists(self, prefix: str) -> dict[str, str]:

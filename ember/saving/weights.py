@@ -226,7 +226,7 @@ def load_weights(model: Any, filepath: Any, skip_mismatch: bool = False) -> Load
         if reader.kind == "object":
             raise reader.error("holds a saved object (ember.saving.save_object), not model weights: load it with "
                                "ember.saving.load_object")
-        arrays = reader.arrays(fmt.STATE) if reader.has(fmt.STATE) else {}
+        arrays = reader.arrays(fmt.STATE, _arrays.host_writable) if reader.has(fmt.STATE) else {}
         path = reader.path
     template = state_template(model, "load_weights", initialize=skip_mismatch)
     state, report = match_state(template, arrays, path, skip_mismatch)
