@@ -44,7 +44,6 @@ import argparse
 import gc
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -422,39 +421,45 @@ def _small_raw(backend: str, depth: int):
 def step_child(backend: str) -> dict:
     """Per step and per call, Ember fit vs the raw loop, from calls of 1 and of ``STEP_BATCHES`` steps.
 
-    The marginal cost of a step is ``(T(N) - T(1)) / (N - 1)`` (minimum times), what a call costs beyond its
-    steps is ``T(1)`` minus one step: the two are separated, not averaged into each other.
+    The marginal cost of a step is ``(T(N) - T(1)) / (N - 1)``, what a call costs beyond its steps
+    is ``T(1)`` minus one step: the two are separated, not averaged into each other.
     """
     _warm_imports(backend)
-    out = {}
+    out: dict = {}
     for depth in (1, 16):
-        x, y = _small_data(backend, 32, 32 * STEP_BATCHES)
-        model = _small_ember(depth)
-        raw = _small_raw(backend, depth)
-        one = (x[:32], y[:32])
-        fns = {
-            "ember_n": lambda: model.fit(x, y, batch_size=32, epochs=1, verbose=0, shuffle=False),
-            "ember_1": lambda: model.fit(one[0], one[1], batch_size=32, epochs=1, verbose=0, shuffle=False),
-        }
-        if raw is not None:
-            fns["raw_n"] = lambda: raw(x, y, 32)
-            fns["raw_1"] = lambda: raw(one[0], one[1], 32)
-        for fn in fns.values():
+        out.update(_step_costs(backend, depth))
+    return out
+
+
+def _step_costs(backend: str, depth: int) -> dict:
+    x, y = _small_data(backend, 32, 32 * STEP_BATCHES)
+    model = _small_ember(depth)
+    raw = _small_raw(backend, depth)
+    one = (x[:32], y[:32])
+    fns = {
+        "ember_n": lambda: model.fit(x, y, batch_size=32, epochs=1, verbose=0, shuffle=False),
+        "ember_1": lambda: model.fit(one[0], one[1], batch_size=32, epochs=1, verbose=0, shuffle=False),
+    }
+    if raw is not None:
+        fns["raw_n"] = lambda: raw(x, y, 32)
+        fns["raw_1"] = lambda: raw(one[0], one[1], 32)
+    for fn in fns.values():
+        fn()
+    times: dict = {name: [] for name in fns}
+    for _ in range(REPEAT):
+        for name, fn in fns.items():
+            start = time.process_time()
             fn()
-        times: dict = {name: [] for name in fns}
-        for _ in range(REPEAT):
-            for name, fn in fns.items():
-                start = time.process_time()
-                fn()
-                times[name].append(time.process_time() - start)
-        # CPU time (one thread: OMP_NUM_THREADS=1), minimum over the calls: the steadiest measure on a
-        # machine other processes share (wall time there counts the time the process waits).
-        best = {name: min(row) * 1e3 for name, row in times.items()}
-        for side in ("ember", "raw"):
-            if f"{side}_n" in best:
-                step = (best[f"{side}_n"] - best[f"{side}_1"]) / (STEP_BATCHES - 1)
-                out[f"{side}_{depth}"] = step
-                out[f"{side}_{depth}_call"] = best[f"{side}_1"] - step
+            times[name].append(time.process_time() - start)
+    # CPU time (one thread: OMP_NUM_THREADS=1), minimum over the calls: the steadiest measure on a
+    # machine other processes share (wall time there counts the time the process waits).
+    best = {name: min(row) * 1e3 for name, row in times.items()}
+    out = {}
+    for side in ("ember", "raw"):
+        if f"{side}_n" in best:
+            step = (best[f"{side}_n"] - best[f"{side}_1"]) / (STEP_BATCHES - 1)
+            out[f"{side}_{depth}"] = step
+            out[f"{side}_{depth}_call"] = best[f"{side}_1"] - step
     return out
 
 
@@ -539,7 +544,8 @@ def main() -> None:
                           f"{row['retained_after_gc']:8.1f}", flush=True)
     if "step" in cases:
         print(f"\nstep: ms per step of fit vs the raw loop (Dense(32) stacks, batch 32; the marginal cost of a step "
-              f"from calls of 1 and {STEP_BATCHES} steps, minimum CPU time of {REPEAT} interleaved calls), and ms per call "
+              f"from calls of 1 and {STEP_BATCHES} steps, minimum CPU time of {REPEAT} interleaved calls), "
+              "and ms per call "
               "beyond its steps (fit()'s fixed cost: checks, data adapter, callbacks, state ownership)")
         print(f"{'backend':7} {'layers':>6} {'raw ms':>8} {'ember ms':>8} {'ratio':>6} {'raw call':>8} {'fit call':>8}"
               "  target 1.1x (1 layer)")

@@ -28,15 +28,15 @@ import contextlib
 import contextvars
 import dataclasses
 import math
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
-from ember import backends, dtypes
-from ember.serialization import register_serializable
-from ember import ops
+from ember import backends, dtypes, ops
 from ember.seeds import derive_seed, is_seed_array, sub_seed  # noqa: F401 (public here too)
 from ember.serialization import deserialize as _deserialize
+from ember.serialization import register_serializable
 from ember.serialization import serialize as _serialize
 
 _global = np.random.default_rng()
@@ -119,7 +119,7 @@ def _fill(out: np.ndarray, draw: Any) -> None:
         flat[start:stop] = draw(stop - start)
 
 
-def _own_sample(initializer: Any, cls: type) -> bool:
+def _own_sample(initializer: Any, cls: Any) -> bool:
     """Whether ``initializer`` samples with ``cls.sample`` (a subclass overriding ``sample`` does not)."""
     return type(initializer).sample is cls.sample
 
@@ -177,7 +177,7 @@ class Initializer:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_config(cls, config: dict) -> "Initializer":
+    def from_config(cls, config: dict) -> Initializer:
         return cls(**config)
 
 
@@ -436,8 +436,10 @@ def _scaling(cls_name: str, scale: float, mode: str, distribution: str, doc: str
     return register_serializable("ember")(cls)
 
 
-GlorotUniform = _scaling("GlorotUniform", 1.0, "fan_avg", "uniform", "Uniform with limit ``sqrt(6 / (fan_in + fan_out))``.")
-GlorotNormal = _scaling("GlorotNormal", 1.0, "fan_avg", "truncated_normal", "Truncated normal, variance ``2 / (fan_in + fan_out)``.")
+GlorotUniform = _scaling("GlorotUniform", 1.0, "fan_avg", "uniform",
+                         "Uniform with limit ``sqrt(6 / (fan_in + fan_out))``.")
+GlorotNormal = _scaling("GlorotNormal", 1.0, "fan_avg", "truncated_normal",
+                        "Truncated normal, variance ``2 / (fan_in + fan_out)``.")
 HeUniform = _scaling("HeUniform", 2.0, "fan_in", "uniform", "Uniform with limit ``sqrt(6 / fan_in)``.")
 HeNormal = _scaling("HeNormal", 2.0, "fan_in", "truncated_normal", "Truncated normal, variance ``2 / fan_in``.")
 LecunUniform = _scaling("LecunUniform", 1.0, "fan_in", "uniform", "Uniform with limit ``sqrt(3 / fan_in)``.")
@@ -555,7 +557,8 @@ class STFT(Initializer):
         kernel = np.cos(angle) if self.side == "real" else np.sin(angle)
         window = self._window(frame_length)
         if window is not None:
-            scale = {"density": np.sqrt(np.sum(window ** 2)), "spectrum": np.sum(np.abs(window)), None: 1.0}[self.scaling]
+            scale = {"density": np.sqrt(np.sum(window ** 2)), "spectrum": np.sum(np.abs(window)),
+                     None: 1.0}[self.scaling]
             kernel = kernel * window.reshape(frame_length, 1, 1) / scale
         return np.broadcast_to(kernel, shape).copy()
 
@@ -573,7 +576,8 @@ lecun_uniform, lecun_normal = LecunUniform, LecunNormal
 
 _ALIASES = {
     "zeros": Zeros, "ones": Ones, "constant": Constant, "random_normal": RandomNormal,
-    "random_uniform": RandomUniform, "uniform": RandomUniform, "normal": RandomNormal, "truncated_normal": TruncatedNormal,
+    "random_uniform": RandomUniform, "uniform": RandomUniform, "normal": RandomNormal,
+    "truncated_normal": TruncatedNormal,
     "variance_scaling": VarianceScaling, "glorot_uniform": GlorotUniform,
     "glorot_normal": GlorotNormal, "he_uniform": HeUniform, "he_normal": HeNormal,
     "lecun_uniform": LecunUniform, "lecun_normal": LecunNormal, "orthogonal": Orthogonal,

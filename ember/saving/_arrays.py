@@ -20,9 +20,8 @@ import sys
 from typing import Any
 
 import numpy as np
-from ember import backends
-from ember import dtypes
-from ember import ops
+
+from ember import backends, dtypes, ops
 
 _LIBRARIES = {"torch": "torch", "mlx": "mlx.core"}
 

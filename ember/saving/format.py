@@ -39,7 +39,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import xxhash

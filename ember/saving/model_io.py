@@ -38,13 +38,12 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ember.saving import _arrays
+from ember.saving import _arrays, keras_format, training_state
 from ember.saving import format as fmt
-from ember.saving import keras_format, training_state
 from ember.saving.reader import CheckpointReader
-from ember.serialization import custom_object_scope, deserialize, registered_name, serialize
 from ember.saving.weights import match_state, state_template
 from ember.saving.writer import write_checkpoint
+from ember.serialization import custom_object_scope, deserialize, registered_name, serialize
 
 
 # ----------------------------------------------------------------------------- configs

@@ -74,7 +74,7 @@ class CheckpointReader:
             raise
 
     # --- context manager --------------------------------------------------------------
-    def __enter__(self) -> "CheckpointReader":
+    def __enter__(self) -> CheckpointReader:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -29,19 +29,19 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import warnings
 from typing import Any
 
 import numpy as np
 
+from ember import ops
+from ember.initializers import shapes_only
 from ember.saving import _arrays
 from ember.saving import format as fmt
 from ember.saving.reader import CheckpointReader
 from ember.saving.writer import write_checkpoint
-from ember.initializers import shapes_only
-from ember import ops
-import contextlib
 
 
 @dataclasses.dataclass(frozen=True)

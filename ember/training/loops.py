@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from ember.training.callbacks.callback_list import BatchLogs, CallbackList, _to_float
-from ember.training.distributed import gather_predictions, window_of
-from ember.training.callbacks.terminate_on_nan import TerminateOnNaN
-from ember.training.losses.base import unchecked_values
 from ember import ops
-from ember.training.nonfinite_loss import NonFiniteLossWatch
 from ember.layers.rnn.carried_state import carries_state
+from ember.training.callbacks.callback_list import BatchLogs, CallbackList, _to_float
+from ember.training.callbacks.terminate_on_nan import TerminateOnNaN
+from ember.training.distributed import gather_predictions, window_of
+from ember.training.losses.base import unchecked_values
+from ember.training.nonfinite_loss import NonFiniteLossWatch
 
 
 def to_floats(logs: dict) -> dict:

@@ -39,28 +39,32 @@ import numbers
 import sys
 from typing import Any
 
-from ember import distribute
-from ember.training import backend_check, loss_scaling
-from ember.training.callbacks.callback_list import CallbackList
-from ember.training.data.adapter import get_adapter, is_array_data, split_validation, unpack_batch
-from ember.training.data.epoch_iterator import EpochIterator, check_steps
-from ember.training.distributed import ShardedAdapter, check_same_weights
-from ember.training.loops import FitLoop, evaluate_state, predict_state, to_floats
-from ember.training import ownership
-from ember.training.trainer import Trainer
-from ember import ops
-from ember.seeds import derive_seed
-from ember.training.handle import TrainingHandle
-from ember.training.data.convert import flatten
-from ember.saving.training_state import step_rng
-from ember.training.data.adapter import check_class_weight, native_batch
-from ember.training.data.batches import unpack_x_y_sample_weight
-from ember.training import custom_steps
-from ember.training.metrics import Metric
+import optree
+
+from ember import distribute, ops
 from ember.autodiff.tape import GradientTape
 from ember.layers.layer import Layer
+from ember.saving.training_state import step_rng
+from ember.seeds import derive_seed
+from ember.training import backend_check, custom_steps, loss_scaling, ownership
+from ember.training.callbacks.callback_list import CallbackList
+from ember.training.data.adapter import (
+    check_class_weight,
+    get_adapter,
+    is_array_data,
+    native_batch,
+    split_validation,
+    unpack_batch,
+)
+from ember.training.data.batches import unpack_x_y_sample_weight
+from ember.training.data.convert import flatten
+from ember.training.data.epoch_iterator import EpochIterator, check_steps
+from ember.training.distributed import ShardedAdapter, check_same_weights
+from ember.training.handle import TrainingHandle
+from ember.training.loops import FitLoop, evaluate_state, predict_state, to_floats
+from ember.training.metrics import Metric
 from ember.training.steps import batch_size_of
-import optree
+from ember.training.trainer import Trainer
 
 # The model classes whose own ``compile`` runs now (Keras's GAN pattern sets optimizers on self
 # there): ``Model.__setattr__`` accepts new attributes while it runs.

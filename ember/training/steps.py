@@ -31,18 +31,18 @@ TrainState layout::
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import optree
 
-from ember.training.compile_utils import flatten_outputs
-from ember.training.step_buffers import StepBuffers
+from ember import dtypes, ops
 from ember.autodiff import GradientTape
-from ember import ops
-from ember.training.losses import SparseCategoricalCrossentropy
 from ember.constraints import apply_constraints
 from ember.layers.layer import collect_losses
-from ember import dtypes
+from ember.training.compile_utils import flatten_outputs
+from ember.training.losses import SparseCategoricalCrossentropy
+from ember.training.step_buffers import StepBuffers
 
 # Park-Miller "minimal standard" generator: the step seeds s_{k+1} = 48271 s_k mod (2^31 - 1).
 _RNG_MULTIPLIER = 48271

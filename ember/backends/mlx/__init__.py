@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
 import mlx.core as mx
+import numpy as np
 
 from ember.backends._common import build_op_tables
 from ember.backends.mlx import core, linalg, nn, random, stats

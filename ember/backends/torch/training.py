@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import optree
 import torch
