@@ -200,6 +200,7 @@ class FitLoop:
                 self.completed_steps += 1
                 self.restore_point = None
                 self.publish()
+                self.steps.settle(self.state)  # MLX computes the step now, from arrays nothing else holds
                 if watch is not None:
                     watch(epoch, step, self.state["metrics"]["loss"]["total"])
                 if wants_end:

@@ -296,6 +296,11 @@ class GenericSteps:
     def release(self, model_state: dict) -> dict:
         return model_state
 
+    def settle(self, state: dict) -> None:
+        """Compute a lazy ``state`` that ``fit_step`` returned, once ``fit`` holds nothing but it (a
+        no-op for eager steps). Called after the loop published the step, so the arrays of the
+        state before it are referenced by the pending computation alone and can give it their memory."""
+
     def train_step(self, state: dict, batch: tuple) -> dict:
         core = self.core
         x, y, sw = batch

@@ -73,9 +73,17 @@ class _MLXSteps:
         return self._train(state, batch)
 
     def fit_step(self, state: dict, batch: tuple) -> dict:
-        new = self.train_step(state, batch)
-        mx.eval(new)
+        new = self.train_step(state, batch)  # lazy: the loop settles it once it holds only the new state
+        if self.sync is not None:  # ember.distribute: the collectives run inside the loop's step guard
+            mx.eval(new)
         return new
+
+    def settle(self, state: dict) -> None:
+        """Evaluate the step ``fit`` took. The loop calls it after replacing its state and the model's,
+        so the previous params and optimizer slots are held by the pending graph alone: MLX donates
+        their buffers to the new values (as in a raw loop that evaluates after reassigning its state)
+        instead of keeping both sets alive."""
+        mx.eval(state)
 
     def test_step(self, state: dict, batch: tuple) -> dict:
         window = getattr(batch, "window", None)
