@@ -10,7 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 # Two pytest workers on 2 cores: one BLAS/OpenMP thread each avoids oversubscription.
 PYTEST_ARGS ?= -q -n 2
 
-.PHONY: demo test lint-imports install info bench lint docs clean
+.PHONY: demo test lint-imports install info bench bench-memory lint docs clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ info: install
 
 bench: install
 	$(PY) benchmarks/dispatch.py
+
+# Memory and fixed costs, each case in a fresh process (Linux: reads /proc/self/status).
+bench-memory: install
+	OMP_NUM_THREADS=1 $(PY) benchmarks/memory.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis site build dist
