@@ -113,12 +113,65 @@ def test_every_top_level_module_has_a_place_in_the_layers_contract():
     assert layered - top_level == set(), "the contract names modules that do not exist"
 
 
-def test_every_exception_to_the_layers_carries_its_follow_up():
-    text = (ROOT / "pyproject.toml").read_text()
-    ignored = _layers_contract().get("ignore_imports", [])
-    assert all(entry.startswith("ember.backends.") for entry in ignored), (
-        "the only documented exceptions are the backends' (issue 16 follow-up)")
-    assert not ignored or "TODO(issue 16" in text
+def test_no_contract_has_exceptions():
+    """Every import obeys the contracts: none lists ``ignore_imports`` (the last ones, the MLX tape and
+    the composite RNN ops, went with issue 16's follow-up)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    excepted = {contract["id"]: contract["ignore_imports"]
+                for contract in config["tool"]["importlinter"]["contracts"] if contract.get("ignore_imports")}
+    assert excepted == {}, "fix the import instead of listing it"
+
+
+def _layer_of(module: str, layers: list[str]) -> int | None:
+    """Index (0 = top) of the contract layer holding ``module`` (or a package above it)."""
+    for index, layer in enumerate(layers):
+        for group in layer.split("|"):
+            for name in group.split(":"):
+                name = name.strip()
+                if module == name or module.startswith(name + "."):
+                    return index
+    return None
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _absolute(name: str, path: pathlib.Path) -> str:
+    """An imported module's absolute name (relative imports resolved against ``path``'s package)."""
+    level = len(name) - len(name.lstrip("."))
+    if not level:
+        return name
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    base = package[:len(package) - level + 1]
+    return ".".join(base + ([name[level:]] if name[level:] else []))
+
+
+def _imported_modules(node: ast.Import | ast.ImportFrom, path: pathlib.Path) -> list[str]:
+    """What an import statement reaches: ``from ember import ops`` reaches ``ember.ops`` (``from a import b``
+    is read as ``a.b``: a name inside ``a`` is in ``a``'s layer all the same)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    module = _absolute("." * node.level + (node.module or ""), path)
+    return [f"{module}.{alias.name}" for alias in node.names]
+
+
+def test_backends_import_nothing_above_the_op_protocol():
+    """Every import in ``ember/backends`` (function-local ones too) targets the backends' layer or one below:
+    the tape code gets its graph types from ``ember.recorded``, ``ember.ops`` binds the composite ops."""
+    layers = _layers_contract()["layers"]
+    own = _layer_of("ember.backends", layers)
+    found = []
+    for path in sorted((PACKAGE / "backends").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                reached = [_layer_of(name, layers) for name in _imported_modules(node, path) if _is_ember(name)]
+                if any(layer is not None and layer < own for layer in reached):
+                    found.append(f"{_relative(path)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "a backend imports above the op protocol:\n" + "\n".join(found)
 
 
 def test_backend_step_builders_and_kernels_import_nothing_of_the_trainer():

@@ -2,7 +2,7 @@
 
 While a :class:`~ember.GradientTape` records on NumPy, :mod:`ember.autodiff.recording`
 offers every differentiable ``ember.ops`` call to :meth:`TapeEngine.record`, which keeps
-it in a :class:`~ember.autodiff.graph.RecordedGraph` when an input is tracked. Kept
+it in a :class:`~ember.recorded.graph.RecordedGraph` when an input is tracked. Kept
 results are handed back as :class:`~ember.autodiff.traced.TracedArray` views (the
 ``wrap_output`` hook), so NumPy operators and functions applied to them are recorded
 too. :meth:`TapeEngine.gradient` takes the nodes between the sources and the targets
@@ -43,9 +43,9 @@ from typing import Any
 import numpy as np
 
 from ember.autodiff import recording
-from ember.backends._common import UntrackedTargetError
-from ember.autodiff.graph import RecordedGraph
 from ember.autodiff.traced import TracedArray, traced_view
+from ember.backends._common import UntrackedTargetError
+from ember.recorded.graph import RecordedGraph
 
 from ember.autodiff import rules as _rules
 from ember.autodiff.rules import batched as _batched
@@ -110,6 +110,8 @@ def _carries_gradient(value: Any) -> bool:
 class TapeEngine:
     """One NumPy tape's recorded graph and its reverse walker (see the module docstring)."""
 
+    records_ops = True  # the tape offers it every op call while it records (ember.autodiff.recording)
+
     def __init__(self, persistent: bool) -> None:
         self.persistent = persistent
         self._graph = RecordedGraph(weak_outputs=True)
@@ -121,12 +123,6 @@ class TapeEngine:
     @property
     def graph(self) -> list:
         return self._graph.nodes
-
-    def begin(self) -> None:
-        recording.start(self)
-
-    def end(self) -> None:
-        recording.stop(self)
 
     def pause(self) -> None:
         recording.stop(self)

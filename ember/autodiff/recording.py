@@ -1,33 +1,55 @@
 """Op recording for backends whose gradients come from a recorded graph (NumPy, MLX).
 
 While at least one :class:`~ember.autodiff.GradientTape` records on such a backend,
-every differentiable name in ``ember.ops`` is re-bound to a *recorder*: it runs the
-backend's own function and then offers the call to each recording tape's engine,
-which keeps it when an input is something the tape tracks. When the last tape stops
-recording, the backend's plain functions are bound again, so code outside a tape
-pays nothing.
+every differentiable name in ``ember.ops`` is re-bound to a *recorder*
+(:func:`ember.recorded.calls.recorder`): it runs the backend's own function and then
+offers the call to each recording tape's engine, which keeps it when an input is
+something the tape tracks. When the last tape stops recording, the backend's plain
+functions are bound again, so code outside a tape pays nothing.
 
 A recorded op's own implementation may call other ops (an activation written with
-``ops.exp``); those inner calls are not recorded (``_depth`` guards it): the tape
-sees the op the user called, and its VJP rule covers it. Composite ops
-(:mod:`ember.ops._composite`, e.g. ``nn.lstm`` on MLX) are the exception: they
-stay unwrapped, so the ops they call are recorded and no rule of their own is needed.
+``ops.exp``); those inner calls are not recorded (the depth kept in
+:mod:`ember.recorded.calls` guards it): the tape sees the op the user called, and its
+VJP rule covers it. Composite ops (:mod:`ember.ops._composite`, e.g. ``nn.lstm`` on
+MLX) are the exception: ``ember.ops`` binds them for the backends that have no kernel of
+their own, they are in no backend's op tables, so they stay unwrapped and the ops they
+call are recorded (no rule of their own is needed).
+
+This module starts and stops the engines (:func:`start`, :func:`stop`) and binds the
+recorders; the list of recording engines, the depth and the recorder itself live below
+the backends in :mod:`ember.recorded.calls` (the MLX engine, in its backend package,
+shares them), and :func:`recording_engines`/:func:`is_recording` are re-exported here.
 
 Backends plug in through three optional hooks on their ``autodiff`` module:
 ``prepare_args(args)`` (e.g. turn NumPy's traced arrays back into plain ndarrays),
 ``wrap_output(out)`` (e.g. mark a NumPy result as traced so Python operators on it
 are recorded too) and ``on_recording(active: bool)`` (e.g. MLX patching ``mx.array``
 operators while a tape records).
+
+Example:
+    >>> import ember
+    >>> from ember import ops
+    >>> from ember.autodiff import recording
+    >>> with ember.using_backend("numpy"):
+    ...     plain = ops.exp
+    ...     with ember.GradientTape():
+    ...         during = recording.is_recording(), ops.exp is plain, ops.exp.__wrapped__ is plain.__wrapped__
+    ...     after = recording.is_recording(), ops.exp is plain
+    >>> during, after
+    ((True, False, True), (False, True))
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from ember import backends
-from ember import ops
-from ember.autodiff.engines import engine_module
 import numpy as np
+
+from ember import backends, ops
+from ember.autodiff.engines import engine_module
+from ember.recorded import calls
+from ember.recorded.calls import _recording, is_recording, recording_engines
 
 # Ops whose result never carries a gradient: they run unrecorded even inside a tape.
 NOT_DIFFERENTIABLE = frozenset({
@@ -42,19 +64,8 @@ NOT_DIFFERENTIABLE = frozenset({
 # Every op of ops.random is non-differentiable except dropout, recorded as a composite
 # (a constant mask times the input) so replaying or differentiating it never redraws.
 
-_recording: list = []  # engines recording now, outermost first
-_depth = 0  # > 0 while a recorded op runs
 _installed_for = None  # backend module whose recorders are bound into ember.ops
 _cache: dict[str, dict] = {}
-
-
-def recording_engines() -> list:
-    """Engines currently recording (outermost first)."""
-    return _recording
-
-
-def is_recording() -> bool:
-    return bool(_recording)
 
 
 def start(engine: Any) -> None:
@@ -146,9 +157,9 @@ def _recorder_tables(backend: Any) -> dict:
                 if core_recorder is not None and getattr(core_recorder, "__wrapped__", None) is function:
                     wrapped[name] = core_recorder  # an alias of a core op (ops.stats.sum): recorded as that op
                     continue
-                if name in NOT_DIFFERENTIABLE or getattr(function, "__ember_composite__", False):
-                    continue  # composites (ember.ops._composite) stay plain: their inner ops are recorded
-                wrapped[name] = _recorder(qualified, function, prepare, wrap)
+                if name in NOT_DIFFERENTIABLE:
+                    continue
+                wrapped[name] = calls.recorder(qualified, function, prepare, wrap)
             tables[namespace] = wrapped
         _cache[backend.name] = tables
     return tables
@@ -169,66 +180,8 @@ def _fresh_stop_gradient(function: Callable) -> Callable:
         return out
 
     stop_gradient.__doc__ = function.__doc__
-    stop_gradient.__wrapped__ = function
+    stop_gradient.__wrapped__ = function  # type: ignore[attr-defined]
     return stop_gradient
-
-
-_PLAIN_TYPES: set = {int, float, bool, complex, str, type(None), slice}  # grown with array types seen
-
-
-def _unwrap_tensors(args: tuple) -> tuple:
-    """Replace ``ember.Tensor`` arguments (and Tensors inside lists) by their native arrays."""
-    plain = _PLAIN_TYPES
-    for arg in args:
-        kind = type(arg)
-        if kind not in plain:
-            if kind is list or kind is tuple or getattr(kind, "__ember_tensor__", False):
-                return _unwrap_slow(args)
-            plain.add(kind)  # neither a Tensor nor a sequence: never needs unwrapping
-    return args
-
-
-def _unwrap_slow(args: tuple) -> tuple:
-    out = None
-    for i, arg in enumerate(args):
-        if getattr(type(arg), "__ember_tensor__", False):
-            out = list(args) if out is None else out
-            out[i] = arg._native
-        elif type(arg) in (list, tuple) and any(getattr(type(a), "__ember_tensor__", False) for a in arg):
-            out = list(args) if out is None else out
-            out[i] = type(arg)(a._native if getattr(type(a), "__ember_tensor__", False) else a for a in arg)
-    return args if out is None else tuple(out)
-
-
-def _recorder(name: str, function: Callable, prepare: Callable | None, wrap: Callable | None) -> Callable:
-    def recorded(*args: Any, **kwargs: Any) -> Any:
-        global _depth
-        if _depth or not _recording:
-            return function(*args, **kwargs)
-        args = _unwrap_tensors(args)
-        call_kwargs = kwargs
-        if kwargs:
-            kwargs = dict(zip(kwargs, _unwrap_tensors(tuple(kwargs.values()))))
-            call_kwargs = kwargs if prepare is None else dict(zip(kwargs, prepare(tuple(kwargs.values()))))
-        call_args = args if prepare is None else prepare(args)
-        outer = _depth
-        try:  # restored, not decremented: an interrupt before the increment cannot leave it raised
-            _depth = outer + 1
-            out = function(*call_args, **call_kwargs)
-        finally:
-            _depth = outer
-        # Wrap before recording: the engines key slots by the identity of the object the
-        # caller receives (a wrapped view is a new object).
-        recorded_out = out if wrap is None else wrap(out)
-        kept = False
-        for engine in _recording:
-            kept = engine.record(name, function, args, kwargs, recorded_out) or kept
-        return recorded_out if kept else out
-
-    recorded.__name__ = function.__name__
-    recorded.__doc__ = function.__doc__
-    recorded.__wrapped__ = function
-    return recorded
 
 
 def _composite_dropout(function: Callable) -> Callable:
@@ -239,16 +192,16 @@ def _composite_dropout(function: Callable) -> Callable:
     """
 
     def dropout(x: Any, rate: Any, noise_shape: Any = None, seed: Any = None) -> Any:
-        if _depth or not _recording:
+        if calls._depth or not _recording:
             return function(x, rate, noise_shape=noise_shape, seed=seed)
 
-        (x,) = _unwrap_tensors((x,))
+        (x,) = calls.unwrap_tensors((x,))
         mask = function(ops.ones_like(x), rate, noise_shape=noise_shape, seed=seed)
         return ops.multiply(x, mask)
 
     dropout.__name__ = "dropout"
     dropout.__doc__ = function.__doc__
-    dropout.__wrapped__ = function
+    dropout.__wrapped__ = function  # type: ignore[attr-defined]
     return dropout
 
 
@@ -258,9 +211,12 @@ def run_recorded(name: str, function: Callable, args: tuple, kwargs: dict) -> An
     Used for ops made at run time (custom gradients): the ops ``function`` calls are not
     recorded, the call itself is, with the backend's ``prepare_args``/``wrap_output`` hooks.
     """
-    if _depth or not _recording:
+    if calls._depth or not _recording:
         return function(*args, **kwargs)
     autodiff = _autodiff_module(backends.current())
     prepare = getattr(autodiff, "prepare_args", None)
     wrap = getattr(autodiff, "wrap_output", None)
-    return _recorder(name, function, prepare, wrap)(*args, **kwargs)
+    return calls.recorder(name, function, prepare, wrap)(*args, **kwargs)
+
+
+__all__ = ["NOT_DIFFERENTIABLE", "is_recording", "recording_engines", "run_recorded", "start", "stop"]

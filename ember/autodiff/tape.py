@@ -7,8 +7,10 @@ The tape is a thin, backend-agnostic front over one *engine* per backend:
   function of the sources for ``mx.vjp`` to differentiate;
 * NumPy: the same recording, walked backwards with Ember's VJP rules.
 
-On NumPy and MLX the tape sees every ``ember.ops`` call and every ``ember.Tensor``
-operator. MLX's own array operators (``x * w``) are recorded too while a tape is
+An engine either records the op calls :mod:`ember.autodiff.recording` offers it
+(``records_ops = True``: NumPy, MLX; the tape starts and stops that recording) or
+records on its own between ``begin()`` and ``end()`` (torch). On NumPy and MLX the tape
+sees every ``ember.ops`` call and every ``ember.Tensor`` operator. MLX's own array operators (``x * w``) are recorded too while a tape is
 recording. NumPy's operators on arrays a recorded op returned are recorded as well
 (those arrays are a traced ndarray subclass); an operator applied to two plain NumPy
 arrays is invisible to any tape, and when that leaves a watched source cut off from
@@ -172,7 +174,10 @@ class GradientTape:
         self._ensure_engine()
         self._engine.watch_accessed_variables = self._watch_accessed_variables
         try:
-            self._engine.begin()
+            if self._engine.records_ops:  # NumPy, MLX: the engine's graph is the op calls offered to it
+                recording.start(self._engine)
+            else:  # torch: the framework's own autograd records
+                self._engine.begin()
             if self._recorder is not None:
                 recording.start(self._recorder)
             self._recording = True
@@ -192,7 +197,10 @@ class GradientTape:
                 _active_tapes[:] = [ref for ref in _active_tapes if ref() is not self and ref() is not None]
                 if self._recorder is not None:
                     recording.stop(self._recorder)
-                self._engine.end()
+                if self._engine.records_ops:
+                    recording.stop(self._engine)
+                else:
+                    self._engine.end()
                 break
             except BaseException as error:  # noqa: BLE001 - re-raised below
                 interrupted = error if interrupted is None else interrupted

@@ -66,7 +66,7 @@ from ember.autodiff.numpy_dispatch import (
     _take,
     _trace,
 )
-from ember.autodiff.recording import _recording
+from ember.recorded.calls import _recording
 
 # --------------------------------------------------------------------------- class
 def _augmented(ufunc: np.ufunc, in_place: Callable) -> Callable:

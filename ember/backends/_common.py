@@ -16,15 +16,19 @@ def build_op_tables(backend_name: str, modules: dict[str, ModuleType]) -> dict[s
     """Collect a backend's functions per namespace, in the protocol's order.
 
     Docstrings come from the protocol so ``help(ember.ops.add)`` reads the same on
-    every backend. An op the backend lacks is bound to a function that raises
-    ``NotImplementedError`` naming the op and backend (the protocol test fails on it).
+    every backend. An op of ``_spec.COMPOSABLE`` the backend lacks is left out (``ember.ops``
+    binds its composite); any other op the backend lacks is bound to a function that
+    raises ``NotImplementedError`` naming the op and backend (the protocol test fails on it).
     """
     tables: dict[str, dict[str, Callable]] = {}
     for namespace, spec in _spec.NAMESPACES.items():
         module = modules[namespace]
+        composable = _spec.COMPOSABLE.get(namespace, frozenset())
         table = {}
         for name in _spec.op_names(namespace):
             function = getattr(module, name, None)
+            if function is None and name in composable:
+                continue
             if function is None:
                 function = _missing(backend_name, namespace, name)
             elif getattr(function, "__doc__", None) is None:

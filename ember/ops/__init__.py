@@ -22,7 +22,8 @@ from __future__ import annotations
 import sys
 
 from ember import backends as _backends
-from ember.ops import _binding
+from ember.ops import _binding, _composite
+from ember.recorded.op_namespace import OPS as _OPS
 
 
 def _install(tables: dict) -> None:
@@ -58,12 +59,12 @@ def __getattr__(name: str):
 
 
 def _on_backend_change(backend) -> None:
-    _install(_binding.bind(backend))
+    _install(_binding.bind(backend, _composite.bound_tables(backend)))
 
 
 def _rebind(backend) -> None:
     """Bind ``backend``'s plain (unrecorded) functions again, e.g. after the last tape stops."""
-    _install(_binding.bind(backend))
+    _install(_binding.bind(backend, _composite.bound_tables(backend)))
 
 
 from ember.ops import extra as _extra  # noqa: E402
@@ -74,3 +75,6 @@ vars(_THIS).update(_extra.EXPORTS)
 vars(random).update(_extra.RANDOM_EXPORTS)
 
 _backends.on_backend_change(_on_backend_change)
+# Code below ember.ops that must call an op as a user would (the MLX backend's mx.array
+# operator patches, while a tape records) finds this module through the hook, not an import.
+_OPS.install(_THIS)

@@ -86,8 +86,8 @@ def _copy(function: Callable) -> Callable:
     return clone
 
 
-def bind(backend: Any) -> dict:
-    """``backend``'s op tables as copies for ``ember.ops``; the previous backend's copies start forwarding.
+def bind(backend: Any, tables: dict) -> dict:
+    """``tables`` (what ``ember.ops`` binds for ``backend``) as copies; the previous backend's copies start forwarding.
 
     The copies are made once per backend: switching back restores their own code, so a
     function taken while a backend was active runs natively again whenever it is.
@@ -97,7 +97,7 @@ def bind(backend: Any) -> dict:
     retire()
     cached = _per_backend.get(backend.name)
     if cached is None:
-        cached = _per_backend[backend.name] = _copy_tables(backend)
+        cached = _per_backend[backend.name] = _copy_tables(tables)
     tables, clones = cached
     for clone, code, _ in clones:
         clone.__code__ = code
@@ -110,11 +110,11 @@ def bind(backend: Any) -> dict:
 _per_backend: dict[str, tuple[dict, list]] = {}
 
 
-def _copy_tables(backend: Any) -> tuple[dict, list]:
+def _copy_tables(backend_tables: dict) -> tuple[dict, list]:
     copies: dict[int, Any] = {}
     clones = []
     tables = {}
-    for namespace, table in backend.op_tables().items():
+    for namespace, table in backend_tables.items():
         bound = {}
         for name, function in table.items():
             clone = copies.get(id(function))

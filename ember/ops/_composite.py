@@ -1,16 +1,19 @@
 """Composite ops: protocol ops written once with ``ember.ops``, for backends without a native kernel.
 
-Composites here: ``nn.lstm`` and ``nn.gru`` (whole recurrent sequences). torch has native
-fused kernels for both and NumPy a native LSTM; MLX adopts both composites, NumPy the GRU.
+Composites here: ``nn.lstm`` and ``nn.gru`` (whole recurrent sequences), the ops of
+``ember.backends._spec.COMPOSABLE``. torch has native fused kernels for both and NumPy a
+native LSTM; MLX gets both composites, NumPy the GRU.
 
-A backend implements an op of :mod:`ember.backends._spec` natively, or adopts the composite
-defined here by importing it into its namespace module (``from ember.ops._composite
-import gru, lstm`` in ``ember/backends/mlx/nn.py``). A composite calls ``ember.ops`` at call
-time, so it runs on whichever backend is active, and it is marked with
-``__ember_composite__``: a recording :class:`~ember.GradientTape` (NumPy, MLX) leaves it
-unwrapped and records the ops it calls one by one, so its gradient comes from the
-existing per-op VJP rules (NumPy) or MLX's replay, and ``mx.compile`` traces through it.
-A native version (torch's ``lstm``) is one op with the same signature and semantics.
+A backend implements such an op natively (a fused kernel in its namespace module) or
+leaves it out; ``ember.ops`` binds what :func:`bound_tables` gives: the backend's own
+functions, and the composite of each composable op the backend left out. No backend
+imports this module (a backend imports nothing above the op protocol). A composite calls
+``ember.ops`` at call time, so it runs on whichever backend is active, and it is in no
+backend's op tables, so a recording :class:`~ember.GradientTape` (NumPy, MLX) leaves it
+unwrapped and records the ops it calls one by one: its gradient comes from the existing
+per-op VJP rules (NumPy) or MLX's replay, and ``mx.compile`` traces through it. It is
+marked with ``__ember_composite__`` (:func:`is_composite`). A native version (torch's
+``lstm``) is one op with the same signature and semantics.
 
 Example:
     >>> import ember
@@ -26,6 +29,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ember import ops
+from ember.backends import _spec
 from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
 
 
@@ -59,7 +63,7 @@ def _time_steps(x: Any, time: int) -> list:
 @composite
 def lstm(inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=None, *, go_backwards=False,
          time_major=False):
-    # (No docstring: the op tables give it _spec.nn.lstm's, as for native ops.) One matmul
+    # (Docstring: _spec.nn.lstm's, set below, as the op tables do for native ops.) One matmul
     # projects every step's input, then each step is one matmul, the gates and the update.
 
     x, h, c, kernel, recurrent_kernel, bias = _rnn_operands("nn.lstm", [
@@ -118,3 +122,35 @@ def gru(inputs, initial_h, kernel, recurrent_kernel, bias=None, *, go_backwards=
         h = ops.add(candidate, ops.multiply(z, ops.subtract(h, candidate)))  # z * h + (1 - z) * candidate
         outputs.append(h)
     return ops.stack(outputs, axis=0 if time_major else 1), h
+
+
+# ------------------------------------------------------------------- binding
+COMPOSITES: dict[str, dict[str, Callable]] = {"nn": {"lstm": lstm, "gru": gru}}
+for _namespace, _table in COMPOSITES.items():
+    for _name, _function in _table.items():
+        _function.__doc__ = getattr(_spec.NAMESPACES[_namespace], _name).__doc__
+
+_bound: dict[str, dict] = {}  # backend name -> its tables with the composites it needs
+
+
+def bound_tables(backend: Any) -> dict:
+    """What ``ember.ops`` binds for ``backend``: ``{namespace: {name: function}}``.
+
+    The backend's own op tables, plus the composite of every ``_spec.COMPOSABLE`` op it
+    leaves out (a backend's fused kernel wins over the composite).
+    """
+    tables = _bound.get(backend.name)
+    if tables is None:
+        tables = _bound[backend.name] = {namespace: _with_composites(namespace, table)
+                                         for namespace, table in backend.op_tables().items()}
+    return tables
+
+
+def _with_composites(namespace: str, table: dict) -> dict:
+    composites = COMPOSITES.get(namespace)
+    if not composites:
+        return table
+    completed = {name: table[name] if name in table else composites[name]  # in the protocol's order
+                 for name in _spec.op_names(namespace) if name in table or name in composites}
+    completed.update(table)  # names beyond the protocol (aliases) keep their place after it
+    return completed

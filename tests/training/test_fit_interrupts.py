@@ -22,8 +22,9 @@ import pytest
 
 import ember
 from ember import layers, ops
-from ember.autodiff import graph, recording
+from ember.autodiff import recording
 from ember.autodiff import tape as tape_module
+from ember.recorded import calls, graph
 
 X = np.random.default_rng(0).normal(size=(24, 4)).astype("float32")
 Y = np.random.default_rng(1).integers(0, 3, 24)
@@ -313,7 +314,7 @@ def _interrupt_line(path: str, n: int):
 
 
 @pytest.mark.parametrize("backend_name", ["numpy", "mlx"])  # the backends whose tapes record ops
-@pytest.mark.parametrize("module", [recording, tape_module, graph], ids=lambda m: m.__name__.split(".")[-1])
+@pytest.mark.parametrize("module", [recording, calls, tape_module, graph], ids=lambda m: m.__name__.split(".")[-1])
 def test_interrupt_at_any_line_of_the_tape_leaves_it_usable(backend_name, module):
     """An interrupt inside the tape's bookkeeping (at line granularity) must not break later tapes."""
     if not ember.backends.is_installed(backend_name):

@@ -39,8 +39,13 @@ from ember.backends._spec.stats import stats
 
 NAMESPACES = {"core": core, "linalg": linalg, "stats": stats, "nn": nn, "random": random}
 
+# Ops a backend may leave out. ``ember.ops`` has a composite of each, written with the other
+# ops (:mod:`ember.ops._composite`), and binds it for a backend without a kernel of its own;
+# a backend with a fused kernel (torch's ``lstm``/``gru``, NumPy's ``lstm``) defines the op.
+COMPOSABLE = {"nn": frozenset({"lstm", "gru"})}
+
 
 def op_names(namespace: str) -> list[str]:
-    """Names of the ops the protocol requires in ``namespace``."""
+    """Names of the ops the protocol defines in ``namespace`` (``COMPOSABLE`` ones included)."""
     spec = NAMESPACES[namespace]
     return [name for name, value in vars(spec).items() if callable(value) and not name.startswith("_")]

@@ -2,7 +2,9 @@
 
 MLX arrays have their own Python operators and methods, which no tape could see. While
 at least one MLX tape records, :func:`patch` re-binds them on ``mx.array`` to call the
-current ``ember.ops`` function (looked up at call time, so the recorder is what runs):
+current ``ember.ops`` function (looked up at call time, so the recorder is what runs;
+``ember.ops`` is found through the hook it installs at import,
+:data:`ember.recorded.op_namespace.OPS`, as a backend imports nothing above the op protocol):
 ``x * w + b``, ``x @ w``, ``-x``, ``abs(x)``, ``x[1:]``, iteration, the in-place forms
 (``x += y`` gives the out-of-place result inside a tape) and the common methods
 (``sum mean max min prod var std logsumexp reshape transpose flatten squeeze swapaxes
@@ -11,7 +13,7 @@ log10 sin cos reciprocal conj`` and the ``T``, ``mT``, ``real``, ``imag`` proper
 Comparisons stay native (no gradient). :func:`unpatch` puts MLX's originals back.
 
 A patched attribute calls MLX's original directly when nothing would record it: inside
-a recorded op (``recording._depth > 0``, so a backend function that uses operators never
+a recorded op (``ember.recorded.calls._depth > 0``, so a backend function that uses operators never
 recurses), during a tape's replay, when no tape records, or when another backend is
 active. Calls with an MLX-only argument (``stream=``, ``reverse=``) also run the original.
 Patching is idempotent and exception-safe: a failure half-way restores what was patched.
@@ -21,19 +23,21 @@ from __future__ import annotations
 
 import importlib
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import mlx.core as mx
 import numpy as np
 
 from ember import backends as _backends
-from ember import ops as _ops
-from ember.autodiff import recording
+from ember.recorded import calls
+from ember.recorded.op_namespace import OPS
 
 _ARRAY = mx.array
 
 _ORIGINALS: dict[str, Any] = {}  # attribute name -> MLX's own descriptor, while patched
 _BACKEND: Any = None
+_ops: Any = None  # the ember.ops module, from the OPS hook on the first patch()
 
 
 def _mlx_backend() -> Any:
@@ -45,7 +49,7 @@ def _mlx_backend() -> Any:
 
 def _raw() -> bool:
     """True when a patched operator must run MLX's original (no tape would see it)."""
-    return bool(recording._depth) or not recording._recording or _backends._active is not _BACKEND
+    return bool(calls._depth) or not calls._recording or _backends._active is not _BACKEND
 
 
 _PLAIN_OPERANDS = (int, float, bool, complex, np.ndarray, np.generic, list, tuple)
@@ -252,9 +256,11 @@ _REPLACEMENTS: dict[str, Any] = {}  # built once: name -> patched attribute
 
 def patch() -> None:
     """Re-bind ``mx.array``'s operators and methods to recorded ``ember.ops`` calls (idempotent)."""
+    global _ops
     if _ORIGINALS:
         return
     _mlx_backend()
+    _ops = OPS.module()
     if not _REPLACEMENTS:
         _REPLACEMENTS.update(_replacements())
     replacements = _REPLACEMENTS

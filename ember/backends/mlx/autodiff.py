@@ -1,8 +1,10 @@
 """The MLX tape engine: ``ember.GradientTape`` through MLX's own transforms.
 
 MLX arrays carry no tape, so while a tape records, the ops run on tracked arrays
-are recorded (:mod:`ember.autodiff.recording` into a
-:class:`~ember.autodiff.graph.RecordedGraph`). ``gradient`` turns the part of that
+are recorded (:mod:`ember.autodiff.recording` offers every op call, through the
+recorder of :mod:`ember.recorded.calls`, to this engine, which keeps it in a
+:class:`~ember.recorded.graph.RecordedGraph`: both live below the backends, so this
+package imports nothing of ``ember.autodiff``). ``gradient`` turns the part of that
 record between the sources and the targets into a *pure function of the sources*:
 it replays the recorded ops in order with the backend's raw functions, substituting
 the sources by position and keeping every other input as a constant, and hands it to
@@ -16,8 +18,8 @@ Recorded calls:
   ``x += y`` as the out-of-place op) and its common methods (``x.sum()``,
   ``x.reshape(...)``, ``x.T``, ``x.astype(...)``, ...): while any MLX tape records,
   :func:`on_recording` patches them to call the current ``ember.ops`` function, and
-  restores MLX's originals when the last tape stops (:mod:`ember.backends.mlx._operators`). Comparisons stay native (they
-  have no gradient). Inside a recorded op, or during a replay, the patches call MLX's
+  restores MLX's originals when the last tape stops (:mod:`ember.backends.mlx._operators`).
+  Comparisons stay native (they have no gradient). Inside a recorded op, or during a replay, the patches call MLX's
   originals directly. Within a tape these operators follow Ember's dtype promotion
   rules (the same on every backend) instead of MLX's.
 
@@ -50,15 +52,16 @@ Rules that keep a gradient from being silently wrong:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import mlx.core as mx
 import numpy as np
 
-from ember.autodiff import recording
-from ember.autodiff.graph import RecordedGraph
 from ember.backends._common import UntrackedTargetError
 from ember.backends.mlx import _operators
+from ember.recorded import calls
+from ember.recorded.graph import RecordedGraph
 
 _ARRAY = mx.array
 _NON_FLOAT_KINDS = ("bool", "int", "uint")
@@ -75,6 +78,8 @@ def _is_float_dtype(dtype: Any) -> bool:
 class TapeEngine:
     """One per ``GradientTape`` on the MLX backend (see the module docstring)."""
 
+    records_ops = True  # the tape offers it every op call while it records (ember.autodiff.recording)
+
     def __init__(self, persistent: bool):
         self.persistent = bool(persistent)
         self._graph = RecordedGraph()
@@ -86,12 +91,6 @@ class TapeEngine:
         return self._graph.nodes
 
     # --- recording state -------------------------------------------------------------
-    def begin(self) -> None:
-        recording.start(self)
-
-    def end(self) -> None:
-        recording.stop(self)
-
     def pause(self) -> None:
         self._paused += 1
 
@@ -164,12 +163,9 @@ class TapeEngine:
         ]
         externals = program.externals
 
-        outers = [e for e in recording.recording_engines() if e is not self] if create_graph else []
-        recording._depth += 1
-        try:
+        outers = [e for e in calls.recording_engines() if e is not self] if create_graph else []
+        with calls.unrecorded():
             found = program.vjp(primals, cotangents, externals)
-        finally:
-            recording._depth -= 1
         if outers:
             n_p, n_c = len(primals), len(cotangents)
 
@@ -223,13 +219,11 @@ class TapeEngine:
         def one(cotangent: Any) -> tuple:
             return tuple(program.vjp(primals, [cotangent], externals))
 
-        recording._depth += 1
         try:
-            found = mx.vmap(one)(seeds)
+            with calls.unrecorded():
+                found = mx.vmap(one)(seeds)
         except Exception:  # an op without a vmap rule: one VJP per seed instead
             return NotImplemented
-        finally:
-            recording._depth -= 1
         for k, g in zip(program.connected, found):
             rows[k] = g
         for k, first in program.aliases.items():
@@ -304,7 +298,7 @@ class _Program:
         self.perturbed: dict[int, int] = {}
 
     @classmethod
-    def build(cls, graph: RecordedGraph, source_slots: list, target_slots: list, targets: list) -> "_Program":
+    def build(cls, graph: RecordedGraph, source_slots: list, target_slots: list, targets: list) -> _Program:
         program = cls()
         wanted = {s for s in source_slots if s is not None}
         nodes = graph.relevant_nodes(wanted, set(target_slots))
@@ -445,11 +439,12 @@ class _Program:
             positions = [i for i, a in enumerate(args) if type(a) is _ARRAY and _is_float_dtype(a.dtype)]
             out = function(*args, **kwargs)
             if positions:
-                def single(*xs: Any, _args: list = args, _pos: list = positions, _f: Callable = function) -> list:
+                def single(*xs: Any, _args: list = args, _pos: list = positions, _f: Callable = function,
+                           _kwargs: dict = kwargs) -> list:
                     call = list(_args)
                     for p, x in zip(_pos, xs):
                         call[p] = x
-                    result = _f(*call, **kwargs)
+                    result = _f(*call, **_kwargs)
                     items = result if isinstance(result, (list, tuple)) else [result]
                     return [r for r in items if type(r) is _ARRAY and _is_float_dtype(r.dtype)]
 
@@ -527,7 +522,8 @@ def call_custom_gradient(forward: Callable, backward: Callable, args: tuple, kwa
     from the primals it is given, so it is correct under ``mx.compile`` and nested transforms
     (MLX differentiates the VJP itself for higher order).
     """
-    return recording.run_recorded("custom_gradient", _custom_call(forward, backward), args, kwargs)
+    # One recorded op (the MLX engine has no prepare_args/wrap_output hooks).
+    return calls.recorder("custom_gradient", _custom_call(forward, backward), None, None)(*args, **kwargs)
 
 
 def _custom_call(forward: Callable, backward: Callable) -> Callable:

@@ -1,5 +1,8 @@
 """Neural-network ops of the MLX backend: activations, convolution, pooling, moments.
 
+No ``lstm``/``gru``: MLX has no fused recurrent kernel, so ``ember.ops`` binds the
+composites of :mod:`ember.ops._composite` (traced op by op by the tapes and ``mx.compile``).
+
 Layouts: Ember (like Keras) is channels-last with kernels ``(*spatial, in/groups, out)``;
 MLX's ``conv_general`` is channels-last too but wants weights ``(out, *spatial, in/groups)``,
 so kernels are transposed on the way in. ``data_format="channels_first"`` inputs are
@@ -17,7 +20,6 @@ import numpy as np
 from ember.backends.mlx import _f64
 from ember.backends.mlx import core as _core
 from ember.backends.mlx._base import FLOATS, INEXACT, binary_same, floatx, inexact, normalize_axis, to_mx
-from ember.ops._composite import gru, lstm  # noqa: F401  (composite ops: traced op by op by the tapes)
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946

@@ -1,6 +1,6 @@
 """NumPy backend, ``ember.ops.nn``: activations, softmax, moments, convolution, pooling,
-recurrent sequences (``lstm`` native in :mod:`._rnn`, ``gru`` the composite of
-:mod:`ember.ops._composite`).
+recurrent sequences (``lstm`` native in :mod:`._rnn`; no ``gru``: ``ember.ops`` binds the
+composite of :mod:`ember.ops._composite`).
 
 Activations on integer or bool inputs compute in ``floatx()`` (``relu``/``relu6``
 keep integer dtypes, as they are exact there). float16/bfloat16 inputs compute in
@@ -18,7 +18,6 @@ from ember.backends.numpy import _special
 from ember.backends.numpy._base import BOOL, F32, F64, HALF, ND, axes_arg, floatx, out, to_native
 from ember.backends.numpy._conv import avg_pool, conv, conv_transpose, max_pool  # noqa: F401  (ops)
 from ember.backends.numpy._rnn import lstm  # noqa: F401  (op; its VJP rule is in ember.autodiff.rules.rnn)
-from ember.ops._composite import gru  # noqa: F401  (the composite op: recorded op by op by the tape)
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946

@@ -119,6 +119,8 @@ def _differentiable(t: torch.Tensor) -> bool:
 class TapeEngine:
     """One per ``GradientTape`` on the torch backend (see the module docstring)."""
 
+    records_ops = False  # torch's autograd records, between begin() and end()
+
     def __init__(self, persistent: bool):
         self.persistent = bool(persistent)
         self._mine: list[int] = []  # ids in _flipped that this engine holds
