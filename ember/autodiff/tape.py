@@ -10,11 +10,12 @@ The tape is a thin, backend-agnostic front over one *engine* per backend:
 An engine either records the op calls :mod:`ember.autodiff.recording` offers it
 (``records_ops = True``: NumPy, MLX; the tape starts and stops that recording) or
 records on its own between ``begin()`` and ``end()`` (torch). On NumPy and MLX the tape
-sees every ``ember.ops`` call and every ``ember.Tensor`` operator. MLX's own array operators (``x * w``) are recorded too while a tape is
-recording. NumPy's operators on arrays a recorded op returned are recorded as well
-(those arrays are a traced ndarray subclass); an operator applied to two plain NumPy
-arrays is invisible to any tape, and when that leaves a watched source cut off from
-the target the tape raises instead of returning a wrong gradient.
+sees every ``ember.ops`` call and every ``ember.Tensor`` operator. MLX's own array
+operators (``x * w``) are recorded too while a tape is recording. NumPy's operators on
+arrays a recorded op returned are recorded as well (those arrays are a traced ndarray
+subclass); an operator applied to two plain NumPy arrays is invisible to any tape, and
+when that leaves a watched source cut off from the target the tape raises instead of
+returning a wrong gradient.
 
 Example:
     >>> import ember
