@@ -6,8 +6,11 @@ or score as if that sample did not exist. ``fit``, ``evaluate`` and validation t
 one reduction per batch over its labels (``any(label < 0 or label >= classes)``, ignoring
 ``ignore_class``). Where reading it costs no extra sync (NumPy, torch on the CPU, MLX whose step
 evaluates anyway) the flag is read at once and a bad batch raises before its step; on a CUDA/MPS
-device the flags are kept on the device and read at the next point that synchronises anyway (every :data:`PENDING_LIMIT` batches and at the end of an
-epoch or evaluation), so the error comes a few steps late but no step waits for the host.
+device the flag and the first offending value stay on the device
+(:class:`~ember.training.deferred_reads.DeferredReads`) and are read at the next point where the
+loop synchronises for its logs anyway (a callback or the progress bar reading a batch's logs, the
+end of an epoch or evaluation), so the error may come some steps late but no step waits for the
+host.
 
 The error names the loop, the epoch and batch (0-based) and the offending value.
 
@@ -34,11 +37,9 @@ import numpy as np
 
 from ember import backends, ops
 from ember.training.compile_utils import flatten_outputs
+from ember.training.deferred_reads import DeferredReads
 from ember.training.losses.probabilistic import sparse_categorical_crossentropy
 from ember.training.metrics.accuracy import sparse_categorical_accuracy, sparse_top_k_categorical_accuracy
-
-# Batches whose flags may wait on an accelerator before they are read (one sync per this many steps).
-PENDING_LIMIT = 100
 
 _SPARSE_FUNCTIONS = (sparse_categorical_crossentropy, sparse_categorical_accuracy, sparse_top_k_categorical_accuracy)
 
@@ -91,7 +92,7 @@ class SparseLabelCheck:
         self.output_names = output_names
         self.classes = classes
         self.caller = caller
-        self._pending: list = []  # (epoch, step, output index, labels, device flag)
+        self._deferred = DeferredReads(columns=2)  # tag (epoch, step, output index): flag, first bad value
 
     @classmethod
     def for_trainer(cls, trainer: Any, output_shapes: list | None, caller: str) -> "SparseLabelCheck | None":
@@ -114,14 +115,12 @@ class SparseLabelCheck:
             labels = flat[index]
             if labels is None or ops.size(labels) == 0:
                 continue
-            bad = self._out_of_range(labels, index)
+            outside = self._out_of_range(labels, index)
             if reads_without_sync(labels):
-                if bool(ops.to_numpy(bad)):
-                    self._raise(epoch, step, index, labels)
+                if bool(ops.to_numpy(ops.any(outside))):
+                    self._raise(epoch, step, index, _first_marked(labels, outside))
             else:
-                self._pending.append((epoch, step, index, labels, bad))
-        if len(self._pending) >= PENDING_LIMIT:
-            self.flush()
+                self._deferred.add((epoch, step, index), ops.any(outside), _first_marked(labels, outside))
 
     def _out_of_range(self, labels: Any, index: int) -> Any:
         classes = self.classes[index]
@@ -129,24 +128,27 @@ class SparseLabelCheck:
         outside = ops.logical_or(ops.less(labels, 0), ops.greater_equal(labels, classes))
         if ignore is not None:
             outside = ops.logical_and(outside, ops.not_equal(labels, ignore))
-        return ops.any(outside)
+        return outside
 
     def flush(self) -> None:
-        """Read the flags kept on the device; raise for the first bad batch."""
-        pending, self._pending = self._pending, []
-        for epoch, step, index, labels, bad in pending:
-            if bool(ops.to_numpy(bad)):
-                self._raise(epoch, step, index, labels)
+        """Read the flags kept on the device (one transfer); raise for the first bad batch."""
+        for (epoch, step, index), (bad, value) in self._deferred.read():
+            if bool(bad):
+                self._raise(epoch, step, index, value)
 
-    def _raise(self, epoch: int | None, step: int, index: int, labels: Any) -> None:
-        self._pending = []
-        owner, ignore = self.outputs[index]
+    def _raise(self, epoch: int | None, step: int, index: int, value: Any) -> None:
+        self._deferred.clear()
+        owner, _ = self.outputs[index]
         classes = self.classes[index]
-        values = np.asarray(ops.to_numpy(labels)).ravel()
-        invalid = values[(values < 0) | (values >= classes)]
-        if ignore is not None:
-            invalid = invalid[invalid != ignore]
+        value = np.asarray(value if isinstance(value, np.generic) else ops.to_numpy(value)).reshape(())
         where = f"batch {step} (0-based)" if epoch is None else f"epoch {epoch}, batch {step} (0-based)"
         output = f" (output {self.output_names[index]!r})" if len(self.output_names) > 1 else ""
         raise ValueError(f"{self.caller}: {where}{output}: {owner}: class indices must be in [0, {classes}) for "
-                         f"y_pred with {classes} classes, received {invalid[0].item()!r}")
+                         f"y_pred with {classes} classes, received {value.item()!r}")
+
+
+def _first_marked(labels: Any, marked: Any) -> Any:
+    """The first label where ``marked`` is True (0-d, computed on the device: no host read)."""
+    flat_marked = ops.reshape(marked, (-1,))
+    first = ops.argmax(ops.cast(flat_marked, "int32"))
+    return ops.take(ops.reshape(labels, (-1,)), first)

@@ -55,6 +55,7 @@ class FitLoop:
         self.validation_freq = validation_freq
         self.keep_previous = any([getattr(cb, "keeps_previous_state", False) for cb in callbacks])
         self.label_check = trainer.label_check("fit")
+        self.transfer = trainer.batch_transfer(state["model"])  # batches to the model's device (None: as they are)
         # TerminateOnNaN handles a NaN loss itself (stop and roll back); otherwise fit warns once.
         self.loss_watch = None if any([isinstance(cb, TerminateOnNaN) for cb in callbacks]) else NonFiniteLossWatch()
         pure = getattr(self.steps, "fit_step_is_pure", False)
@@ -184,7 +185,7 @@ class FitLoop:
         self.step_in_epoch = skip
         stepped = skip > 0
         with unchecked_values():
-            for step, batch in self.iterator.epoch(epoch):
+            for step, batch in self.iterator.epoch(epoch, self.transfer):
                 if step < skip:  # resuming mid-epoch: these batches were trained on before the checkpoint
                     continue
                 if check is not None:
@@ -205,18 +206,24 @@ class FitLoop:
                     watch(epoch, step, self.state["metrics"]["loss"]["total"])
                 if wants_end:
                     state = self.state
-                    callbacks.on_train_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"])))
+                    callbacks.on_train_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"]),
+                                                                 self._read_checks))
                 self.adopt_changes()
                 if model.stop_training:
                     if previous is not None and any([getattr(cb, "rollback", False) for cb in callbacks]):
                         self.state = previous
                         self.publish()
                     break
-        if check is not None:
-            check.flush()  # labels of batches checked on an accelerator (read at the epoch's end)
-        if watch is not None:
-            watch.flush()
+        self._read_checks()  # the epoch's end: its logs are read as floats next
         return stepped
+
+    def _read_checks(self) -> None:
+        """Read the label flags and losses kept on the device (:mod:`ember.training.deferred_reads`):
+        called where the loop reads logs on the host anyway."""
+        if self.label_check is not None:
+            self.label_check.flush()
+        if self.loss_watch is not None:
+            self.loss_watch.flush()
 
     def _validate_now(self, epoch: int) -> bool:
         freq = self.validation_freq
@@ -267,7 +274,7 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
     if callbacks is not None:
         callbacks.on_test_begin()
     seen = False
-    for step, batch in iterator.epoch(0):
+    for step, batch in iterator.epoch(0, trainer.batch_transfer(model_state)):
         if batch[1] is None and trainer.compile_loss.entries:
             raise ValueError("evaluate: the data gives no targets y, but the model has a loss to compute")
         if check is not None:
@@ -279,7 +286,8 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
             state["model"] = advance(state["model"], batch[0])[1]
         seen = True
         if wants_end:
-            callbacks.on_test_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"])))
+            callbacks.on_test_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"]),
+                                                        None if check is None else check.flush))
     if not seen:
         raise ValueError(f"{caller}: the data yields no batches")
     if check is not None:
@@ -306,18 +314,25 @@ def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Cal
     state = {"model": model_state}
     outputs: list = []
     totals: list = []
+    transfer = trainer.batch_transfer(model_state)
+    # On an accelerator the outputs are copied to the host without waiting, and read after the last
+    # batch (one sync), unless a callback reads each batch's outputs (then as NumPy, at once).
+    fetch = transfer is not None and not callbacks.wants("on_predict_batch_end")
     callbacks.on_predict_begin()
-    for step, batch in iterator.epoch(0):
+    for step, batch in iterator.epoch(0, transfer):
         callbacks.on_predict_batch_begin(step)
         if advance is None:
             y_pred = steps.predict_step(state, batch[0])
         else:
             y_pred, state["model"] = advance(state["model"], batch[0])
-        outputs.append(_map(lambda a: ops.to_numpy(a), y_pred))
+        outputs.append(_fetched(transfer, y_pred) if fetch else _map(ops.to_numpy, y_pred))
         window = window_of(batch)
         totals.append(None if window is None else window[2])
         callbacks.on_predict_batch_end(step, {"outputs": outputs[-1]})
     callbacks.on_predict_end()
+    if fetch and outputs:
+        transfer.host_ready()
+        outputs = [_map(ops.to_numpy, part) for part in outputs]
     if not outputs:
         raise ValueError("predict: the data yields no batches")
     if advance is not None and keep_state is not None:
@@ -325,6 +340,14 @@ def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Cal
     if strategy is not None and totals[0] is not None:
         return gather_predictions(strategy, outputs, totals)
     return _concatenate(outputs)
+
+
+def _fetched(transfer: Any, value: Any) -> Any:
+    """``value``'s arrays with their copies to the host started (read after ``transfer.host_ready()``)."""
+    leaves: list = []
+    _map(leaves.append, value)
+    fetched = iter(transfer.fetch(leaves))
+    return _map(lambda _: next(fetched), value)
 
 
 def _map(fn: Any, value: Any) -> Any:

@@ -3,9 +3,10 @@
 NaN or inf in ``x``/``y`` (or a learning rate that diverges) turns the weights to NaN, and
 without a signal a long ``fit`` ends with a useless model. ``fit`` therefore watches the
 running loss (which stays non-finite once one batch's loss is): where reading it costs no extra
-sync (NumPy, torch on the CPU, MLX) after every step, on a CUDA/MPS device at the label check's sync points (every
-:data:`~ember.training.label_check.PENDING_LIMIT` steps and each epoch's end), then finds the
-first bad step among the values kept. It warns once per ``fit`` with
+sync (NumPy, torch on the CPU, MLX) after every step; on a CUDA/MPS device the values stay on the
+device (:class:`~ember.training.deferred_reads.DeferredReads`) and are read in one transfer where
+the loop synchronises for its logs anyway (a batch's logs read by a callback or the progress bar,
+each epoch's end), then the first bad step among them is found. It warns once per ``fit`` with
 :class:`NonFiniteLossWarning`:
 
 * to stop training there instead (and keep the weights from before that batch), pass
@@ -35,8 +36,11 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
+
 from ember import ops
-from ember.training.label_check import PENDING_LIMIT, reads_without_sync
+from ember.training.deferred_reads import DeferredReads
+from ember.training.label_check import reads_without_sync
 
 
 class NonFiniteLossWarning(RuntimeWarning):
@@ -48,7 +52,7 @@ class NonFiniteLossWatch:
 
     def __init__(self) -> None:
         self.warned = False
-        self._pending: list = []  # (epoch, step, running loss total) not read yet
+        self._deferred = DeferredReads(columns=1)  # tag (epoch, step): the running loss total
 
     def __call__(self, epoch: int, step: int, running_total: Any) -> None:
         if self.warned:
@@ -56,23 +60,20 @@ class NonFiniteLossWatch:
         if reads_without_sync(running_total):
             self._check(epoch, step, running_total)
             return
-        self._pending.append((epoch, step, running_total))
-        if len(self._pending) >= PENDING_LIMIT:
-            self.flush()
+        self._deferred.add((epoch, step), running_total)
 
     def flush(self) -> None:
-        """Read the values kept on the device (in step order) and warn at the first bad one."""
-        pending, self._pending = self._pending, []
-        for epoch, step, total in pending:
+        """Read the values kept on the device (one transfer, in step order) and warn at the first bad one."""
+        for (epoch, step), (total,) in self._deferred.read():
             if self.warned or self._check(epoch, step, total):
                 return
 
     def _check(self, epoch: int, step: int, running_total: Any) -> bool:
-        value = float(ops.to_numpy(running_total))
+        value = float(running_total) if isinstance(running_total, np.generic) else float(ops.to_numpy(running_total))
         if math.isfinite(value):
             return False
         self.warned = True
-        self._pending = []
+        self._deferred.clear()
         warnings.warn(
             f"fit: the training loss is {value} at epoch {epoch}, batch {step} (0-based); the weights are likely "
             "NaN from here on. Check x and y for NaN/inf and lower the learning rate; pass "

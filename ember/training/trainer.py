@@ -58,6 +58,7 @@ import numbers
 from typing import Any
 
 import numpy as np
+import optree
 
 from ember import backends, distribute
 from ember.training.compile_utils import CompileLoss, CompileMetrics, output_names
@@ -164,6 +165,17 @@ class Trainer:
                 steps.sync = StepSync(strategy.all_sum, strategy.world_size)
             self._steps[key] = steps
         return steps
+
+    def batch_transfer(self, model_state: dict) -> Any:
+        """How the data loops send batches to the device ``model_state`` lives on: the active backend's
+        ``batch_transfer(device)`` (torch on CUDA: :mod:`ember.backends.torch.transfer`), or None
+        where batches need nothing extra (the CPU, NumPy, MLX)."""
+        make = getattr(backends.current(), "batch_transfer", None)
+        if make is None:
+            return None
+        leaves = optree.tree_leaves(model_state["params"])
+        device = ops.get_device(leaves[0]) if leaves else backends.default_device()
+        return make(device)
 
     def drop_steps(self, keep: str | None = None) -> None:
         """Forget the step functions built for every backend but ``keep`` (they are rebuilt on use).

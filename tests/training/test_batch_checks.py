@@ -10,7 +10,7 @@ import pytest
 
 import ember
 from ember import layers, ops
-from ember.training import label_check
+from ember.training import deferred_reads, label_check
 from ember.training.nonfinite_loss import NonFiniteLossWarning
 
 X = np.random.default_rng(0).normal(size=(12, 4)).astype("float32")
@@ -102,15 +102,34 @@ def test_deferred_flags_raise_at_the_epoch_end_naming_the_batch(backend, monkeyp
     model = _metric_only_model()  # the metric does not check values itself (the fused losses do)
     with pytest.raises(ValueError, match=r"fit: epoch 0, batch 1 \(0-based\).*received 8"):
         model.fit(X, _labels(bad_index=4, value=8), batch_size=4, epochs=1, shuffle=False, verbose=0)
-    # With a full queue the flags are read at once: before the bad batch's step.
-    monkeypatch.setattr(label_check, "PENDING_LIMIT", 1)
+    # Over several chunks of deferred values (stacked on the device), the first bad batch is named.
+    monkeypatch.setattr(deferred_reads, "CHUNK", 2)
+    model = _metric_only_model()
+    with pytest.raises(ValueError, match=r"fit: epoch 0, batch 4 \(0-based\).*received -5"):
+        model.fit(X, _labels(bad_index=9, value=-5), batch_size=2, epochs=1, shuffle=False, verbose=0)
+
+
+class _ReadsLogs(ember.callbacks.Callback):
+    """Reads every batch's logs (a host sync on an accelerator, as the progress bar's reads are)."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        logs["loss"]
+
+
+def test_deferred_flags_are_read_where_logs_are_read(backend, monkeypatch):
+    """A callback reading a batch's logs syncs anyway: the flags kept so far are read there, so the bad
+    batch raises right after its own step (the weights are those of the steps taken, batch 1's included)."""
+    monkeypatch.setattr(label_check, "reads_without_sync", lambda array: False)
     model = _metric_only_model()
     y = _labels(bad_index=4, value=8)
     with pytest.raises(ValueError, match=r"fit: epoch 0, batch 1 \(0-based\).*received 8"):
-        model.fit(X, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
-    reference = _metric_only_model()
-    reference.fit(X, y, batch_size=4, epochs=1, steps_per_epoch=1, shuffle=False, verbose=0)
+        model.fit(X, y, batch_size=4, epochs=1, shuffle=False, verbose=0, callbacks=[_ReadsLogs()])
+    reference = _metric_only_model()  # its loss ignores the labels: the same steps with valid ones
+    reference.fit(X, _labels(), batch_size=4, epochs=1, steps_per_epoch=2, shuffle=False, verbose=0)
     assert _same(_weights(model), _weights(reference))
+    one_step = _metric_only_model()
+    one_step.fit(X, _labels(), batch_size=4, epochs=1, steps_per_epoch=1, shuffle=False, verbose=0)
+    assert not _same(_weights(model), _weights(one_step))
 
 
 def _nan_data(row=5):

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from ember.backends._common import build_op_tables
-from ember.backends.torch import core, linalg, nn, random, stats
+from ember.backends.torch import core, linalg, nn, random, stats, transfer
 
 name = "torch"
 version = torch.__version__
@@ -26,6 +26,12 @@ def devices() -> list[str]:
 def build_info() -> dict:
     """What the installed torch was built for: ``{"cuda_build": "12.4" or None, "cuda_available": bool}``."""
     return {"cuda_build": torch.version.cuda, "cuda_available": bool(torch.cuda.is_available())}
+
+
+def batch_transfer(device: str) -> transfer.BatchTransfer | None:
+    """How ``fit``/``evaluate``/``predict`` send batches to ``device`` (None on the CPU: nothing extra);
+    see :mod:`ember.backends.torch.transfer`."""
+    return transfer.for_device(device)
 
 
 def default_device() -> str:

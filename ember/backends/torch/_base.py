@@ -128,6 +128,15 @@ def _accelerators() -> list[str]:
     return found
 
 
+def host_reads_free(device: torch.device) -> bool:
+    """Whether reading a tensor on ``device`` on the host costs no wait for queued kernels: the CPU.
+
+    The ops that check values eagerly (index bounds) or hand kernels Python-float scalars do so only
+    where this holds; on CUDA/MPS they stay on the device, so a training step never synchronises.
+    """
+    return device.type == "cpu"
+
+
 def valid_devices() -> list[str]:
     return ["cpu"] + _accelerators()
 

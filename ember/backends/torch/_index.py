@@ -26,6 +26,7 @@ from ember.backends.torch._base import (
     native,
     torch_dtype,
 )
+from ember.backends.torch import _base
 from ember.backends.torch._shape import _int_tuple
 
 # ------------------------------------------------------------------------- indexing
@@ -119,7 +120,7 @@ def _getitem_slow(x: Tensor, key):
         else:
             if type(item) is int and not -x.shape[dim] <= item < x.shape[dim]:
                 raise IndexError(f"getitem: index {item} is out of bounds for axis {dim} with size {x.shape[dim]}")
-            if isinstance(item, Tensor) and x.device.type == "cpu" and item.numel():
+            if isinstance(item, Tensor) and _base.host_reads_free(x.device) and item.numel():
                 _check_bounds(item, x.shape[dim], "getitem", dim)
             dim += 1
     if flips:
@@ -155,7 +156,7 @@ def take(x, indices, axis=None):
     else:
         axis_ = normalize_axis(axis, x.ndim)
     n = x.shape[axis_]
-    if x.device.type == "cpu":
+    if _base.host_reads_free(x.device):
         _check_bounds(idx, n, "take", axis_)
     flat = _wrap(idx, n).reshape(-1)
     out = torch.index_select(x, axis_, flat)
@@ -174,7 +175,7 @@ def take_along_axis(x, indices, axis):
     if idx.ndim != x.ndim:
         raise ValueError(f"take_along_axis: indices of rank {idx.ndim} do not match an array of rank {x.ndim}")
     n = x.shape[axis_]
-    if x.device.type == "cpu":
+    if _base.host_reads_free(x.device):
         _check_bounds(idx, n, "take_along_axis", axis_)
     return torch.take_along_dim(x, _wrap(idx, n), dim=axis_)
 
@@ -184,7 +185,7 @@ def _nd_index(indices, x: Tensor, name: str) -> tuple[Tensor, ...]:
     if idx.ndim == 0 or idx.shape[-1] > x.ndim:
         raise ValueError(f"{name}: indices of shape {tuple(idx.shape)} cannot index an array of rank {x.ndim}")
     parts = idx.unbind(-1)
-    if x.device.type == "cpu":
+    if _base.host_reads_free(x.device):
         for axis_, part in enumerate(parts):
             _check_bounds(part, x.shape[axis_], name, axis_)
     return tuple(parts)

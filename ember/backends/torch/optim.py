@@ -31,12 +31,14 @@ from typing import Any
 
 import torch
 
+from ember.backends.torch import _base
+
 Scalar = Any  # a Python float or a 0-d tensor on the parameters' device
 
 
 def _scalar(value: Any) -> Scalar:
     if isinstance(value, torch.Tensor):
-        if value.device.type == "cpu":
+        if _base.host_reads_free(value.device):  # Python floats are faster for CPU kernels
             return float(value.item())
         return value.to(torch.float32)
     return float(value)

@@ -34,6 +34,9 @@ def _to_float(value: Any) -> Any:
 class BatchLogs(collections.abc.Mapping):
     """Batch-level logs: ``{name: float}`` computed from ``compute()`` on first access, then cached.
 
+    Reading them is a host sync on an accelerator; ``on_read()``, when given, runs right after
+    (``fit`` reads the checks it keeps on the device there: :mod:`ember.training.deferred_reads`).
+
     Example:
         >>> from ember.training.callbacks.callback_list import BatchLogs
         >>> logs = BatchLogs(lambda: {"loss": 0.5})
@@ -41,15 +44,18 @@ class BatchLogs(collections.abc.Mapping):
         (0.5, {'loss': 0.5})
     """
 
-    __slots__ = ("_compute", "_values")
+    __slots__ = ("_compute", "_values", "_on_read")
 
-    def __init__(self, compute: Callable[[], dict]) -> None:
+    def __init__(self, compute: Callable[[], dict], on_read: Callable[[], None] | None = None) -> None:
         self._compute = compute
         self._values: dict | None = None
+        self._on_read = on_read
 
     def _resolved(self) -> dict:
         if self._values is None:
             self._values = {k: _to_float(v) for k, v in self._compute().items()}
+            if self._on_read is not None:
+                self._on_read()
         return self._values
 
     def __getitem__(self, key: str) -> Any:

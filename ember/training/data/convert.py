@@ -19,7 +19,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -100,6 +101,22 @@ def _target_dtype(dtype_name: str) -> str | None:
     return None
 
 
+# The device data is converted on while ``converted_on`` is active (None: the backend's default device).
+_staging: list[str | None] = [None]
+
+
+@contextlib.contextmanager
+def converted_on(device: str | None) -> Iterator[None]:
+    """Within it, :func:`to_native` creates arrays on ``device`` (None: the default device): the data
+    loop converts per-batch data on the host and sends it to an accelerator asynchronously
+    (:mod:`ember.training.data.prefetch`)."""
+    previous, _staging[0] = _staging[0], device
+    try:
+        yield
+    finally:
+        _staging[0] = previous
+
+
 def to_native(value: Any, argument: str = "data") -> Any:
     """A structure of arrays as the active backend's native arrays (floats as ``floatx()``);
     ``TypeError`` naming ``argument`` (``"x"``, ``"y"``, ...) for strings or Python objects."""
@@ -128,7 +145,7 @@ def _leaf_to_native(value: Any, argument: str) -> Any:
         detail = " (complex data is not supported by fit/evaluate/predict)" if array.dtype.kind == "c" else ""
         raise TypeError(f"{argument} must be real numeric arrays, received dtype {array.dtype}{detail}")
     target = _target_dtype(name)
-    return ops.convert_to_tensor(array, dtype=target or name)
+    return ops.convert_to_tensor(array, dtype=target or name, device=_staging[0])
 
 
 def num_samples(value: Any) -> int:

@@ -12,6 +12,7 @@ import numbers
 from typing import Any, Iterator
 
 from ember.training.data.batch import DataAdapter
+from ember.training.data.prefetch import on_device
 
 
 def check_steps(value: Any, name: str) -> int | None:
@@ -51,10 +52,12 @@ class EpochIterator:
             return self.steps_per_epoch
         return self.adapter.num_batches
 
-    def epoch(self, epoch: int) -> Iterator[tuple[int, tuple]]:
+    def epoch(self, epoch: int, transfer: Any = None) -> Iterator[tuple[int, tuple]]:
+        """``(step, batch)`` of epoch ``epoch``; ``transfer`` (a backend's batch transfer, None: none)
+        moves the batches to the model's device (:func:`ember.training.data.prefetch.on_device`)."""
         if self.steps_per_epoch is None:
             produced = 0
-            for step, batch in enumerate(self.adapter.batches(epoch)):
+            for step, batch in enumerate(on_device(self.adapter.batches(epoch), transfer)):
                 produced += 1
                 yield step, batch
             if produced == 0:
@@ -64,7 +67,7 @@ class EpochIterator:
         restarted = False
         while step < self.steps_per_epoch:
             if self._current is None:
-                self._current = iter(self.adapter.batches(self._pass))
+                self._current = iter(on_device(self.adapter.batches(self._pass), transfer))
                 self._pass += 1
             try:
                 batch = next(self._current)
