@@ -331,7 +331,9 @@ def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Cal
         callbacks.on_predict_batch_end(step, {"outputs": outputs[-1]})
     callbacks.on_predict_end()
     if fetch and outputs:
-        transfer.host_ready()
+        transfer.host_ready()  # the one wait of the whole predict
+        if strategy is None or totals[0] is None:  # joined as host arrays first: one read per output
+            return _concatenate(outputs, lambda parts: ops.to_numpy(ops.concatenate(parts, axis=0)))
         outputs = [_map(ops.to_numpy, part) for part in outputs]
     if not outputs:
         raise ValueError("predict: the data yields no batches")
@@ -358,10 +360,11 @@ def _map(fn: Any, value: Any) -> Any:
     return fn(value)
 
 
-def _concatenate(parts: list) -> Any:
+def _concatenate(parts: list, join: Any = None) -> Any:
+    """The batches' outputs (structures alike) joined along the batch axis (``join``: NumPy's)."""
     first = parts[0]
     if isinstance(first, dict):
-        return {k: _concatenate([p[k] for p in parts]) for k in first}
+        return {k: _concatenate([p[k] for p in parts], join) for k in first}
     if isinstance(first, (list, tuple)):
-        return type(first)(_concatenate([p[i] for p in parts]) for i in range(len(first)))
-    return np.concatenate(parts, axis=0)
+        return type(first)(_concatenate([p[i] for p in parts], join) for i in range(len(first)))
+    return np.concatenate(parts, axis=0) if join is None else join(parts)

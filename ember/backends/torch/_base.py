@@ -333,7 +333,7 @@ def to_numpy(x: Any) -> np.ndarray:
     t = native(x)
     if t.requires_grad:
         t = t.detach()
-    if t.device.type != "cpu":
+    if not host_reads_free(t.device):
         t = t.cpu()
     if t.is_conj():
         t = t.resolve_conj()

@@ -138,5 +138,5 @@ class BatchTransfer:
 
     def host_ready(self) -> None:
         """Wait once for every copy :meth:`fetch` started (the one host sync of a ``predict``)."""
-        if self.plan.non_blocking:
+        if self.plan.non_blocking and self.device.type == "cuda":
             torch.cuda.current_stream(self.device).synchronize()
