@@ -171,7 +171,8 @@ class TrainingAPI:
     # --- compile ------------------------------------------------------------------------
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, loss_weights: Any = None, metrics: Any = None,
                 weighted_metrics: Any = None, run_eagerly: bool = False, steps_per_execution: int = 1,
-                jit_compile: Any = "auto", auto_scale_loss: bool = True, seed: int | None = None) -> None:
+                jit_compile: Any = "auto", auto_scale_loss: bool = True, seed: int | None = None,
+                cuda_graphs: bool = False) -> None:
         """Configure the model for training.
 
         Args:
@@ -187,10 +188,15 @@ class TrainingAPI:
                 optimizer in a :class:`~ember.optimizers.LossScaleOptimizer` (dynamic loss scaling), as Keras.
             seed: Ember extension: the base seed of shuffling and dropout in ``fit`` (None: drawn
                 from the backend's global random stream, fixed by ``ember.random.set_seed``).
+            cuda_graphs: Ember extension: replay ``fit``'s whole step from one CUDA graph (torch on a
+                CUDA device; pays for small models, whose steps are bound by kernel launches). A
+                runtime choice, not saved with the model. See ``ember.Trainer``.
 
         Raises:
             ValueError: unknown optimizer/loss/metric names (the valid ones are listed), losses or
                 metrics that do not match the outputs.
+            NotImplementedError: ``cuda_graphs=True`` off a CUDA device (the message names the device
+                and the alternative), under ``ember.distribute`` or with a ``LossScaleOptimizer``.
         """
         if steps_per_execution != 1:
             raise NotImplementedError(
@@ -202,7 +208,7 @@ class TrainingAPI:
             optimizer = loss_scaling.with_loss_scaling(optimizer)
         trainer = Trainer(self, optimizer=optimizer, loss=loss, metrics=metrics, loss_weights=loss_weights,
                           weighted_metrics=weighted_metrics, jit_compile=jit_compile, run_eagerly=run_eagerly,
-                          seed=seed)
+                          seed=seed, cuda_graphs=cuda_graphs)
         self._training = TrainingHandle(trainer=trainer, compile_config={  # saved by model.save (ember.saving)
             "loss": loss, "loss_weights": loss_weights, "metrics": metrics, "weighted_metrics": weighted_metrics,
             "run_eagerly": run_eagerly, "jit_compile": jit_compile, "seed": seed})

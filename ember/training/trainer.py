@@ -85,6 +85,47 @@ def _output_shapes(model: Any, names: list[str]) -> list | None:
     return [tuple(shapes)]
 
 
+def check_cuda_graphs(backend: str, device: str, *, distributed: bool = False, loss_scaled: bool = False) -> None:
+    """``NotImplementedError`` unless ``cuda_graphs=True`` can run: the torch backend on a CUDA device,
+    without ``ember.distribute`` and without a ``LossScaleOptimizer``; the message names what is
+    missing and the alternative.
+
+    Example:
+        >>> from ember.training.trainer import check_cuda_graphs
+        >>> check_cuda_graphs("torch", "cuda:0")
+        >>> try:
+        ...     check_cuda_graphs("torch", "cpu")
+        ... except NotImplementedError as error:
+        ...     print(str(error)[:71])
+        compile(cuda_graphs=True): CUDA graphs need a CUDA device; the model is
+    """
+    alternative = "use cuda_graphs=False (the default eager step)"
+    if backend != "torch":
+        raise NotImplementedError(f"compile(cuda_graphs=True): CUDA graphs need the torch backend on a CUDA device; "
+                                  f"the active backend is {backend!r} (MLX compiles its step with "
+                                  f"jit_compile=True); {alternative}")
+    if not str(device).startswith("cuda"):
+        raise NotImplementedError(f"compile(cuda_graphs=True): CUDA graphs need a CUDA device; the model is on "
+                                  f"{device!r}. Build the model on a GPU (ember.set_default_device('cuda') first), "
+                                  f"or {alternative}")
+    if distributed:
+        raise NotImplementedError(f"compile(cuda_graphs=True) is not supported under ember.distribute; {alternative}")
+    if loss_scaled:
+        raise NotImplementedError("compile(cuda_graphs=True) is not supported with a LossScaleOptimizer "
+                                  "(mixed_float16); use the mixed_bfloat16 policy, or " + alternative)
+
+
+def _state_device(model_state: dict | None) -> str:
+    """The device of a model state's first param (the backend's default device without one)."""
+    leaves = optree.tree_leaves(model_state["params"]) if model_state is not None else []
+    return ops.get_device(leaves[0]) if leaves else backends.default_device()
+
+
+def _model_device(model: Any) -> str:
+    """Where ``model`` trains: its state's device once built, else the default device."""
+    return _state_device(getattr(model, "state", None))
+
+
 def _draw_seed() -> int:
     """A seed from the active backend's global stream (``ember.random.set_seed`` fixes it)."""
     value = ops.random.randint((), 0, 2**31 - 1, dtype="int32")
@@ -106,12 +147,18 @@ class Trainer:
             fused kernels; ``torch.compile`` is not used). With a ``LossScaleOptimizer`` every backend
             runs the generic eager step (:mod:`ember.training.loss_scaling`).
         run_eagerly: True is ``jit_compile=False`` (for debugging with prints and breakpoints).
+        cuda_graphs: replay ``fit``'s whole torch step (forward, backward, optimizer, metrics) from one
+            CUDA graph (:mod:`ember.backends.torch.cuda_graphs`): for small models, whose steps are
+            bound by kernel launches. Torch on a CUDA device only; ``NotImplementedError`` elsewhere,
+            under ``ember.distribute``, with a ``LossScaleOptimizer``, and (at the first step) for
+            models with random layers in training. Not saved with the model.
         seed: base seed of shuffling and dropout in ``fit``; None draws one from the backend's global
             random stream (fixed by ``ember.random.set_seed``).
 
     Raises:
         ValueError: an unknown optimizer/loss/metric name (the message lists the valid ones), losses
             or metrics that do not match the model's outputs.
+        NotImplementedError: ``cuda_graphs=True`` where it cannot run (see :func:`check_cuda_graphs`).
 
     Example:
         >>> import numpy as np
@@ -126,7 +173,7 @@ class Trainer:
 
     def __init__(self, model: Any, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
                  loss_weights: Any = None, weighted_metrics: Any = None, *, jit_compile: Any = "auto",
-                 run_eagerly: bool = False, seed: int | None = None) -> None:
+                 run_eagerly: bool = False, seed: int | None = None, cuda_graphs: bool = False) -> None:
         if not callable(getattr(model, "apply", None)):
             raise TypeError(f"Trainer: model must be an ember Model (with apply), received {type(model).__name__}")
         if jit_compile not in ("auto", True, False):
@@ -135,8 +182,15 @@ class Trainer:
             raise TypeError(f"Trainer: seed must be an int or None, received {seed!r}")
         if optimizer is None:
             raise ValueError("Trainer: optimizer is required (a name such as 'adam', or an ember.optimizers object)")
+        if not isinstance(cuda_graphs, bool):
+            raise TypeError(f"Trainer: cuda_graphs must be a bool, received {cuda_graphs!r}")
+        optimizer = optimizers.get(optimizer)
+        if cuda_graphs:
+            check_cuda_graphs(backends.get_backend(), _model_device(model), distributed=distribute.get_strategy()
+                              is not None, loss_scaled=isinstance(optimizer, optimizers.LossScaleOptimizer))
+        self.cuda_graphs = cuda_graphs
         self.model = model
-        self.optimizer = optimizers.get(optimizer)
+        self.optimizer = optimizer
         self.output_names = output_names(model)
         self.compile_loss = CompileLoss(loss, loss_weights, self.output_names)
         self.compile_metrics = CompileMetrics(metrics, weighted_metrics, self.output_names, self.compile_loss)
@@ -163,6 +217,11 @@ class Trainer:
                 steps = module.make_steps(self.core, STEP_KIT, jit=self.jit_compile)  # the backend imports no trainer
             if strategy is not None:  # sharded batches sum gradients and metric states over the ranks
                 steps.sync = StepSync(strategy.all_sum, strategy.world_size)
+            if self.cuda_graphs:  # fit's step replayed from a CUDA graph (the torch steps only)
+                check_cuda_graphs(name, backends.default_device(), distributed=strategy is not None,
+                                  loss_scaled=isinstance(self.optimizer, optimizers.LossScaleOptimizer))
+                graphs = importlib.import_module(f"ember.backends.{name}.cuda_graphs")
+                steps.fit_step = graphs.GraphedFitStep(steps, STEP_KIT)
             self._steps[key] = steps
         return steps
 
@@ -171,11 +230,7 @@ class Trainer:
         ``batch_transfer(device)`` (torch on CUDA: :mod:`ember.backends.torch.transfer`), or None
         where batches need nothing extra (the CPU, NumPy, MLX)."""
         make = getattr(backends.current(), "batch_transfer", None)
-        if make is None:
-            return None
-        leaves = optree.tree_leaves(model_state["params"])
-        device = ops.get_device(leaves[0]) if leaves else backends.default_device()
-        return make(device)
+        return None if make is None else make(_state_device(model_state))
 
     def drop_steps(self, keep: str | None = None) -> None:
         """Forget the step functions built for every backend but ``keep`` (they are rebuilt on use).

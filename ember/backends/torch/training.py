@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 
 from ember.backends._held_signals import HeldSignals
-from ember.backends.torch import optim
+from ember.backends.torch import _base, optim
 
 
 class _FusedLoss:
@@ -77,6 +77,10 @@ class _FusedLoss:
                     labels = labels.reshape(-1)
                 if labels.dtype is not torch.int64:
                     labels = labels.long()
+                if not _base.host_reads_free(labels.device):
+                    # On CUDA an out-of-range label would trip a device-side assert (fatal to the
+                    # process) before fit's deferred label check reads its flag and raises.
+                    labels = labels.clamp(0, logits.shape[1] - 1)
                 value = F.cross_entropy(logits, labels)
                 return value, [value]
         return self.generic(y_true, y_pred, sample_weight)

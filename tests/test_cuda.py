@@ -1,0 +1,198 @@
+"""The key training paths on a CUDA device: run only where torch sees one (skipped otherwise, with the reason).
+
+These are the tests that need real CUDA hardware: pinned, non-blocking batch copies on a side
+stream with prefetch (:mod:`ember.backends.torch.transfer`), the host-sync count without any
+simulation, the checks kept on the device, and ``compile(cuda_graphs=True)``
+(:mod:`ember.backends.torch.cuda_graphs`). Every result is compared with the same training on the
+CPU (or, for CUDA graphs, with the eager step on the same GPU).
+"""
+
+from __future__ import annotations
+
+import collections
+import warnings
+
+import numpy as np
+import optree
+import pytest
+import torch
+
+import ember
+from ember import backends, layers, ops
+from ember.training.nonfinite_loss import NonFiniteLossWarning
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch sees none)")
+
+# GPU and CPU kernels sum in different orders: after a few Adam steps the float32 weights agree to
+# ~1e-5 relative, a few ulps more than one op's rounding (hence 1e-4 here, 1e-6 for GPU vs GPU).
+CROSS_DEVICE = {"rtol": 1e-4, "atol": 1e-5}
+
+
+@pytest.fixture
+def cuda(torch_backend):
+    previous = backends.default_device()
+    backends.set_default_device("cuda")
+    try:
+        yield "cuda:0"
+    finally:
+        backends.set_default_device(previous)
+
+
+def _data(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 6)).astype("float32")
+    return x, (np.arange(n) % 3).astype("int64")
+
+
+def _model(*extra, optimizer="adam", **compile_kwargs):
+    model = ember.Sequential([ember.Input((6,)), layers.Dense(16, activation="relu"), *extra, layers.Dense(3)])
+    model.build(seed=0)
+    model.compile(optimizer=optimizer, loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"], seed=0, **compile_kwargs)
+    return model
+
+
+def _weights(model):
+    return [np.asarray(w) for w in model.get_weights()]
+
+
+def _on_cpu(train):
+    backends.set_default_device("cpu")
+    try:
+        return train()
+    finally:
+        backends.set_default_device("cuda")
+
+
+@pytest.mark.parametrize("source", ["arrays", "generator", "dataloader"])
+def test_fit_evaluate_predict_on_cuda_match_the_cpu(cuda, source):
+    x, y = _data()
+
+    def train():
+        model = _model()
+        if source == "arrays":
+            history = model.fit(x, y, batch_size=8, epochs=2, verbose=0)
+        elif source == "generator":
+            history = model.fit([(x[i:i + 8], y[i:i + 8]) for i in range(0, 40, 8)], epochs=2, verbose=0)
+        else:
+            dataset = torch.utils.data.TensorDataset(torch.as_tensor(x), torch.as_tensor(y))
+            history = model.fit(torch.utils.data.DataLoader(dataset, batch_size=8), epochs=2, verbose=0)
+        assert ops.get_device(optree.tree_leaves(model.state["params"])[0]).startswith(
+            "cuda" if backends.default_device() != "cpu" else "cpu")
+        return (_weights(model), history.history["loss"], model.evaluate(x, y, batch_size=7, verbose=0),
+                model.predict(x, batch_size=7, verbose=0))
+
+    on_gpu = train()
+    on_cpu = _on_cpu(train)
+    for a, b in zip(on_gpu[0], on_cpu[0]):
+        np.testing.assert_allclose(a, b, **CROSS_DEVICE)
+    np.testing.assert_allclose(on_gpu[1], on_cpu[1], **CROSS_DEVICE)
+    np.testing.assert_allclose(on_gpu[2], on_cpu[2], **CROSS_DEVICE)
+    np.testing.assert_allclose(on_gpu[3], on_cpu[3], **CROSS_DEVICE)
+
+
+def test_generator_batches_arrive_through_pinned_non_blocking_copies(cuda):
+    transfer = backends.current().batch_transfer(cuda)
+    assert transfer is not None and transfer.plan.pin_memory and transfer.plan.non_blocking
+    host = torch.arange(6.0).reshape(2, 3)
+    moved = transfer.ready(transfer.issue([host, None]))
+    assert moved[0].device.type == "cuda" and moved[1] is None
+    torch.testing.assert_close(moved[0].cpu(), host)
+    fetched = transfer.fetch([moved[0] * 2])
+    transfer.host_ready()
+    assert fetched[0].device.type == "cpu" and fetched[0].is_pinned()
+    torch.testing.assert_close(fetched[0], host * 2)
+
+
+SYNC_METHODS = ("item", "__bool__", "__float__", "__int__", "__index__", "cpu", "numpy", "tolist")
+
+
+def _count_syncs(monkeypatch, action):
+    counts = collections.Counter()
+    active = [False]
+    for name in SYNC_METHODS:
+        method = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _name=name, _method=method, **kwargs):
+            if active[0] and self.device.type == "cuda":
+                counts[_name] += 1
+            return _method(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    active[0] = True
+    try:
+        action()
+    finally:
+        active[0] = False
+    return sum(counts.values())
+
+
+def test_host_syncs_per_fit_do_not_grow_with_the_steps(cuda, monkeypatch):
+    """The count of tests/training/test_host_syncs.py, on a real device, counting reads of CUDA tensors."""
+    counts = {}
+    for steps in (3, 12):
+        x, y = _data(steps * 4)
+        model = _model()
+        model.fit(x, y, batch_size=4, epochs=1, verbose=0)
+        counts[steps] = _count_syncs(monkeypatch, lambda: model.fit(x, y, batch_size=4, epochs=2, verbose=0))
+    assert counts[3] == counts[12]
+
+
+def test_a_bad_label_on_cuda_raises_at_the_epoch_end_naming_its_batch(cuda):
+    x, y = _data(24)
+    y[13] = 7
+    model = _model()
+    with pytest.raises(ValueError, match=r"fit: epoch 0, batch 1 \(0-based\).*received 7"):
+        model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+
+
+def test_a_nan_loss_on_cuda_warns_naming_its_batch(cuda):
+    x, y = _data(24)
+    x[17, 0] = np.nan
+    with pytest.warns(NonFiniteLossWarning, match=r"epoch 0, batch 2 \(0-based\)"):
+        _model().fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_cuda_graphs_train_the_same_weights_as_the_eager_step(cuda, optimizer):
+    """Warm-up, capture, replays, a smaller last batch (eager on the static tensors) and a learning
+    rate changed by a callback between epochs (copied into the graph's tensors)."""
+    x, y = _data(44)  # 5 batches of 8 and one of 4
+
+    def train(**kwargs):
+        model = _model(optimizer=optimizer, **kwargs)
+        schedule = ember.callbacks.LearningRateScheduler(lambda epoch, lr: 0.01 / (epoch + 1))
+        history = model.fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[schedule])
+        return _weights(model), history.history["loss"], history.history["accuracy"]
+
+    eager = train()
+    graphed = train(cuda_graphs=True)
+    for a, b in zip(graphed[0], eager[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(graphed[1], eager[1], rtol=1e-6)
+    np.testing.assert_allclose(graphed[2], eager[2], rtol=1e-6)
+
+
+def test_cuda_graphs_refuse_random_layers_before_the_first_step(cuda):
+    model = _model(layers.Dropout(0.5), cuda_graphs=True)
+    before = _weights(model)
+    x, y = _data(16)
+    with pytest.raises(NotImplementedError, match="random numbers in training.*cuda_graphs=False"):
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    for a, b in zip(_weights(model), before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_mixed_bfloat16_trains_on_cuda(cuda):
+    """The dtype policy on the device the half types are built for: finite, decreasing loss."""
+    previous = ember.mixed_precision.global_policy()
+    ember.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        x, y = _data(64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", NonFiniteLossWarning)
+            history = _model().fit(x, y, batch_size=16, epochs=5, verbose=0)
+    finally:
+        ember.mixed_precision.set_global_policy(previous)
+    losses = history.history["loss"]
+    assert np.isfinite(losses).all() and losses[-1] < losses[0]
