@@ -106,7 +106,7 @@ def check_cuda_graphs(backend: str, device: str, *, distributed: bool = False, l
                                   f"jit_compile=True); {alternative}")
     if not str(device).startswith("cuda"):
         raise NotImplementedError(f"compile(cuda_graphs=True): CUDA graphs need a CUDA device; the model is on "
-                                  f"{device!r}. Build the model on a GPU (ember.set_default_device('cuda') first), "
+                                  f"{device!r}. Build the model on a GPU (ember.backends.set_default_device('cuda') first), "
                                   f"or {alternative}")
     if distributed:
         raise NotImplementedError(f"compile(cuda_graphs=True) is not supported under ember.distribute; {alternative}")
@@ -199,7 +199,7 @@ class Trainer:
         self.seed = None if seed is None else int(seed)
         self._fits = 0
         self.core = StepCore(model, self.optimizer, self.compile_loss, self.compile_metrics, self.output_names)
-        self._steps: dict[str, Any] = {}
+        self._steps: dict[Any, Any] = {}  # backend name, or (name, strategy) under ember.distribute
 
     # --- backend steps ---------------------------------------------------------------------
     @property
@@ -208,7 +208,7 @@ class Trainer:
         name = backends.get_backend()
         strategy = distribute.get_strategy()
         key = name if strategy is None else (name, strategy)
-        steps = self._steps.get(key)
+        steps: Any = self._steps.get(key)
         if steps is None:
             if isinstance(self.optimizer, optimizers.LossScaleOptimizer):  # the scale enters the loss
                 steps = LossScaleSteps(self.core)

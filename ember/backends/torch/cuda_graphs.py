@@ -132,8 +132,10 @@ class GraphedFitStep:
     def _step(self, state: dict, batch: tuple) -> dict:
         rest = {key: value for key, value in state.items() if key != "rng"}
         self._rng = state["rng"]
-        leaves, spec = optree.tree_flatten(rest, none_is_leaf=True)
-        batch_leaves, batch_spec = optree.tree_flatten(tuple(batch), none_is_leaf=True)
+        leaves: list[Any]
+        batch_leaves: list[Any]
+        leaves, spec = optree.tree_flatten(rest, none_is_leaf=True)  # type: ignore[arg-type]
+        batch_leaves, batch_spec = optree.tree_flatten(tuple(batch), none_is_leaf=True)  # type: ignore[arg-type]
         if not self._checked:
             self._check(state, batch)
         signature = _signature(leaves)
