@@ -107,7 +107,7 @@ def test_generator_batches_arrive_through_pinned_non_blocking_copies(cuda):
 SYNC_METHODS = ("item", "__bool__", "__float__", "__int__", "__index__", "cpu", "numpy", "tolist")
 
 
-def _count_syncs(monkeypatch, action):
+def _count_syncs(monkeypatch, action, *args, **kwargs):
     counts = collections.Counter()
     active = [False]
     for name in SYNC_METHODS:
@@ -121,7 +121,7 @@ def _count_syncs(monkeypatch, action):
         monkeypatch.setattr(torch.Tensor, name, counted)
     active[0] = True
     try:
-        action()
+        action(*args, **kwargs)
     finally:
         active[0] = False
     return sum(counts.values())
@@ -134,7 +134,7 @@ def test_host_syncs_per_fit_do_not_grow_with_the_steps(cuda, monkeypatch):
         x, y = _data(steps * 4)
         model = _model()
         model.fit(x, y, batch_size=4, epochs=1, verbose=0)
-        counts[steps] = _count_syncs(monkeypatch, lambda: model.fit(x, y, batch_size=4, epochs=2, verbose=0))
+        counts[steps] = _count_syncs(monkeypatch, model.fit, x, y, batch_size=4, epochs=2, verbose=0)
     assert counts[3] == counts[12]
 
 

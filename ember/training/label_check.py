@@ -25,8 +25,9 @@ Example:
     >>> try:
     ...     model.fit(x, y, batch_size=2, epochs=1, shuffle=False, verbose=0)
     ... except ValueError as error:
-    ...     print(error)
-    fit: epoch 0, batch 1 (0-based): sparse_categorical_crossentropy: class indices must be in [0, 3) for y_pred with 3 classes, received 7
+    ...     print(str(error).replace(": class", ":\nclass"))
+    fit: epoch 0, batch 1 (0-based): sparse_categorical_crossentropy:
+    class indices must be in [0, 3) for y_pred with 3 classes, received 7
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ class SparseLabelCheck:
         self._deferred = DeferredReads(columns=2)  # tag (epoch, step, output index): flag, first bad value
 
     @classmethod
-    def for_trainer(cls, trainer: Any, output_shapes: list | None, caller: str) -> "SparseLabelCheck | None":
+    def for_trainer(cls, trainer: Any, output_shapes: list | None, caller: str) -> SparseLabelCheck | None:
         """The check for ``trainer``'s losses and metrics, or None when no output has sparse labels
         (or the class counts are unknown)."""
         outputs = sparse_label_outputs(trainer.compile_loss, trainer.compile_metrics)

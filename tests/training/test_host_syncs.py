@@ -50,11 +50,12 @@ class SyncCounter:
 
         return run
 
-    def count(self, action) -> int:
+    def count(self, action, *args, **kwargs) -> int:
+        """The host reads while ``action(*args, **kwargs)`` runs."""
         self.counts.clear()
         self.active = True
         try:
-            action()
+            action(*args, **kwargs)
         finally:
             self.active = False
         return sum(self.counts.values())
@@ -105,14 +106,10 @@ def test_fit_syncs_do_not_grow_with_the_steps(simulated_accelerator, optimizer, 
         model = _model(optimizer)
         model.fit(x, y, batch_size=4, epochs=1, verbose=0)  # first-use work (building steps) not counted
         if source == "arrays":
-            def run():
-                model.fit(x, y, batch_size=4, epochs=2, verbose=0)
+            counts[steps] = counter.count(model.fit, x, y, batch_size=4, epochs=2, verbose=0)
         else:
             batches = [(x[i:i + 4], y[i:i + 4]) for i in range(0, len(x), 4)]
-
-            def run():
-                model.fit(batches, epochs=2, verbose=0)
-        counts[steps] = counter.count(run)
+            counts[steps] = counter.count(model.fit, batches, epochs=2, verbose=0)
     assert counts[3] == counts[12]
     assert counts[12] == 2 * FIT_SYNCS_PER_EPOCH + FIT_SYNCS_PER_CALL, dict(counter.counts)
 
@@ -124,8 +121,8 @@ def test_evaluate_and_predict_syncs_do_not_grow_with_the_steps(simulated_acceler
         x, y = _data(steps)
         model = _model("sgd")
         model.evaluate(x, y, batch_size=4, verbose=0)
-        evaluated[steps] = counter.count(lambda: model.evaluate(x, y, batch_size=4, verbose=0))
-        predicted[steps] = counter.count(lambda: model.predict(x, batch_size=4, verbose=0))
+        evaluated[steps] = counter.count(model.evaluate, x, y, batch_size=4, verbose=0)
+        predicted[steps] = counter.count(model.predict, x, batch_size=4, verbose=0)
     assert evaluated[3] == evaluated[12]
     assert predicted[3] == predicted[12]
     # predict: one wait for every output copy, then the joined output read once (.cpu() + .numpy()).
@@ -154,6 +151,5 @@ def test_the_count_sees_a_per_step_read(simulated_accelerator):
     for steps in (3, 12):
         x, y = _data(steps)
         model = _model("sgd")
-        counts[steps] = counter.count(lambda: model.fit(x, y, batch_size=4, epochs=1, verbose=0,
-                                                         callbacks=[ReadsLogs()]))
+        counts[steps] = counter.count(model.fit, x, y, batch_size=4, epochs=1, verbose=0, callbacks=[ReadsLogs()])
     assert counts[12] > counts[3]

@@ -20,12 +20,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
-from ember import dtypes
-from ember import ops
+from ember import dtypes, ops
 
 
 def is_array_like(value: Any) -> bool:

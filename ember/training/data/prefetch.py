@@ -22,7 +22,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from ember.training.data.convert import converted_on, is_array_like
 
