@@ -25,9 +25,11 @@ Example:
     >>> try:
     ...     model.fit(x, y, batch_size=2, epochs=1, shuffle=False, verbose=0)
     ... except ValueError as error:
-    ...     print(str(error).replace(": class", ":\nclass"))
-    fit: epoch 0, batch 1 (0-based): sparse_categorical_crossentropy:
-    class indices must be in [0, 3) for y_pred with 3 classes, received 7
+    ...     message = str(error)
+    >>> message[:64]
+    'fit: epoch 0, batch 1 (0-based): sparse_categorical_crossentropy'
+    >>> message[64:]
+    ': class indices must be in [0, 3) for y_pred with 3 classes, received 7'
 """
 
 from __future__ import annotations
