@@ -1,18 +1,23 @@
 """``compile(cuda_graphs=True)``: where it cannot run it says so (device, backend, alternative) and changes nothing.
 
-The graphed step itself needs a CUDA device: ``tests/test_cuda.py`` compares it with the eager step
-there. Here, on the CPU: the errors, and the pure pieces of :mod:`ember.backends.torch.cuda_graphs`.
+Capturing and replaying a real graph needs a CUDA device: ``tests/test_cuda.py`` compares the graphed
+step with the eager step there. Here, on the CPU: the errors, the pure pieces of
+:mod:`ember.backends.torch.cuda_graphs`, and its bookkeeping (static tensors, copies in and out,
+warm-up, capture, eager steps for other shapes, a new capture for a new fit) with a stand-in runtime
+whose "graph" runs the recorded step again on replay.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import optree
 import pytest
 import torch
 
 import ember
 from ember import layers
 from ember.backends.torch import cuda_graphs
+from ember.training.steps import STEP_KIT
 from ember.training.trainer import check_cuda_graphs
 
 
@@ -73,3 +78,90 @@ def test_static_tensors_never_share_memory():
     assert owned[3:] == [5, None]
     weight = torch.zeros(2, requires_grad=True)
     assert cuda_graphs._own_storage([weight, weight])[1].requires_grad
+
+
+class ReplayingRuntime:
+    """Stands in for CUDA: ``record`` keeps the function and ``replay`` runs it again on the static
+    tensors, which is what a graph replay does; warm-ups and captures are counted."""
+
+    def __init__(self):
+        self.warmups = 0
+        self.captures = 0
+
+    def stream(self):
+        return "side stream"
+
+    def run_on(self, stream, fn):
+        self.warmups += 1
+        fn()
+
+    def record(self, stream, fn):
+        self.captures += 1
+
+        class Graph:
+            @staticmethod
+            def replay():
+                fn()
+
+        return Graph()
+
+
+def _graphed(model, runtime):
+    """Install the graphed fit step on the CPU (compile refuses cuda_graphs=True off CUDA)."""
+    steps = model._training.trainer.steps
+    steps.fit_step = cuda_graphs.GraphedFitStep(steps, STEP_KIT, runtime=runtime)
+    return steps.fit_step
+
+
+def _classifier(optimizer, *extra):
+    model = ember.Sequential([ember.Input((3,)), layers.Dense(8, activation="tanh"), *extra, layers.Dense(3)])
+    model.build(seed=0)
+    model.compile(optimizer=optimizer, loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"], seed=0)
+    return model
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_the_graphed_step_trains_as_the_eager_step(torch_backend, optimizer):
+    """Warm-up, capture, replays with new batches, an epoch's smaller last batch (eager on the static
+    tensors), a learning rate set by a callback and metrics reset each epoch (copied in), and a second
+    fit (new static tensors: the state the first fit published is left as it was)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(44, 3)).astype("float32")  # 5 batches of 8, one of 4
+    y = (np.arange(44) % 3).astype("int64")
+
+    def train(runtime=None):
+        model = _classifier(optimizer)
+        if runtime is not None:
+            _graphed(model, runtime)
+        schedule = ember.callbacks.LearningRateScheduler(lambda epoch, lr: 0.05 / (epoch + 1))
+        first = model.fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[schedule]).history
+        published = model.state
+        snapshot = [leaf.detach().numpy().copy() for leaf in optree.tree_leaves(published)]
+        second = model.fit(x, y, batch_size=8, epochs=1, verbose=0).history
+        after = [leaf.detach().numpy().copy() for leaf in optree.tree_leaves(published)]
+        return [np.asarray(w) for w in model.get_weights()], first, second, snapshot, after
+
+    eager = train()
+    runtime = ReplayingRuntime()
+    graphed = train(runtime)
+    for a, b in zip(graphed[0], eager[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    for key in ("loss", "accuracy"):
+        np.testing.assert_allclose(graphed[1][key], eager[1][key], rtol=1e-6)
+        np.testing.assert_allclose(graphed[2][key], eager[2][key], rtol=1e-6)
+    for a, b in zip(graphed[3], graphed[4]):
+        np.testing.assert_array_equal(a, b)  # the second fit did not write the first fit's published state
+    # First fit: 3 warm-up steps, then one capture; second fit: new tensors, 1 warm-up, a new capture.
+    assert (runtime.warmups, runtime.captures) == (cuda_graphs.WARMUP_STEPS + 1, 2)
+
+
+def test_the_graphed_step_refuses_random_layers_before_any_step(torch_backend):
+    model = _classifier("sgd", layers.Dropout(0.5))
+    _graphed(model, ReplayingRuntime())
+    before = [np.asarray(w) for w in model.get_weights()]
+    x = np.random.default_rng(0).normal(size=(16, 3)).astype("float32")
+    with pytest.raises(NotImplementedError, match="random numbers in training.*cuda_graphs=False"):
+        model.fit(x, np.zeros(16, "int64"), batch_size=8, epochs=1, verbose=0)
+    for a, b in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(np.asarray(a), b)

@@ -3,7 +3,9 @@
 A host read of a CUDA tensor (``.item()``, ``bool(t)``, ``float(t)``, ``int(t)``, ``.cpu()``,
 ``.numpy()``, ``.tolist()``) waits for every queued kernel. These tests count such reads with a
 hook on ``torch.Tensor`` while ``fit``, ``evaluate`` and ``predict`` run with ``verbose=0`` and no
-callbacks, and check that the count does not grow with the number of steps.
+callbacks, and check that the count does not grow with the number of steps. Tensors made from
+Python data (``torch.tensor``, ``torch.as_tensor``: on a device, a blocking copy from pageable host
+memory) are counted too, and must not be made in every step either.
 
 This machine has no GPU, so the tests run on the CPU with the accelerator's decisions simulated:
 the three functions that decide "reading this tensor on the host is free" (torch's
@@ -29,6 +31,8 @@ from ember.training import label_check, nonfinite_loss
 
 # Every Tensor method that reads a value on the host (each is a sync on CUDA).
 SYNC_METHODS = ("item", "__bool__", "__float__", "__int__", "__index__", "cpu", "numpy", "tolist")
+# torch functions making a tensor from Python data: on a device, a blocking copy from the host.
+CREATION_FUNCTIONS = ("tensor", "as_tensor")
 
 
 class SyncCounter:
@@ -41,18 +45,25 @@ class SyncCounter:
             monkeypatch.setattr(torch.Tensor, name, self._counted(name, getattr(torch.Tensor, name)))
         monkeypatch.setattr(transfer.BatchTransfer, "host_ready",
                             self._counted("host_ready", transfer.BatchTransfer.host_ready))
+        # Tensors made from Python data: on CUDA a blocking copy from pageable memory (a stream sync).
+        self.created: collections.Counter = collections.Counter()
+        for name in CREATION_FUNCTIONS:
+            monkeypatch.setattr(torch, name, self._counted(name, getattr(torch, name), self.created))
 
-    def _counted(self, name: str, method):
+    def _counted(self, name: str, method, counts=None):
+        counts = self.counts if counts is None else counts
+
         def run(*args, **kwargs):
             if self.active:
-                self.counts[name] += 1
+                counts[name] += 1
             return method(*args, **kwargs)
 
         return run
 
     def count(self, action, *args, **kwargs) -> int:
-        """The host reads while ``action(*args, **kwargs)`` runs."""
+        """The host reads while ``action(*args, **kwargs)`` runs (creations from Python data: ``created``)."""
         self.counts.clear()
+        self.created.clear()
         self.active = True
         try:
             action(*args, **kwargs)
@@ -100,7 +111,7 @@ FIT_SYNCS_PER_CALL = 2 * 2
 @pytest.mark.parametrize("source", ["arrays", "generator"])
 def test_fit_syncs_do_not_grow_with_the_steps(simulated_accelerator, optimizer, source):
     counter = simulated_accelerator
-    counts = {}
+    counts, created = {}, {}
     for steps in (3, 12):
         x, y = _data(steps)
         model = _model(optimizer)
@@ -110,7 +121,9 @@ def test_fit_syncs_do_not_grow_with_the_steps(simulated_accelerator, optimizer, 
         else:
             batches = [(x[i:i + 4], y[i:i + 4]) for i in range(0, len(x), 4)]
             counts[steps] = counter.count(model.fit, batches, epochs=2, verbose=0)
+        created[steps] = sum(counter.created.values())
     assert counts[3] == counts[12]
+    assert created[3] == created[12], "a tensor is made from Python data in every step"
     assert counts[12] == 2 * FIT_SYNCS_PER_EPOCH + FIT_SYNCS_PER_CALL, dict(counter.counts)
 
 

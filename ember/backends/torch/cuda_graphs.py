@@ -16,7 +16,10 @@ torch's recipe for whole-network capture (``torch.cuda.graphs``):
   stream and replayed for the batch at hand (capture itself runs nothing).
 * **shapes**: a batch of another shape (an epoch's last, smaller batch) runs the same step
   eagerly on the static tensors; the graph is kept. A change of the state's structure, shapes or
-  Python values (not only of tensor values) records the graph again.
+  Python values, or new model tensors (a new ``fit``, weights replaced by a callback), adopts the
+  new tensors as the static ones and records the graph again (after one warm-up step); new
+  optimizer or metric values (a learning rate set by a callback, metrics reset each epoch) are
+  copied into the static tensors.
 * **what cannot be graphed** raises ``NotImplementedError`` before the first step is taken: random
   layers in training (Dropout, noise, augmentation: the step seeds them from a host integer that a
   replay would freeze), ``ember.distribute`` and ``LossScaleOptimizer`` (see
@@ -77,22 +80,53 @@ def _own_storage(leaves: list) -> list:
     return owned
 
 
+class CudaRuntime:
+    """The three CUDA calls :class:`GraphedFitStep` makes, kept apart so that its bookkeeping can be
+    tested on a machine without a GPU (with a stand-in that runs the recorded function on replay)."""
+
+    @staticmethod
+    def stream() -> Any:
+        """A side stream (warm-up and capture run on it)."""
+        return torch.cuda.Stream()
+
+    @staticmethod
+    def run_on(stream: Any, fn: Any) -> None:
+        """``fn()`` on ``stream``, ordered after and before the current stream's work."""
+        current = torch.cuda.current_stream()
+        stream.wait_stream(current)
+        with torch.cuda.stream(stream):
+            fn()
+        current.wait_stream(stream)
+
+    @staticmethod
+    def record(stream: Any, fn: Any) -> Any:
+        """A ``torch.cuda.CUDAGraph`` of ``fn()``'s kernels, captured on ``stream`` (nothing runs);
+        ``torch.cuda.graph`` synchronises and collects garbage before capturing."""
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            fn()
+        return graph
+
+
 class GraphedFitStep:
     """``fit_step(state, batch) -> state`` of the torch steps, replayed from a CUDA graph (module docstring).
 
     Args:
         steps: the torch backend's steps (``ember.backends.torch.training``).
         kit: the trainer's step kit (for ``advance_rng``).
+        runtime: the CUDA calls (:class:`CudaRuntime`).
     """
 
-    def __init__(self, steps: Any, kit: Any) -> None:
+    def __init__(self, steps: Any, kit: Any, runtime: Any = None) -> None:
         self.steps = steps
         self.kit = kit
+        self.runtime = CudaRuntime() if runtime is None else runtime
         self.graph: Any = None
         self.warmups_left = WARMUP_STEPS
         self._checked = False
         self._spec: Any = None
         self._static: list = []  # the state's leaves the graph reads and writes
+        self._static_model: list = []  # those under "model" (params, buffers)
         self._state_signature: tuple | None = None
         self._batch_spec: Any = None
         self._batch_signature: tuple | None = None
@@ -139,7 +173,9 @@ class GraphedFitStep:
         if not self._checked:
             self._check(state, batch)
         signature = _signature(leaves)
-        if signature != self._state_signature or spec != self._spec:
+        model_leaves = optree.tree_leaves(rest["model"], none_is_leaf=True)
+        if (signature != self._state_signature or spec != self._spec
+                or any([a is not b for a, b in zip(model_leaves, self._static_model)])):
             self._adopt(leaves, spec, signature)
         else:
             self._copy_in(leaves)
@@ -164,11 +200,18 @@ class GraphedFitStep:
         self._checked = True
 
     def _adopt(self, leaves: list, spec: Any, signature: tuple) -> None:
-        """New static tensors (the state's own, de-aliased); any recorded graph is dropped."""
+        """New static tensors (the state's own, de-aliased); any recorded graph is dropped.
+
+        Called for a new structure or new Python values, and for new model tensors: a new ``fit``
+        (whose ``own`` copies the weights) or weights a callback replaced. The previous static
+        tensors are never written again, so a model state published before stays as it was.
+        """
         self.graph = None
         self.warmups_left = max(self.warmups_left, 1)
         self._spec = spec
         self._static = _own_storage(leaves)
+        self._static_model = optree.tree_leaves(self._spec.unflatten(self._static)["model"],
+                                                none_is_leaf=True)
         self._state_signature = signature
 
     def _copy_in(self, leaves: list) -> None:
@@ -188,16 +231,11 @@ class GraphedFitStep:
             self._run(batch)
             return
         self.warmups_left -= 1
-        stream = self._side_stream()
-        current = torch.cuda.current_stream()
-        stream.wait_stream(current)
-        with torch.cuda.stream(stream):
-            self._run(batch)
-        current.wait_stream(stream)
+        self.runtime.run_on(self._side_stream(), lambda: self._run(batch))
 
     def _side_stream(self) -> Any:
         if self._stream is None:
-            self._stream = torch.cuda.Stream()
+            self._stream = self.runtime.stream()
         return self._stream
 
     def _capture(self, batch_leaves: list, batch_spec: Any, batch_signature: tuple) -> None:
@@ -206,10 +244,8 @@ class GraphedFitStep:
                               for leaf in batch_leaves]
         self._batch_spec = batch_spec
         self._batch_signature = batch_signature
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=self._side_stream()):
-            self._run(tuple(batch_spec.unflatten(self._static_batch)))
-        self.graph = graph
+        static_batch = tuple(batch_spec.unflatten(self._static_batch))
+        self.graph = self.runtime.record(self._side_stream(), lambda: self._run(static_batch))
 
     def _replay(self, batch_leaves: list) -> None:
         with torch.no_grad():
