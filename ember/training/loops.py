@@ -330,15 +330,15 @@ def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Cal
         totals.append(None if window is None else window[2])
         callbacks.on_predict_batch_end(step, {"outputs": outputs[-1]})
     callbacks.on_predict_end()
-    if fetch and outputs:
-        transfer.host_ready()  # the one wait of the whole predict
-        if strategy is None or totals[0] is None:  # joined as host arrays first: one read per output
-            return _concatenate(outputs, lambda parts: ops.to_numpy(ops.concatenate(parts, axis=0)))
-        outputs = [_map(ops.to_numpy, part) for part in outputs]
     if not outputs:
         raise ValueError("predict: the data yields no batches")
     if advance is not None and keep_state is not None:
         keep_state(state["model"])
+    if fetch:
+        transfer.host_ready()  # the one wait of the whole predict
+        if strategy is None or totals[0] is None:  # joined as host arrays first: one read per output
+            return _concatenate(outputs, lambda parts: ops.to_numpy(ops.concatenate(parts, axis=0)))
+        outputs = [_map(ops.to_numpy, part) for part in outputs]
     if strategy is not None and totals[0] is not None:
         return gather_predictions(strategy, outputs, totals)
     return _concatenate(outputs)

@@ -156,3 +156,20 @@ def test_fit_through_a_transfer_trains_the_same_weights(torch_backend, monkeypat
         for a, b in zip(weights, plain[data][0]):
             np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(predicted, plain[data][1])
+
+
+def test_predict_through_a_transfer_keeps_a_stateful_rnns_states(torch_backend, monkeypatch):
+    """The deferred fetch of predict's outputs still hands a stateful RNN's last states to the model."""
+    x = np.random.default_rng(1).normal(size=(4, 3, 2)).astype("float32")
+
+    def twice():
+        model = ember.Sequential([ember.Input((3, 2), batch_size=2), layers.SimpleRNN(4, stateful=True)])
+        model.build(seed=0)
+        return model.predict(x, batch_size=2, verbose=0), model.predict(x, batch_size=2, verbose=0)
+
+    plain = twice()
+    monkeypatch.setattr(transfer, "transfer_plan", lambda device: transfer.TransferPlan(None, False, True, False, True))
+    fetched = twice()
+    assert not np.allclose(plain[0], plain[1])  # the states were carried into the second predict
+    np.testing.assert_array_equal(fetched[0], plain[0])
+    np.testing.assert_array_equal(fetched[1], plain[1])
