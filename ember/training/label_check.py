@@ -153,5 +153,5 @@ class SparseLabelCheck:
 def _first_marked(labels: Any, marked: Any) -> Any:
     """The first label where ``marked`` is True (0-d, computed on the device: no host read)."""
     flat_marked = ops.reshape(marked, (-1,))
-    first = ops.argmax(ops.cast(flat_marked, "int32"))
+    first = ops.argmax(ops.cast(flat_marked, "float32"))  # float: argmax of every backend and device
     return ops.take(ops.reshape(labels, (-1,)), first)
