@@ -219,8 +219,7 @@ class Trainer:
             if self.cuda_graphs:  # fit's step replayed from a CUDA graph (the torch steps only)
                 check_cuda_graphs(name, backends.default_device(), distributed=strategy is not None,
                                   loss_scaled=isinstance(self.optimizer, optimizers.LossScaleOptimizer))
-                graphs = importlib.import_module(f"ember.backends.{name}.cuda_graphs")
-                steps.fit_step = graphs.GraphedFitStep(steps, STEP_KIT)
+                importlib.import_module(f"ember.backends.{name}.cuda_graphs").install(steps, STEP_KIT)
             self._steps[key] = steps
         return steps
 

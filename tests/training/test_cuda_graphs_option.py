@@ -108,9 +108,9 @@ class ReplayingRuntime:
 
 def _graphed(model, runtime):
     """Install the graphed fit step on the CPU (compile refuses cuda_graphs=True off CUDA)."""
-    steps = model._training.trainer.steps
-    steps.fit_step = cuda_graphs.GraphedFitStep(steps, STEP_KIT, runtime=runtime)
-    return steps.fit_step
+    graphed = cuda_graphs.install(model._training.trainer.steps, STEP_KIT)
+    graphed.runtime = runtime
+    return graphed
 
 
 def _classifier(optimizer, *extra):
@@ -165,3 +165,12 @@ def test_the_graphed_step_refuses_random_layers_before_any_step(torch_backend):
         model.fit(x, np.zeros(16, "int64"), batch_size=8, epochs=1, verbose=0)
     for a, b in zip(model.get_weights(), before):
         np.testing.assert_array_equal(np.asarray(a), b)
+
+
+def test_the_graphed_step_lets_go_of_the_weights_when_fit_ends(torch_backend):
+    """Between fits the model handle alone holds the weights (the next fit may adopt them, no copy)."""
+    model = _classifier("sgd")
+    graphed = _graphed(model, ReplayingRuntime())
+    x = np.random.default_rng(0).normal(size=(40, 3)).astype("float32")
+    model.fit(x, np.zeros(40, "int64"), batch_size=8, epochs=1, verbose=0)
+    assert graphed.graph is None and graphed._static == [] and graphed._static_batch == []

@@ -80,6 +80,21 @@ def _own_storage(leaves: list) -> list:
     return owned
 
 
+def install(steps: Any, kit: Any) -> GraphedFitStep:
+    """Make ``steps.fit_step`` (the torch steps') a :class:`GraphedFitStep`, released when each ``fit``
+    ends (``steps.finish_fit``)."""
+    graphed = GraphedFitStep(steps, kit)
+    finish = steps.finish_fit
+
+    def finish_fit() -> None:
+        graphed.release()
+        finish()
+
+    steps.fit_step = graphed
+    steps.finish_fit = finish_fit
+    return graphed
+
+
 class CudaRuntime:
     """The three CUDA calls :class:`GraphedFitStep` makes, kept apart so that its bookkeeping can be
     tested on a machine without a GPU (with a stand-in that runs the recorded function on replay)."""
@@ -190,6 +205,14 @@ class GraphedFitStep:
         new = self._spec.unflatten(list(self._static))
         new["rng"] = self.kit.advance_rng(self._rng)
         return new
+
+    def release(self) -> None:
+        """Forget the static tensors, the graph and its inputs (at the end of each ``fit``): the weights
+        then belong to the model handle alone, and the next ``fit`` may adopt them without a copy."""
+        self.graph = None
+        self._spec = None
+        self._static, self._static_model, self._static_batch = [], [], []
+        self._state_signature = self._batch_signature = None
 
     def _check(self, state: dict, batch: tuple) -> None:
         if draws_randomness(self.steps.core, state, batch):
