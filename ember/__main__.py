@@ -19,9 +19,8 @@ import argparse
 import platform
 import sys
 
-from ember import backends, doctor, dtypes
+from ember import backends, demo, doctor, dtypes
 from ember._version import __version__
-from ember import demo
 from ember.saving.inspection import describe
 
 
@@ -29,8 +28,9 @@ def backend_report() -> list[dict]:
     """One row per backend: name, installed, version, devices, default device."""
     rows = []
     for name in backends.BACKENDS:
-        row = {"backend": name, "installed": backends.is_installed(name), "version": "-", "devices": "-", "default": "-",
-               "install": "-" if backends.is_installed(name) else f'pip install "ember[{name}]"'}
+        installed = backends.is_installed(name)
+        row = {"backend": name, "installed": installed, "version": "-", "devices": "-", "default": "-",
+               "install": "-" if installed else f'pip install "ember[{name}]"'}
         if row["installed"]:
             try:
                 module = backends.load(name)
@@ -42,7 +42,8 @@ def backend_report() -> list[dict]:
 
 
 def print_info(out=sys.stdout) -> None:
-    print(f"Ember {__version__} on Python {platform.python_version()} ({platform.system()} {platform.machine()})", file=out)
+    machine = f"{platform.system()} {platform.machine()}"
+    print(f"Ember {__version__} on Python {platform.python_version()} ({machine})", file=out)
     choice = backends.active_choice()
     print(f"active backend: {choice.backend} on {choice.device}   default float: {dtypes.floatx()}", file=out)
     print(f"chosen by: {_SOURCES[choice.source]}: {choice.reason}", file=out)

@@ -271,7 +271,8 @@ class Tensor:
         """
         array = self._values()
         if array.size != 1:
-            raise ValueError(f"item(): only a Tensor with one element converts to a Python scalar; this one has shape {array.shape}")
+            raise ValueError("item(): only a Tensor with one element converts to a Python scalar; "
+                             f"this one has shape {array.shape}")
         return array.reshape(()).item()
 
     def __float__(self) -> float:
@@ -298,7 +299,8 @@ class Tensor:
 
     def __index__(self) -> int:
         if self.shape != () or not dtypes.is_integer(self.dtype):
-            raise TypeError(f"only 0-d integer Tensors can be used as an index; this one is {self.dtype} of shape {self.shape}")
+            raise TypeError("only 0-d integer Tensors can be used as an index; "
+                            f"this one is {self.dtype} of shape {self.shape}")
         return int(self.item())
 
     def __repr__(self) -> str:
@@ -421,7 +423,8 @@ class Tensor:
             warnings.warn(f"this ember.Tensor was pickled on {message}", RuntimeWarning, stacklevel=2)
             backend, device = active, None
         elif device not in backends.available_devices(backend):
-            message = f"device {device!r}, which backend {backend!r} does not have here; restoring it on {backends.default_device(backend)!r}"
+            message = (f"device {device!r}, which backend {backend!r} does not have here; "
+                       f"restoring it on {backends.default_device(backend)!r}")
             warnings.warn(f"this ember.Tensor was pickled on {message}", RuntimeWarning, stacklevel=2)
             device = None
         _adopt(self, _native_on(backend, array, dtype, device))
@@ -429,7 +432,8 @@ class Tensor:
     def __mlx_array__(self) -> Any:
         # Lets ``mx.array(t)`` and ``mlx_array + t`` work (MLX has no reflected-operator hook).
         if self.backend != "mlx":
-            raise TypeError(f"cannot use an ember.Tensor on backend {self.backend!r} as an MLX array; convert it with tensor.to_backend('mlx')")
+            raise TypeError(f"cannot use an ember.Tensor on backend {self.backend!r} as an MLX array; "
+                            "convert it with tensor.to_backend('mlx')")
         return self._native
 
 

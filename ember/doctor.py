@@ -34,7 +34,6 @@ import numpy as np
 from ember import backends, ops
 
 
-
 class Finding(NamedTuple):
     """One row of the doctor's report."""
 

@@ -32,15 +32,23 @@ import pathlib
 import sys
 import tempfile
 import time
-from typing import Any, Iterable, TextIO
+from collections.abc import Iterable
+from typing import Any, TextIO
 
 import numpy as np
 
 import ember
 from ember.demo.data import SEED, TEST_FRACTION, load_data, stratified_split
 from ember.demo.report import PREDICTION_ATOL, Agreement, compare_predictions, format_table
-from ember.demo.training import (DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, TrainResult, build_model, predict,
-                                 resolve_backends, train_on)
+from ember.demo.training import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_EPOCHS,
+    TrainResult,
+    build_model,
+    predict,
+    resolve_backends,
+    train_on,
+)
 from ember.utils import plot_history
 
 MIN_ACCURACY = 0.9  # the floor at DEFAULT_EPOCHS or more

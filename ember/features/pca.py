@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from ember import ops
 from ember.features.randomized_svd import randomized_svd, svd_flip
 from ember.features.transformer import Transformer, check_array, fitted_attribute, int_scalar
-from ember import ops
 
 SOLVERS = ("auto", "full", "covariance_eigh", "randomized")
 

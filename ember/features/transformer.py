@@ -29,9 +29,8 @@ from typing import Any, ClassVar
 import numpy as np
 import optree
 
-from ember import backends, dtypes
+from ember import backends, dtypes, ops
 from ember._tensor import convert_to_tensor
-from ember import ops
 from ember.serialization import register_serializable
 
 PYTREE_NAMESPACE = "ember"
@@ -359,10 +358,11 @@ def check_array(x: Any, where: str, n_features: int | None = None, min_samples: 
         >>> ember.set_backend("numpy")
         >>> check_array([[1, 2]], "demo").dtype
         dtype('float32')
-        >>> check_array([1.0, 2.0], "demo")
+        >>> check_array([1.0, 2.0], "demo")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ValueError: demo: expected a 2-D array (n_samples, n_features), received shape (2,); reshape 1-D data with x.reshape(-1, 1) (one feature) or x.reshape(1, -1) (one sample)
+        ValueError: demo: expected a 2-D array (n_samples, n_features), received shape (2,);
+        reshape 1-D data with x.reshape(-1, 1) (one feature) or x.reshape(1, -1) (one sample)
     """
     x = as_float(x, where)
     shape = ops.shape(x)

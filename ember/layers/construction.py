@@ -23,6 +23,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+
 class LayerHandle:
     """The mutable part of a layer object: where its weights live when it is used eagerly.
 
@@ -84,7 +85,8 @@ def _pop_input_shape(cls: type, kwargs: dict) -> tuple | None:
     try:
         shape = tuple(value)
     except TypeError:
-        raise TypeError(f"{cls.__name__}: {key} must be a tuple of ints (None for unknown), received {value!r}") from None
+        raise TypeError(f"{cls.__name__}: {key} must be a tuple of ints (None for unknown), "
+                        f"received {value!r}") from None
     if any(d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 0) for d in shape):
         raise ValueError(f"{cls.__name__}: {key} must hold non-negative ints or None, received {value!r}")
     return shape if key == "batch_input_shape" else (None,) + shape

@@ -67,10 +67,10 @@ import optree
 from ember import initializers, ops
 from ember._tensor import Tensor
 from ember.layers import autocast, scope
-from ember.seeds import sub_seed
 from ember.layers.layer import Layer, collect_losses, empty_state
 from ember.layers.variable import Variable
 from ember.layers.weights import WeightSpec, create_weights, spec_constraints, spec_penalties
+from ember.seeds import sub_seed
 from ember.serialization import deserialize, serialize
 from ember.symbolic import is_shape
 

@@ -282,7 +282,7 @@ class Layer(metaclass=LayerType):
         the layer's ``dtype`` or ``floatx()``."""
         return self.dtype_policy.variable_dtype if self.dtype else dtypes.floatx()
 
-    def replace(self, **changes: Any) -> "Layer":
+    def replace(self, **changes: Any) -> Layer:
         """A new layer with some config fields changed (the name is kept unless given)."""
         known = {f.name for f in dataclasses.fields(self)}
         unknown = set(changes) - known
@@ -295,7 +295,7 @@ class Layer(metaclass=LayerType):
         return {f.name: serialize(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
-    def from_config(cls, config: dict) -> "Layer":
+    def from_config(cls, config: dict) -> Layer:
         """Rebuild a layer from :meth:`get_config`'s output."""
         return cls(**{key: deserialize(value) for key, value in config.items()})
 
@@ -512,10 +512,10 @@ class Layer(metaclass=LayerType):
         return _flatten_layer(self)
 
     @classmethod
-    def _tree_unflatten(cls, metadata: tuple, children: list) -> "Layer":
+    def _tree_unflatten(cls, metadata: tuple, children: list) -> Layer:
         return _unflatten_layer(cls, metadata, children)
 
-    def sublayers(self) -> list["Layer"]:
+    def sublayers(self) -> list[Layer]:
         """Direct child layers (fields holding layers or lists of layers)."""
         children = []
         for f in dataclasses.fields(self):

@@ -43,7 +43,8 @@ Example:
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -207,7 +208,7 @@ class Wiring:
     def _draw_sensory_synapses(self, sensory: np.ndarray) -> None:
         """Fill ``sensory`` ``(input_dim, units)`` in place; the base wiring draws none."""
 
-    def built(self, input_dim: int) -> "Wiring":
+    def built(self, input_dim: int) -> Wiring:
         """This wiring built for ``input_dim`` without modifying it.
 
         Returns ``self`` when it is already built for ``input_dim``, otherwise a built copy
@@ -233,7 +234,7 @@ class Wiring:
             self._built_copies[input_dim] = copy
         return copy
 
-    def copy(self) -> "Wiring":
+    def copy(self) -> Wiring:
         """An independent copy with the same matrices (through the config)."""
         return type(self).from_config(self.get_config())
 
@@ -317,7 +318,7 @@ class Wiring:
         return config
 
     @classmethod
-    def from_config(cls, config: dict) -> "Wiring":
+    def from_config(cls, config: dict) -> Wiring:
         """Rebuild a wiring from :meth:`get_config`'s output, with exactly those matrices."""
         if not isinstance(config, dict):
             raise TypeError(f"{cls.__name__}.from_config: expected a dict, received {type(config).__name__}")

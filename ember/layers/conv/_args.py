@@ -9,6 +9,7 @@ Keras's (``compute_conv_output_shape``, ``compute_pooling_output_shape``,
 from __future__ import annotations
 
 from typing import Any
+
 from ember.layers.core._checks import input_shape_of
 
 DATA_FORMATS = ("channels_last", "channels_first")

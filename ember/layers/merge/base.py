@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ember import ops
 from ember.layers.layer import Layer
 from ember.symbolic import is_shape
-from ember import ops
 
 
 def broadcast_dims(a: int | None, b: int | None) -> int | None:

@@ -7,13 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes
+from ember import dtypes, ops
+from ember.layers.layer import Layer, unique_name
 from ember.seeds import sub_seed
-from ember.layers.layer import Layer
-from ember.layers.layer import unique_name
-from ember.wirings import Wiring
-from ember.wirings import FullyConnected
-from ember import ops
+from ember.wirings import FullyConnected, Wiring
 
 CFC_MODES = ("default", "pure", "no_gate")
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember.validation import check_bool
 from ember.layers.ncp._common import compact_repr, default_name
 from ember.layers.ncp.cfc_cell import CfCCell
 from ember.layers.ncp.mixed_memory import MixedMemoryCell
 from ember.layers.ncp.wired_cfc_cell import WiredCfCCell
 from ember.layers.rnn.cell import RNNCell
 from ember.layers.rnn.rnn import RNN
+from ember.validation import check_bool
 from ember.wirings import Wiring
 
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember.validation import check_bool
 from ember.layers.ncp._common import compact_repr
 from ember.layers.ncp.ltc_cell import LTCCell
 from ember.layers.ncp.mixed_memory import MixedMemoryCell
 from ember.layers.rnn.cell import RNNCell
 from ember.layers.rnn.rnn import RNN
+from ember.validation import check_bool
 from ember.wirings import Wiring
 
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember.seeds import sub_seed
+from ember import ops
 from ember.layers.ncp._common import compact_repr
 from ember.layers.rnn.cell import RNNCell
 from ember.layers.rnn.lstm import LSTMCell
-from ember import ops
+from ember.seeds import sub_seed
 
 
 class MixedMemoryCell(RNNCell):

@@ -89,8 +89,10 @@ class RandomRotation(_RandomAffine):
     def _transforms(self, draws: list, h: int, w: int) -> Any:
         angle = ops.multiply(draws[0], 2.0 * math.pi)
         cos, sin = ops.cos(angle), ops.sin(angle)
-        x_offset = ops.divide(ops.subtract(w - 1, ops.subtract(ops.multiply(cos, w - 1), ops.multiply(sin, h - 1))), 2.0)
-        y_offset = ops.divide(ops.subtract(h - 1, ops.add(ops.multiply(sin, w - 1), ops.multiply(cos, h - 1))), 2.0)
+        rotated_x = ops.subtract(ops.multiply(cos, w - 1), ops.multiply(sin, h - 1))
+        rotated_y = ops.add(ops.multiply(sin, w - 1), ops.multiply(cos, h - 1))
+        x_offset = ops.divide(ops.subtract(w - 1, rotated_x), 2.0)
+        y_offset = ops.divide(ops.subtract(h - 1, rotated_y), 2.0)
         zero = ops.zeros_like(cos)
         return _stack([cos, ops.negative(sin), x_offset, sin, cos, y_offset, zero, zero])
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.seeds import sub_seed
+from ember import ops
 from ember.layers.layer import Layer
 from ember.layers.rnn.rnn import first_mask, sequence_shape, state_shapes
-from ember import ops
+from ember.seeds import sub_seed
 
 MERGE_MODES = ("concat", "sum", "mul", "ave", None)
 
@@ -60,7 +60,8 @@ class Bidirectional(Layer):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.merge_mode not in MERGE_MODES:
-            raise ValueError(f"{self.name}: merge_mode must be one of {list(MERGE_MODES)}, received {self.merge_mode!r}")
+            raise ValueError(f"{self.name}: merge_mode must be one of {list(MERGE_MODES)}, "
+                             f"received {self.merge_mode!r}")
         layer = self._checked(self.layer, "layer")
         base = _removeprefix(layer.name, "forward_")
         forward = self._with_mask_zeros(layer.replace(name="forward_" + base))

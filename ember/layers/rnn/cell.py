@@ -82,14 +82,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ember import activations, constraints, initializers, ops, regularizers, validation
 from ember.distribute import batch_window
-from ember import validation
-from ember.validation import check_positive_int
-from ember.seeds import call_seed, check_seed, sub_seed
 from ember.layers.layer import Layer
+from ember.seeds import call_seed, check_seed, sub_seed
 from ember.symbolic import is_shape
-from ember import ops
-from ember import activations, constraints, initializers, regularizers
+from ember.validation import check_positive_int
 
 
 def check_rate(layer: Layer, field: str) -> None:

@@ -44,16 +44,21 @@ from typing import Any, ClassVar
 
 import optree
 
-from ember.validation import check_bool
-from ember import dtypes
+from ember import dtypes, ops, regularizers
 from ember.layers.layer import Layer, add_loss
 from ember.layers.rnn import carried_state
 from ember.layers.rnn.cell import RNNCell
-from ember.layers.rnn.structure import (StateStructure, initial_states, is_keras_cell, is_tensor, keras_cell_step,
-                                        output_size, state_structure)
+from ember.layers.rnn.structure import (
+    StateStructure,
+    initial_states,
+    is_keras_cell,
+    is_tensor,
+    keras_cell_step,
+    output_size,
+    state_structure,
+)
 from ember.symbolic import is_shape
-from ember import ops
-from ember import regularizers
+from ember.validation import check_bool
 
 _FLAGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll", "time_major",
           "zero_output_for_mask")
