@@ -157,6 +157,11 @@ class Tensor:
     """
 
     __slots__ = ("_native", "backend", "dtype", "device", "__weakref__")
+    # The slots' types (set once, through object.__setattr__, by _new/_adopt).
+    _native: Any
+    backend: str
+    dtype: str
+    device: str
     __ember_tensor__ = True
     # NumPy defers ``ndarray <op> Tensor`` to the Tensor's reflected operator.
     __array_priority__ = 1000
@@ -358,8 +363,8 @@ class Tensor:
     __and__, __rand__ = _binary("logical_and", "&", logical=True)
     __or__, __ror__ = _binary("logical_or", "|", logical=True)
     __xor__, __rxor__ = _binary("logical_xor", "^", logical=True)
-    __eq__ = _binary("equal", "==")[0]  # type: ignore[assignment]
-    __ne__ = _binary("not_equal", "!=")[0]  # type: ignore[assignment]
+    __eq__ = _binary("equal", "==")[0]
+    __ne__ = _binary("not_equal", "!=")[0]
     __lt__ = _binary("less", "<")[0]
     __le__ = _binary("less_equal", "<=")[0]
     __gt__ = _binary("greater", ">")[0]

@@ -100,7 +100,8 @@ class Embedding(Layer):
         return outputs
 
     @property
-    def supports_masking(self) -> bool:  # Keras: an Embedding with mask_zero makes masks
+    def supports_masking(self) -> bool:  # type: ignore[override]  # per instance; a class flag in Layer
+        # Keras: an Embedding with mask_zero makes masks
         return self.mask_zero
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:

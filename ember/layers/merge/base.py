@@ -83,7 +83,7 @@ class Merge(Layer):
             )
         batch = self._batch_size(shapes)
         rank = max(len(s) for s in shapes) - 1
-        out = [1] * rank
+        out: list[int | None] = [1] * rank
         for shape in shapes:
             dims = (1,) * (rank - (len(shape) - 1)) + tuple(shape[1:])
             try:

@@ -111,7 +111,7 @@ class CfCCell(RNNCell):
     def __post_init__(self) -> None:
         default_name(self, "cfc_cell")
         super().__post_init__()
-        check_units(self)
+        check_units(self, self.units)
         check_mode(self)
         self._normalize("activation", activations.standardize(self.activation, f"{self.name}: activation"))
         for field, minimum in (("backbone_units", 1), ("backbone_layers", 0)):

@@ -31,8 +31,8 @@ def check_axis(layer: Layer, value: Any, allow_list: bool) -> int | tuple[int, .
 def check_real(layer: Layer, field: str, low: float, high: float | None = None, low_open: bool = False) -> None:
     """Normalize the config field ``field`` to a float in ``[low, high]`` (``(low, ...`` if ``low_open``)."""
     value = getattr(layer, field)
-    ok = not isinstance(value, bool) and isinstance(value, numbers.Real) and (
-        value > low if low_open else value >= low) and (high is None or value <= high)
+    is_real = not isinstance(value, bool) and isinstance(value, numbers.Real)
+    ok = is_real and (value > low if low_open else value >= low) and (high is None or value <= high)
     if not ok:
         opening = "(" if low_open else "["
         closing = f"{high}]" if high is not None else "inf)"

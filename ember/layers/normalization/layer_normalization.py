@@ -120,7 +120,7 @@ class LayerNormalization(Layer):
 
 
 
-def _checked_param(layer: Layer, params: dict, name: str, shape: tuple, axes: tuple[int, ...]) -> Any:
+def _checked_param(layer: LayerNormalization, params: dict, name: str, shape: tuple, axes: tuple[int, ...]) -> Any:
     """``params[name]`` reshaped to broadcast against ``shape``; ValueError when it does not fit."""
     param = params[name]
     expected = tuple(shape[a] for a in axes)

@@ -166,7 +166,7 @@ class GRUCell(DenseCell):
         (see the module docstring): ``(sequence_outputs, h, [h])``."""
         if not self.reset_after:
             return None
-        x = fused_inputs(self, params, sequences, states, training, rng, time_major)
+        x = fused_inputs(self, self.recurrent_activation, params, sequences, states, training, rng, time_major)
         if x is None:
             return None
         outputs, h = ops.nn.gru(x, states[0], params["kernel"], params["recurrent_kernel"],
