@@ -167,7 +167,7 @@ class Tensor:
     __array_priority__ = 1000
     __array_ufunc__ = None
     # Unhashable, like JAX arrays: ``==`` is element-wise, so a hash could not agree with it.
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable on purpose (the comment above)
 
     def __init__(self, data: Any, dtype: Any = None, device: str | None = None):
         _adopt(self, convert_to_tensor(data, dtype=dtype, device=device))

@@ -160,11 +160,11 @@ class Variable(Tensor):
         return self._native
 
     @property
-    def backend(self) -> str:  # type: ignore[override]
+    def backend(self) -> str:  # type: ignore[override]  # read-only, like every Tensor slot
         return _backend_of(_lookup(self._state(), self._state_path, f"variable {self.path!r}"))
 
     @property
-    def device(self) -> str:  # type: ignore[override]
+    def device(self) -> str:  # type: ignore[override]  # read-only, like every Tensor slot
         return ops.get_device(self._native)
 
     def assign(self, value: Any) -> None:
@@ -205,4 +205,4 @@ class Variable(Tensor):
         raise TypeError("ember.Variable is a view onto a model's state and is not picklable; "
                         "pickle variable.numpy() instead")
 
-    __getstate__ = None  # type: ignore[assignment]
+    __getstate__ = None  # type: ignore[assignment]  # not picklable (see __reduce__)

@@ -76,7 +76,7 @@ class MixedMemoryCell(RNNCell):
         return config
 
     @property
-    def accepts_timespan(self) -> bool:  # type: ignore[override]
+    def accepts_timespan(self) -> bool:  # type: ignore[override]  # per instance (its cell's); a class flag in RNNCell
         return bool(getattr(self.cell, "accepts_timespan", False))
 
     @property
