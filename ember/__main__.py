@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
+from typing import TextIO
 
 from ember import backends, demo, doctor, dtypes
 from ember._version import __version__
@@ -41,7 +42,7 @@ def backend_report() -> list[dict]:
     return rows
 
 
-def print_info(out=sys.stdout) -> None:
+def print_info(out: TextIO = sys.stdout) -> None:
     machine = f"{platform.system()} {platform.machine()}"
     print(f"Ember {__version__} on Python {platform.python_version()} ({machine})", file=out)
     choice = backends.active_choice()
@@ -140,7 +141,7 @@ def run_demo_command(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         return 1
 
 
-def inspect_file(path: str, out=None, err=None) -> int:
+def inspect_file(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Print :func:`ember.saving.inspection.describe` of ``path``; a bad file: the error, exit status 1."""
     try:
         print(describe(path), file=out or sys.stdout)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -86,7 +87,8 @@ def _foreign_backend(x: Any) -> str | None:
 
 # The operator methods: each calls ``ember.ops.<op>`` looked up at call time (backend
 # switches and gradient tapes re-bind those names) and wraps the native result.
-def _binary(op: str, symbol: str, logical: bool = False):
+def _binary(op: str, symbol: str,
+            logical: bool = False) -> tuple[Callable[[Tensor, Any], Any], Callable[[Tensor, Any], Any]]:
     def forward(self: Tensor, other: Any) -> Any:
         other = self._operand(other, symbol)
         if other is NotImplemented:
@@ -106,7 +108,7 @@ def _binary(op: str, symbol: str, logical: bool = False):
     return forward, reverse
 
 
-def _unary(op: str, symbol: str, logical: bool = False):
+def _unary(op: str, symbol: str, logical: bool = False) -> Callable[[Tensor], Tensor]:
     def method(self: Tensor) -> Tensor:
         if logical:
             _check_bool(symbol, self.dtype, True)
@@ -382,7 +384,7 @@ class Tensor:
             self._require_active("indexing")
         return _wrap(ops.getitem(self._native, self._unwrap_key(key)))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         shape = self.shape
         if not shape:
             raise TypeError("iteration over a 0-d ember.Tensor")

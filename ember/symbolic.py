@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from typing import Any
+from typing import Any, NoReturn
 
 import optree
 
@@ -78,7 +78,7 @@ class SymbolicTensor:
     def __repr__(self) -> str:
         return f"<SymbolicTensor name={self.name} shape={self.shape} dtype={self.dtype}>"
 
-    def __iter__(self):
+    def __iter__(self) -> NoReturn:
         raise TypeError(
             f"symbolic tensor {self.name!r} cannot be iterated; index it with a layer (e.g. Reshape/Lambda)"
         )

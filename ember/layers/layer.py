@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import optree
@@ -68,7 +69,7 @@ _loss_collectors: list[list] = []
 
 
 @contextlib.contextmanager
-def collect_losses():
+def collect_losses() -> Iterator[list]:
     """Collect the scalars layers pass to :func:`add_loss` while the block runs.
 
     The trainer wraps each forward pass in this to add activity losses to the loss.
@@ -91,7 +92,7 @@ def collect_losses():
                 break
 
 
-def add_loss(value) -> None:
+def add_loss(value: Any) -> None:
     """Add a scalar to the loss of the forward pass being collected (no-op otherwise).
 
     Layers call this from ``call`` for losses that depend on activations
