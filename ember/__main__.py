@@ -18,10 +18,10 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
+from typing import TextIO
 
-from ember import backends, doctor, dtypes
+from ember import backends, demo, doctor, dtypes
 from ember._version import __version__
-from ember import demo
 from ember.saving.inspection import describe
 
 
@@ -29,8 +29,9 @@ def backend_report() -> list[dict]:
     """One row per backend: name, installed, version, devices, default device."""
     rows = []
     for name in backends.BACKENDS:
-        row = {"backend": name, "installed": backends.is_installed(name), "version": "-", "devices": "-", "default": "-",
-               "install": "-" if backends.is_installed(name) else f'pip install "ember[{name}]"'}
+        installed = backends.is_installed(name)
+        row = {"backend": name, "installed": installed, "version": "-", "devices": "-", "default": "-",
+               "install": "-" if installed else f'pip install "ember[{name}]"'}
         if row["installed"]:
             try:
                 module = backends.load(name)
@@ -41,8 +42,9 @@ def backend_report() -> list[dict]:
     return rows
 
 
-def print_info(out=sys.stdout) -> None:
-    print(f"Ember {__version__} on Python {platform.python_version()} ({platform.system()} {platform.machine()})", file=out)
+def print_info(out: TextIO = sys.stdout) -> None:
+    machine = f"{platform.system()} {platform.machine()}"
+    print(f"Ember {__version__} on Python {platform.python_version()} ({machine})", file=out)
     choice = backends.active_choice()
     print(f"active backend: {choice.backend} on {choice.device}   default float: {dtypes.floatx()}", file=out)
     print(f"chosen by: {_SOURCES[choice.source]}: {choice.reason}", file=out)
@@ -139,7 +141,7 @@ def run_demo_command(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         return 1
 
 
-def inspect_file(path: str, out=None, err=None) -> int:
+def inspect_file(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Print :func:`ember.saving.inspection.describe` of ``path``; a bad file: the error, exit status 1."""
     try:
         print(describe(path), file=out or sys.stdout)

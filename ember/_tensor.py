@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -86,7 +87,8 @@ def _foreign_backend(x: Any) -> str | None:
 
 # The operator methods: each calls ``ember.ops.<op>`` looked up at call time (backend
 # switches and gradient tapes re-bind those names) and wraps the native result.
-def _binary(op: str, symbol: str, logical: bool = False):
+def _binary(op: str, symbol: str,
+            logical: bool = False) -> tuple[Callable[[Tensor, Any], Any], Callable[[Tensor, Any], Any]]:
     def forward(self: Tensor, other: Any) -> Any:
         other = self._operand(other, symbol)
         if other is NotImplemented:
@@ -106,7 +108,7 @@ def _binary(op: str, symbol: str, logical: bool = False):
     return forward, reverse
 
 
-def _unary(op: str, symbol: str, logical: bool = False):
+def _unary(op: str, symbol: str, logical: bool = False) -> Callable[[Tensor], Tensor]:
     def method(self: Tensor) -> Tensor:
         if logical:
             _check_bool(symbol, self.dtype, True)
@@ -157,12 +159,17 @@ class Tensor:
     """
 
     __slots__ = ("_native", "backend", "dtype", "device", "__weakref__")
+    # The slots' types (set once, through object.__setattr__, by _new/_adopt).
+    _native: Any
+    backend: str
+    dtype: str
+    device: str
     __ember_tensor__ = True
     # NumPy defers ``ndarray <op> Tensor`` to the Tensor's reflected operator.
     __array_priority__ = 1000
     __array_ufunc__ = None
     # Unhashable, like JAX arrays: ``==`` is element-wise, so a hash could not agree with it.
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable on purpose (the comment above)
 
     def __init__(self, data: Any, dtype: Any = None, device: str | None = None):
         _adopt(self, convert_to_tensor(data, dtype=dtype, device=device))
@@ -271,7 +278,8 @@ class Tensor:
         """
         array = self._values()
         if array.size != 1:
-            raise ValueError(f"item(): only a Tensor with one element converts to a Python scalar; this one has shape {array.shape}")
+            raise ValueError("item(): only a Tensor with one element converts to a Python scalar; "
+                             f"this one has shape {array.shape}")
         return array.reshape(()).item()
 
     def __float__(self) -> float:
@@ -298,7 +306,8 @@ class Tensor:
 
     def __index__(self) -> int:
         if self.shape != () or not dtypes.is_integer(self.dtype):
-            raise TypeError(f"only 0-d integer Tensors can be used as an index; this one is {self.dtype} of shape {self.shape}")
+            raise TypeError("only 0-d integer Tensors can be used as an index; "
+                            f"this one is {self.dtype} of shape {self.shape}")
         return int(self.item())
 
     def __repr__(self) -> str:
@@ -356,8 +365,8 @@ class Tensor:
     __and__, __rand__ = _binary("logical_and", "&", logical=True)
     __or__, __ror__ = _binary("logical_or", "|", logical=True)
     __xor__, __rxor__ = _binary("logical_xor", "^", logical=True)
-    __eq__ = _binary("equal", "==")[0]  # type: ignore[assignment]
-    __ne__ = _binary("not_equal", "!=")[0]  # type: ignore[assignment]
+    __eq__ = _binary("equal", "==")[0]
+    __ne__ = _binary("not_equal", "!=")[0]
     __lt__ = _binary("less", "<")[0]
     __le__ = _binary("less_equal", "<=")[0]
     __gt__ = _binary("greater", ">")[0]
@@ -375,7 +384,7 @@ class Tensor:
             self._require_active("indexing")
         return _wrap(ops.getitem(self._native, self._unwrap_key(key)))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         shape = self.shape
         if not shape:
             raise TypeError("iteration over a 0-d ember.Tensor")
@@ -421,7 +430,8 @@ class Tensor:
             warnings.warn(f"this ember.Tensor was pickled on {message}", RuntimeWarning, stacklevel=2)
             backend, device = active, None
         elif device not in backends.available_devices(backend):
-            message = f"device {device!r}, which backend {backend!r} does not have here; restoring it on {backends.default_device(backend)!r}"
+            message = (f"device {device!r}, which backend {backend!r} does not have here; "
+                       f"restoring it on {backends.default_device(backend)!r}")
             warnings.warn(f"this ember.Tensor was pickled on {message}", RuntimeWarning, stacklevel=2)
             device = None
         _adopt(self, _native_on(backend, array, dtype, device))
@@ -429,7 +439,8 @@ class Tensor:
     def __mlx_array__(self) -> Any:
         # Lets ``mx.array(t)`` and ``mlx_array + t`` work (MLX has no reflected-operator hook).
         if self.backend != "mlx":
-            raise TypeError(f"cannot use an ember.Tensor on backend {self.backend!r} as an MLX array; convert it with tensor.to_backend('mlx')")
+            raise TypeError(f"cannot use an ember.Tensor on backend {self.backend!r} as an MLX array; "
+                            "convert it with tensor.to_backend('mlx')")
         return self._native
 
 

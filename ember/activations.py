@@ -17,7 +17,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ember import ops
 
@@ -27,7 +28,7 @@ def linear(x: Any) -> Any:
     return x
 
 
-def relu(x, negative_slope=0.0, max_value=None, threshold=0.0):
+def relu(x: Any, negative_slope: float = 0.0, max_value: float | None = None, threshold: float = 0.0) -> Any:
     """Rectified linear unit with Keras's options: slope below ``threshold``, ceiling ``max_value``."""
     if negative_slope == 0.0 and max_value is None and threshold == 0.0:
         return ops.nn.relu(x)
@@ -39,72 +40,72 @@ def relu(x, negative_slope=0.0, max_value=None, threshold=0.0):
     return out
 
 
-def relu6(x):
+def relu6(x: Any) -> Any:
     """``min(max(x, 0), 6)``."""
     return ops.nn.relu6(x)
 
 
-def leaky_relu(x, negative_slope=0.2):
+def leaky_relu(x: Any, negative_slope: float = 0.2) -> Any:
     """``x`` for ``x >= 0``, ``negative_slope * x`` otherwise."""
     return ops.nn.leaky_relu(x, negative_slope=negative_slope)
 
 
-def elu(x, alpha=1.0):
+def elu(x: Any, alpha: float = 1.0) -> Any:
     """Exponential linear unit."""
     return ops.nn.elu(x, alpha=alpha)
 
 
-def selu(x):
+def selu(x: Any) -> Any:
     """Scaled exponential linear unit."""
     return ops.nn.selu(x)
 
 
-def gelu(x, approximate=False):
+def gelu(x: Any, approximate: bool = False) -> Any:
     """Gaussian error linear unit (exact by default, as Keras's activation; ``approximate``: tanh form)."""
     return ops.nn.gelu(x, approximate=approximate)
 
 
-def silu(x):
+def silu(x: Any) -> Any:
     """``x * sigmoid(x)``."""
     return ops.nn.silu(x)
 
 
-def swish(x):
+def swish(x: Any) -> Any:
     """Alias of :func:`silu`."""
     return ops.nn.silu(x)
 
 
-def sigmoid(x):
+def sigmoid(x: Any) -> Any:
     """Logistic sigmoid."""
     return ops.nn.sigmoid(x)
 
 
-def hard_sigmoid(x):
+def hard_sigmoid(x: Any) -> Any:
     """Piecewise-linear sigmoid ``relu6(x + 3) / 6``."""
     return ops.nn.hard_sigmoid(x)
 
 
-def softplus(x):
+def softplus(x: Any) -> Any:
     """``log(1 + exp(x))``."""
     return ops.nn.softplus(x)
 
 
-def softsign(x):
+def softsign(x: Any) -> Any:
     """``x / (1 + |x|)``."""
     return ops.nn.softsign(x)
 
 
-def tanh(x):
+def tanh(x: Any) -> Any:
     """Hyperbolic tangent."""
     return ops.nn.tanh(x)
 
 
-def lecun_tanh(x):
+def lecun_tanh(x: Any) -> Any:
     """LeCun's scaled tanh ``1.7159 tanh(2x/3)``."""
     return ops.nn.lecun_tanh(x)
 
 
-def _in_float32(fn, x, axis):
+def _in_float32(fn: Callable[..., Any], x: Any, axis: int | tuple[int, ...]) -> Any:
     """``fn(x, axis)`` computed in float32 for float16/bfloat16 ``x`` (cast back once), as is for other dtypes:
     the exponentials and the normalizing sum are where 16-bit types lose the most (mixed precision)."""
     x = ops.convert_to_tensor(x) if not ops.is_array(x) else x
@@ -114,92 +115,92 @@ def _in_float32(fn, x, axis):
     return fn(x, axis=axis)
 
 
-def softmax(x, axis=-1):
+def softmax(x: Any, axis: int | tuple[int, ...] = -1) -> Any:
     """Softmax along ``axis`` (16-bit inputs are computed in float32 and rounded back once)."""
     return _in_float32(ops.nn.softmax, x, axis)
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x: Any, axis: int | tuple[int, ...] = -1) -> Any:
     """Log-softmax along ``axis`` (16-bit inputs are computed in float32 and rounded back once)."""
     return _in_float32(ops.nn.log_softmax, x, axis)
 
 
-def exponential(x):
+def exponential(x: Any) -> Any:
     """``exp(x)``."""
     return ops.exp(x)
 
 
-def celu(x, alpha=1.0):
+def celu(x: Any, alpha: float = 1.0) -> Any:
     """Continuously differentiable ELU."""
     return ops.celu(x, alpha=alpha)
 
 
-def glu(x, axis=-1):
+def glu(x: Any, axis: int = -1) -> Any:
     """Gated linear unit over ``axis``."""
     return ops.glu(x, axis=axis)
 
 
-def hard_shrink(x, threshold=0.5):
+def hard_shrink(x: Any, threshold: float = 0.5) -> Any:
     """``x`` where ``|x| > threshold``, else 0."""
     return ops.hard_shrink(x, threshold=threshold)
 
 
-def hard_silu(x):
+def hard_silu(x: Any) -> Any:
     """``x * relu6(x + 3) / 6``."""
     return ops.hard_silu(x)
 
 
-def hard_swish(x):
+def hard_swish(x: Any) -> Any:
     """Alias of :func:`hard_silu`."""
     return ops.hard_silu(x)
 
 
-def hard_tanh(x):
+def hard_tanh(x: Any) -> Any:
     """``clip(x, -1, 1)``."""
     return ops.hard_tanh(x)
 
 
-def log_sigmoid(x):
+def log_sigmoid(x: Any) -> Any:
     """``log(sigmoid(x))``."""
     return ops.log_sigmoid(x)
 
 
-def mish(x):
+def mish(x: Any) -> Any:
     """``x * tanh(softplus(x))``."""
     return ops.multiply(x, ops.tanh(ops.nn.softplus(x)))
 
 
-def soft_shrink(x, threshold=0.5):
+def soft_shrink(x: Any, threshold: float = 0.5) -> Any:
     """Soft thresholding."""
     return ops.soft_shrink(x, threshold=threshold)
 
 
-def sparse_plus(x):
+def sparse_plus(x: Any) -> Any:
     """Piecewise smooth softplus."""
     return ops.sparse_plus(x)
 
 
-def sparse_sigmoid(x):
+def sparse_sigmoid(x: Any) -> Any:
     """Piecewise-linear sigmoid ``clip((x + 1) / 2, 0, 1)``."""
     return ops.sparse_sigmoid(x)
 
 
-def sparsemax(x, axis=-1):
+def sparsemax(x: Any, axis: int = -1) -> Any:
     """Projection onto the probability simplex along ``axis``."""
     return ops.sparsemax(x, axis=axis)
 
 
-def squareplus(x, b=4):
+def squareplus(x: Any, b: float = 4) -> Any:
     """``(x + sqrt(x**2 + b)) / 2``."""
     return ops.squareplus(x, b=b)
 
 
-def tanh_shrink(x):
+def tanh_shrink(x: Any) -> Any:
     """``x - tanh(x)``."""
     return ops.tanh_shrink(x)
 
 
-def threshold(x, threshold, default_value):
+def threshold(x: Any, threshold: float, default_value: float) -> Any:
     """``x`` where ``x > threshold``, else ``default_value``."""
     return ops.threshold(x, threshold, default_value)
 

@@ -33,11 +33,10 @@ import math
 import numbers
 from typing import Any
 
-from ember.serialization import register_serializable
 from ember import ops
-from ember.serialization import serialize as _serialize
 from ember.serialization import deserialize as _deserialize
-from ember.serialization import resolve
+from ember.serialization import register_serializable, resolve
+from ember.serialization import serialize as _serialize
 
 __all__ = [
     "Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "apply_constraints", "deserialize", "get", "serialize",
@@ -103,7 +102,7 @@ class Constraint:
         return {}
 
     @classmethod
-    def from_config(cls, config: dict) -> "Constraint":
+    def from_config(cls, config: dict) -> Constraint:
         """Rebuild from :meth:`get_config`'s output."""
         return cls(**config)
 

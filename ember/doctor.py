@@ -27,12 +27,12 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
 from ember import backends, ops
-
 
 
 class Finding(NamedTuple):
@@ -102,7 +102,7 @@ def _gpu() -> list[Finding]:
                     "check the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES")]
 
 
-def _median_seconds(run, repeats: int = 5) -> float:
+def _median_seconds(run: Callable[[], object], repeats: int = 5) -> float:
     run()  # warm up
     times = []
     for _ in range(repeats):

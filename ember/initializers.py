@@ -192,10 +192,10 @@ class Zeros(Initializer):
         [0, 0]
     """
 
-    def sample(self, shape, seed):
+    def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         return np.zeros(shape)
 
-    def sample_into(self, out, seed):
+    def sample_into(self, out: np.ndarray, seed: int | None) -> None:
         if not _own_sample(self, Zeros):
             return super().sample_into(out, seed)
         out.fill(0)
@@ -212,10 +212,10 @@ class Ones(Initializer):
         [[1.0, 1.0], [1.0, 1.0]]
     """
 
-    def sample(self, shape, seed):
+    def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         return np.ones(shape)
 
-    def sample_into(self, out, seed):
+    def sample_into(self, out: np.ndarray, seed: int | None) -> None:
         if not _own_sample(self, Ones):
             return super().sample_into(out, seed)
         out.fill(1)
@@ -234,10 +234,10 @@ class Constant(Initializer):
 
     value: float = 0.0
 
-    def sample(self, shape, seed):
+    def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         return np.full(shape, self.value, dtype=np.float64)
 
-    def sample_into(self, out, seed):
+    def sample_into(self, out: np.ndarray, seed: int | None) -> None:
         if not _own_sample(self, Constant):
             return super().sample_into(out, seed)
         out[...] = np.float64(self.value)  # one value, cast as the whole array would be
@@ -260,10 +260,10 @@ class RandomNormal(Initializer):
     stddev: float = 0.05
     seed: int | None = None
 
-    def sample(self, shape, seed):
+    def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         return _generator(seed, self.seed).normal(self.mean, self.stddev, size=shape)
 
-    def sample_into(self, out, seed):
+    def sample_into(self, out: np.ndarray, seed: int | None) -> None:
         if not _own_sample(self, RandomNormal):
             return super().sample_into(out, seed)
         rng = _generator(seed, self.seed)
@@ -286,10 +286,10 @@ class RandomUniform(Initializer):
     maxval: float = 0.05
     seed: int | None = None
 
-    def sample(self, shape, seed):
+    def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         return _generator(seed, self.seed).uniform(self.minval, self.maxval, size=shape)
 
-    def sample_into(self, out, seed):
+    def sample_into(self, out: np.ndarray, seed: int | None) -> None:
         if not _own_sample(self, RandomUniform):
             return super().sample_into(out, seed)
         rng = _generator(seed, self.seed)
@@ -344,10 +344,10 @@ class TruncatedNormal(Initializer):
     stddev: float = 0.05
     seed: int | None = None
 
-    def sample(self, shape, seed):
+    def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         return self.mean + _truncated_normal(_generator(seed, self.seed), shape, self.stddev)
 
-    def sample_into(self, out, seed):
+    def sample_into(self, out: np.ndarray, seed: int | None) -> None:
         if not _own_sample(self, TruncatedNormal):
             return super().sample_into(out, seed)
         _truncated_normal_into(out, _generator(seed, self.seed), self.stddev, self.mean)
@@ -392,7 +392,7 @@ class VarianceScaling(Initializer):
         fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
         return self.scale / max(1.0, fan)
 
-    def sample(self, shape, seed):
+    def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         variance = self._variance(shape)
         rng = _generator(seed, self.seed)
         if self.distribution in ("truncated_normal", "normal"):
@@ -403,7 +403,7 @@ class VarianceScaling(Initializer):
         limit = math.sqrt(3.0 * variance)
         return rng.uniform(-limit, limit, size=shape)
 
-    def sample_into(self, out, seed):
+    def sample_into(self, out: np.ndarray, seed: int | None) -> None:
         if not _own_sample(self, VarianceScaling):
             return super().sample_into(out, seed)
         variance = self._variance(out.shape)
@@ -418,10 +418,10 @@ class VarianceScaling(Initializer):
 
 
 def _scaling(cls_name: str, scale: float, mode: str, distribution: str, doc: str) -> type:
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self: VarianceScaling, seed: int | None = None) -> None:
         VarianceScaling.__init__(self, scale=scale, mode=mode, distribution=distribution, seed=seed)
 
-    def get_config(self) -> dict:
+    def get_config(self: VarianceScaling) -> dict:
         return {"seed": self.seed}
 
     doc += f"""
@@ -465,7 +465,7 @@ class Orthogonal(Initializer):
     gain: float = 1.0
     seed: int | None = None
 
-    def sample(self, shape, seed):
+    def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         if len(shape) < 2:
             raise ValueError(f"Orthogonal: needs a shape with at least 2 dimensions, received {shape}")
         rows, cols = math.prod(shape[:-1]), shape[-1]
@@ -492,7 +492,7 @@ class Identity(Initializer):
 
     gain: float = 1.0
 
-    def sample(self, shape, seed):
+    def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         if len(shape) != 2:
             raise ValueError(f"Identity: needs a 2-D shape, received {shape}")
         return self.gain * np.eye(*shape)
@@ -547,7 +547,7 @@ class STFT(Initializer):
             raise ValueError(f"STFT: the window must have frame_length={length} values, received {window.shape[0]}")
         return window
 
-    def sample(self, shape, seed):
+    def sample(self, shape: tuple[int, ...], seed: int | None) -> np.ndarray:
         if len(shape) != 3:
             raise ValueError(f"STFT: needs a shape (frame_length, 1, fft_length // 2 + 1), received {shape}")
         frame_length, _, bins = shape

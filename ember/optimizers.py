@@ -16,7 +16,6 @@ from __future__ import annotations
 import sys
 
 from ember.training.optimizers import *  # noqa: F401,F403
-from ember.training.optimizers import __all__  # noqa: F401
-from ember.training.optimizers import schedules
+from ember.training.optimizers import __all__, schedules  # noqa: F401  (re-exported)
 
 sys.modules[__name__ + ".schedules"] = schedules

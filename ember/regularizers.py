@@ -30,11 +30,10 @@ import math
 import numbers
 from typing import Any
 
-from ember.serialization import register_serializable
 from ember import ops
-from ember.serialization import serialize as _serialize
 from ember.serialization import deserialize as _deserialize
-from ember.serialization import resolve
+from ember.serialization import register_serializable, resolve
+from ember.serialization import serialize as _serialize
 
 __all__ = [
     "L1", "L1L2", "L2", "OrthogonalRegularizer", "Regularizer", "deserialize", "get", "serialize", "weight_penalties",
@@ -87,7 +86,7 @@ class Regularizer:
         raise NotImplementedError(f"{type(self).__name__} does not implement get_config()")
 
     @classmethod
-    def from_config(cls, config: dict) -> "Regularizer":
+    def from_config(cls, config: dict) -> Regularizer:
         """Rebuild from :meth:`get_config`'s output."""
         return cls(**config)
 
@@ -307,7 +306,8 @@ def weight_penalties(layer: Any, params: dict, regularizers: dict) -> list:
         >>> ember.set_backend("numpy")
         >>> dense = layers.Dense(2, name="d")
         >>> params = {"kernel": ops.ones((3, 2)), "bias": ops.ones((2,))}
-        >>> [float(ops.to_numpy(v)) for v in regularizers.weight_penalties(dense, params, {"kernel": regularizers.L2(0.5)})]
+        >>> penalties = regularizers.weight_penalties(dense, params, {"kernel": regularizers.L2(0.5)})
+        >>> [float(ops.to_numpy(v)) for v in penalties]
         [3.0]
     """
     if not getattr(layer, "trainable", True):

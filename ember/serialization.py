@@ -26,7 +26,8 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 _REGISTRY: dict[str, type] = {}
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from typing import Any
+from typing import Any, NoReturn
 
 import optree
 
@@ -47,7 +47,7 @@ class Node:
         self.structure: Any = None
         self.kwargs = dict(kwargs or {})
 
-    def input_tensors(self) -> list["SymbolicTensor"]:
+    def input_tensors(self) -> list[SymbolicTensor]:
         """Every symbolic tensor the call reads: its inputs, then those among its kwargs."""
         if self.inputs is None:
             return []
@@ -78,7 +78,7 @@ class SymbolicTensor:
     def __repr__(self) -> str:
         return f"<SymbolicTensor name={self.name} shape={self.shape} dtype={self.dtype}>"
 
-    def __iter__(self):
+    def __iter__(self) -> NoReturn:
         raise TypeError(
             f"symbolic tensor {self.name!r} cannot be iterated; index it with a layer (e.g. Reshape/Lambda)"
         )
@@ -100,12 +100,14 @@ def is_symbolic(value: Any) -> bool:
 
 def is_shape(value: Any) -> bool:
     """True for a single shape: a tuple of ints / None."""
-    return isinstance(value, tuple) and all(d is None or (isinstance(d, int) and not isinstance(d, bool)) for d in value)
+    return isinstance(value, tuple) and all(
+        d is None or (isinstance(d, int) and not isinstance(d, bool)) for d in value)
 
 
 def shapes_of(inputs: Any) -> Any:
     """The shape structure matching a structure of symbolic tensors."""
-    return optree.tree_map(lambda t: t.shape, inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
+    return optree.tree_map(lambda t: t.shape, inputs,
+                           is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
 
 
 def _first_dtype(inputs: Any) -> str:
@@ -183,7 +185,8 @@ def call_symbolic(layer: Any, inputs: Any, *more_inputs: Any, **kwargs: Any) -> 
     except (ValueError, TypeError) as error:
         message = str(error)
         if layer.name not in message:
-            message = f"layer {layer.name!r} ({type(layer).__name__}) cannot take inputs of shape {input_shapes}: {message}"
+            message = (f"layer {layer.name!r} ({type(layer).__name__}) "
+                       f"cannot take inputs of shape {input_shapes}: {message}")
         raise type(error)(message) from None
     node = Node(layer, inputs, kwargs)
     dtype = layer.output_dtype(_first_dtype(inputs)) if hasattr(layer, "output_dtype") else _first_dtype(inputs)

@@ -32,15 +32,23 @@ import pathlib
 import sys
 import tempfile
 import time
-from typing import Any, Iterable, TextIO
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
 
 import numpy as np
 
 import ember
 from ember.demo.data import SEED, TEST_FRACTION, load_data, stratified_split
 from ember.demo.report import PREDICTION_ATOL, Agreement, compare_predictions, format_table
-from ember.demo.training import (DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, TrainResult, build_model, predict,
-                                 resolve_backends, train_on)
+from ember.demo.training import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_EPOCHS,
+    TrainResult,
+    build_model,
+    predict,
+    resolve_backends,
+    train_on,
+)
 from ember.utils import plot_history
 
 MIN_ACCURACY = 0.9  # the floor at DEFAULT_EPOCHS or more
@@ -115,7 +123,8 @@ def check_options(epochs: int = DEFAULT_EPOCHS, batch_size: int = DEFAULT_BATCH_
             raise ValueError(f"--plot: the directory {str(pathlib.Path(plot).parent)!r} does not exist")
 
 
-def _run(names, data, epochs, batch_size, plot, verbose, floor, atol, out) -> int:
+def _run(names: list[str], data: tuple[np.ndarray, ...], epochs: int, batch_size: int,
+         plot: str | os.PathLike | None, verbose: int, floor: float, atol: float, out: TextIO) -> int:
     started = time.perf_counter()
     say = lambda text="": print(text, file=out, flush=True)  # noqa: E731
     say(f"Ember {ember.__version__} demo: one model, {len(names)} backend(s): {', '.join(names)}")
@@ -148,7 +157,8 @@ def _run(names, data, epochs, batch_size, plot, verbose, floor, atol, out) -> in
     return 0
 
 
-def _train_all(names, data, epochs, batch_size, verbose, floor, out) -> tuple[list[TrainResult], list[str]]:
+def _train_all(names: list[str], data: tuple[np.ndarray, ...], epochs: int, batch_size: int, verbose: int,
+               floor: float, out: TextIO) -> tuple[list[TrainResult], list[str]]:
     """Train on each backend in turn; the failures: different initial weights, accuracy below ``floor``."""
     results, failures = [], []
     for name in names:
@@ -163,7 +173,8 @@ def _train_all(names, data, epochs, batch_size, verbose, floor, out) -> tuple[li
     return results, failures
 
 
-def _move_checkpoint(first: TrainResult, names, x_test, atol, say) -> list[str]:
+def _move_checkpoint(first: TrainResult, names: list[str], x_test: np.ndarray, atol: float,
+                     say: Callable[..., None]) -> list[str]:
     """Save ``first.model``, load it on every backend, compare predictions; the failures."""
     ember.set_backend(first.backend)  # a model's state holds its own backend's arrays
     reference = predict(first.model, x_test)

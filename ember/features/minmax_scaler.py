@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember.features.transformer import Transformer, fitted_attribute, int_scalar
 from ember import ops
+from ember.features.transformer import Transformer, fitted_attribute, int_scalar
 
 
 class MinMaxScaler(Transformer):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.features.transformer import Transformer, as_float, int_scalar
 from ember import ops
+from ember.features.transformer import Transformer, as_float, int_scalar
 
 NORMS = ("l1", "l2", "max")
 

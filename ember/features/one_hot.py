@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes
-from ember import ops
+from ember import dtypes, ops
 
 
 def integer_indices(indices: Any, where: str, argument: str = "indices") -> Any:
@@ -20,10 +19,11 @@ def integer_indices(indices: Any, where: str, argument: str = "indices") -> Any:
         >>> ember.set_backend("numpy")
         >>> ops.dtype(integer_indices([1, 2], "demo"))
         'int32'
-        >>> integer_indices([0.5], "demo")
+        >>> integer_indices([0.5], "demo")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        TypeError: demo: indices must have an integer dtype, received float32 (cast with ops.cast(indices, 'int32') if the values are whole numbers)
+        TypeError: demo: indices must have an integer dtype, received float32
+        (cast with ops.cast(indices, 'int32') if the values are whole numbers)
     """
     if indices is None:
         raise TypeError(f"{where}: {argument} must be an integer array, received None")

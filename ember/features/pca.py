@@ -26,18 +26,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
+from ember import ops
 from ember.features.randomized_svd import randomized_svd, svd_flip
 from ember.features.transformer import Transformer, check_array, fitted_attribute, int_scalar
-from ember import ops
 
 SOLVERS = ("auto", "full", "covariance_eigh", "randomized")
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int | np.integer]:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
@@ -154,9 +154,6 @@ class PCA(Transformer):
         rank = min(n, p)
         solver = self.solver_for((n, p))
         k = self.n_components
-        if isinstance(k, float) and solver == "randomized":
-            self._fail(f"n_components={k} (a variance fraction) needs svd_solver='full' or "
-                       f"'covariance_eigh', received svd_solver='randomized'")
         if _is_int(k) and k > rank:
             self._fail(f"n_components={k} must be between 1 and min(n_samples, n_features)={rank} "
                        f"(the largest possible rank of data of shape {(n, p)}) with svd_solver={solver!r}")
@@ -166,6 +163,9 @@ class PCA(Transformer):
         centred = ops.subtract(x, mean)
         u = None
         if solver == "randomized":
+            if isinstance(k, float):
+                self._fail(f"n_components={k} (a variance fraction) needs svd_solver='full' or "
+                           f"'covariance_eigh', received svd_solver='randomized'")
             total_var = ops.divide(ops.sum(ops.square(centred)), n - 1)
             u, s, vh = randomized_svd(centred, k, n_oversamples=self.n_oversamples, n_iter=self.iterated_power,
                                       flip_sign=False, random_state=self.random_state)

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ember.features.transformer import as_float
 from ember import ops
+from ember.features.transformer import as_float
 
 
 def _row_signs(rows: Any) -> Any:

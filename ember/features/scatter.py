@@ -6,10 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes
+from ember import dtypes, ops
 from ember.features.one_hot import integer_indices
 from ember.features.segment import reflect, segment_counts
-from ember import ops
 
 REDUCTIONS = ("sum", "max", "min", "mean")
 

@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes
+from ember import dtypes, ops
 from ember.features.one_hot import integer_indices
-from ember import ops
 
 
 def _prepare(data: Any, segment_ids: Any, num_segments: Any, where: str) -> tuple[Any, Any, int]:

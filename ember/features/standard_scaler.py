@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ember.features.transformer import Transformer, as_float, fitted_attribute, int_scalar
 from ember import ops
+from ember.features.transformer import Transformer, as_float, fitted_attribute, int_scalar
 
 
 def _axes(axis: Any, ndim: int, where: str) -> tuple[int, ...]:

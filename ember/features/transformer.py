@@ -24,14 +24,13 @@ torch works). Attribute names (``mean_``, ``components_``, ...) are scikit-learn
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 import optree
 
-from ember import backends, dtypes
+from ember import backends, dtypes, ops
 from ember._tensor import convert_to_tensor
-from ember import ops
 from ember.serialization import register_serializable
 
 PYTREE_NAMESPACE = "ember"
@@ -133,7 +132,7 @@ class Transformer:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
-        cls.__setattr__ = _immutable_setattr
+        cls.__setattr__ = _immutable_setattr  # type: ignore[method-assign]  # after the frozen dataclass set its own
 
         if cls.__module__.startswith("ember."):
             register_serializable("ember")(cls)
@@ -145,7 +144,7 @@ class Transformer:
         )
 
     # --- configuration ------------------------------------------------------------------
-    def _fail(self, message: str, error: type = ValueError) -> None:
+    def _fail(self, message: str, error: type[Exception] = ValueError) -> NoReturn:
         raise error(f"{type(self).__name__}: {message}")
 
     def _config_items(self) -> tuple:
@@ -214,9 +213,10 @@ class Transformer:
 
     def _tree_flatten(self) -> tuple:
         state = self.__dict__.get("_state")
-        keys = None if state is None else tuple(sorted(state))
-        children = () if keys is None else tuple(state[key] for key in keys)
-        return children, (self._config_items(), keys), keys or ()
+        if state is None:
+            return (), (self._config_items(), None), ()
+        keys = tuple(sorted(state))
+        return tuple(state[key] for key in keys), (self._config_items(), keys), keys
 
     @classmethod
     def _tree_unflatten(cls, meta: tuple, children: tuple) -> Transformer:
@@ -359,10 +359,11 @@ def check_array(x: Any, where: str, n_features: int | None = None, min_samples: 
         >>> ember.set_backend("numpy")
         >>> check_array([[1, 2]], "demo").dtype
         dtype('float32')
-        >>> check_array([1.0, 2.0], "demo")
+        >>> check_array([1.0, 2.0], "demo")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ValueError: demo: expected a 2-D array (n_samples, n_features), received shape (2,); reshape 1-D data with x.reshape(-1, 1) (one feature) or x.reshape(1, -1) (one sample)
+        ValueError: demo: expected a 2-D array (n_samples, n_features), received shape (2,);
+        reshape 1-D data with x.reshape(-1, 1) (one feature) or x.reshape(1, -1) (one sample)
     """
     x = as_float(x, where)
     shape = ops.shape(x)

@@ -42,25 +42,6 @@ from ember.layers.core.permute import Permute
 from ember.layers.core.repeat_vector import RepeatVector
 from ember.layers.core.reshape import Reshape
 from ember.layers.layer import Layer, clear_session
-from ember.layers.normalization.auto_contrast import AutoContrast
-from ember.layers.variable import Variable
-from ember.layers.weights import WeightSpec
-from ember.layers.normalization import (
-    BatchNormalization,
-    GroupNormalization,
-    LayerNormalization,
-    RMSNormalization,
-    UnitNormalization,
-)
-from ember.layers.regularization import (
-    ActivityRegularization,
-    GaussianDropout,
-    GaussianNoise,
-    SpatialDropout1D,
-    SpatialDropout2D,
-    SpatialDropout3D,
-)
-from ember.layers.ncp import CfC, CfCCell, LTC, LTCCell, MixedMemoryCell, NCPCell, WiredCfCCell
 from ember.layers.merge import (
     Add,
     Average,
@@ -71,6 +52,15 @@ from ember.layers.merge import (
     Multiply,
     Subtract,
 )
+from ember.layers.ncp import LTC, CfC, CfCCell, LTCCell, MixedMemoryCell, NCPCell, WiredCfCCell
+from ember.layers.normalization import (
+    BatchNormalization,
+    GroupNormalization,
+    LayerNormalization,
+    RMSNormalization,
+    UnitNormalization,
+)
+from ember.layers.normalization.auto_contrast import AutoContrast
 from ember.layers.pooling import (
     AveragePooling1D,
     AveragePooling2D,
@@ -97,6 +87,25 @@ from ember.layers.pooling import (
     MaxPooling2D,
     MaxPooling3D,
 )
+from ember.layers.regularization import (
+    ActivityRegularization,
+    GaussianDropout,
+    GaussianNoise,
+    SpatialDropout1D,
+    SpatialDropout2D,
+    SpatialDropout3D,
+)
+from ember.layers.reshaping import (
+    Cropping1D,
+    Cropping2D,
+    Cropping3D,
+    UpSampling1D,
+    UpSampling2D,
+    UpSampling3D,
+    ZeroPadding1D,
+    ZeroPadding2D,
+    ZeroPadding3D,
+)
 from ember.layers.rnn import (
     GRU,
     LSTM,
@@ -110,17 +119,8 @@ from ember.layers.rnn import (
     SimpleRNNCell,
     TimeDistributed,
 )
-from ember.layers.reshaping import (
-    Cropping1D,
-    Cropping2D,
-    Cropping3D,
-    UpSampling1D,
-    UpSampling2D,
-    UpSampling3D,
-    ZeroPadding1D,
-    ZeroPadding2D,
-    ZeroPadding3D,
-)
+from ember.layers.variable import Variable
+from ember.layers.weights import WeightSpec
 
 __all__ = [
     "ActivityRegularization",
@@ -252,8 +252,6 @@ __all__ += [
 from ember.layers.activation import ELU, LeakyReLU, PReLU, ReLU, Softmax  # noqa: E402
 from ember.layers.core.einsum_dense import EinsumDense  # noqa: E402
 from ember.layers.core.wrapper import Wrapper  # noqa: E402
-from ember.layers.rnn.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D  # noqa: E402
-from ember.layers.rnn.stacked_cells import StackedRNNCells  # noqa: E402
 from ember.layers.merge.functional import (  # noqa: E402
     add,
     average,
@@ -273,10 +271,13 @@ from ember.layers.pooling.adaptive_pooling import (  # noqa: E402
     AdaptiveMaxPooling3D,
 )
 from ember.layers.regularization.alpha_dropout import AlphaDropout  # noqa: E402
+from ember.layers.rnn.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D  # noqa: E402
+from ember.layers.rnn.stacked_cells import StackedRNNCells  # noqa: E402
 from ember.layers.serialization import deserialize, serialize  # noqa: E402
 
 __all__ += [
-    "ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "EinsumDense", "Wrapper", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "StackedRNNCells",
+    "ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "EinsumDense", "Wrapper",
+    "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "StackedRNNCells",
     "add", "average", "concatenate", "dot", "maximum", "minimum", "multiply", "subtract",
     "AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAveragePooling3D",
     "AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D",

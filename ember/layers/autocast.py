@@ -35,7 +35,8 @@ _HALF = ("float16", "bfloat16", "float32")  # the floating dtypes a mixed policy
 
 def compute_dtype_of(layer: Any) -> str | None:
     """The 16-bit compute dtype of a layer with a mixed policy; None for any other layer."""
-    return MIXED.get(getattr(layer, "dtype", None))
+    dtype = getattr(layer, "dtype", None)
+    return MIXED.get(dtype) if isinstance(dtype, str) else None
 
 
 def cast_floats(tree: Any, dtype: str) -> Any:

@@ -21,7 +21,11 @@ Example:
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from ember.layers.layer import Layer
+
 
 class LayerHandle:
     """The mutable part of a layer object: where its weights live when it is used eagerly.
@@ -50,15 +54,16 @@ class LayerType(type):
     """
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        input_shape = _pop_input_shape(cls, kwargs)
-        layer = cls.__new__(cls)
+        layer_class = cast("type[Layer]", cls)  # this metaclass's instances are the Layer classes
+        input_shape = _pop_input_shape(layer_class, kwargs)
+        layer = layer_class.__new__(layer_class)
         if input_shape is not None:
             object.__setattr__(layer, "_input_shape_arg", input_shape)
-        if cls._keras_style:
-            object.__setattr__(layer, "_init_config", _constructor_config(cls, args, kwargs))
+        if layer_class._keras_style:
+            object.__setattr__(layer, "_init_config", _constructor_config(layer_class, args, kwargs))
             object.__setattr__(layer, "_init_specs", [])
             object.__setattr__(layer, "_built_specs", [])
-        layer.__init__(*args, **kwargs)
+        type(layer).__init__(layer, *args, **kwargs)
         object.__setattr__(layer, "_frozen", True)
         return layer
 
@@ -66,7 +71,7 @@ class LayerType(type):
 _INPUT_SHAPE_ARGUMENTS = ("input_shape", "input_dim", "batch_input_shape")
 
 
-def _pop_input_shape(cls: type, kwargs: dict) -> tuple | None:
+def _pop_input_shape(cls: type[Layer], kwargs: dict) -> tuple | None:
     """Keras's ``input_shape=`` / ``input_dim=`` / ``batch_input_shape=`` constructor keywords (unless
     the class's own constructor declares them): the batch shape a ``Sequential`` starting with this
     layer gets its input from. Not config: ``Sequential`` saves it as its input layer."""
@@ -84,13 +89,14 @@ def _pop_input_shape(cls: type, kwargs: dict) -> tuple | None:
     try:
         shape = tuple(value)
     except TypeError:
-        raise TypeError(f"{cls.__name__}: {key} must be a tuple of ints (None for unknown), received {value!r}") from None
+        raise TypeError(f"{cls.__name__}: {key} must be a tuple of ints (None for unknown), "
+                        f"received {value!r}") from None
     if any(d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 0) for d in shape):
         raise ValueError(f"{cls.__name__}: {key} must hold non-negative ints or None, received {value!r}")
     return shape if key == "batch_input_shape" else (None,) + shape
 
 
-def _constructor_config(cls: type, args: tuple, kwargs: dict) -> dict:
+def _constructor_config(cls: type[Layer], args: tuple, kwargs: dict) -> dict:
     """The constructor's arguments by name (``**kwargs`` spread out), as Keras's automatic config."""
     try:
         bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)

@@ -67,10 +67,10 @@ import optree
 from ember import initializers, ops
 from ember._tensor import Tensor
 from ember.layers import autocast, scope
-from ember.seeds import sub_seed
 from ember.layers.layer import Layer, collect_losses, empty_state
 from ember.layers.variable import Variable
 from ember.layers.weights import WeightSpec, create_weights, spec_constraints, spec_penalties
+from ember.seeds import sub_seed
 from ember.serialization import deserialize, serialize
 from ember.symbolic import is_shape
 
@@ -80,19 +80,19 @@ _INTERNAL = frozenset({"_frozen", "_handle_slot", "_child_keys", "_init_config",
 
 
 # ============================================================================ class setup
-def setup_class(cls: type, base: type) -> None:
+def setup_class(cls: type[Layer], base: type) -> None:
     """Install the Keras-style behaviour on ``cls`` where the user's classes do not define it."""
     own_build = cls.__dict__.get("build")
     if own_build is not None and own_build is not keras_build:
         cls._user_build = own_build
-        cls.build = keras_build
+        cls.build = keras_build  # type: ignore[method-assign]  # installs the Keras-style build
     elif not _user_defines(cls, "build"):
-        cls.build = keras_build
+        cls.build = keras_build  # type: ignore[method-assign]  # (same)
     for name, function in _KERAS_METHODS.items():
         if not _user_defines(cls, name):
             setattr(cls, name, function)
     if not _user_defines(cls, "compute_output_shape"):
-        cls.compute_output_shape = infer_output_shape
+        cls.compute_output_shape = infer_output_shape  # type: ignore[method-assign]  # installs the inferred one
 
 
 def _user_defines(cls: type, name: str) -> bool:
@@ -376,8 +376,7 @@ def _tuple_shape(shape: Any) -> Any:
     return [_tuple_shape(s) for s in shape]
 
 
-@classmethod  # type: ignore[misc]
-def keras_from_config(cls: type, config: dict) -> Any:
+def _keras_from_config(cls: type, config: dict) -> Any:
     config = dict(config)
     build_config = config.pop("build_config", None)
     layer = cls(**{key: deserialize(value) for key, value in config.items()})
@@ -452,6 +451,8 @@ class _RawMeta:
     def __hash__(self) -> int:
         return 0
 
+
+keras_from_config: classmethod[Any, [dict], Any] = classmethod(_keras_from_config)
 
 _KERAS_METHODS = {
     "apply": keras_apply,

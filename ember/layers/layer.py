@@ -42,7 +42,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-from typing import Any, ClassVar
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import optree
 
@@ -56,13 +57,19 @@ from ember.serialization import deserialize, register_serializable, serialize
 from ember.symbolic import call_symbolic, is_symbolic
 from ember.utils.naming import to_snake_case
 
+if TYPE_CHECKING:
+    from typing_extensions import Self, dataclass_transform
+else:
+    def dataclass_transform(**_: Any):  # informs type checkers only (typing has it from Python 3.11)
+        return lambda cls: cls
+
 PYTREE_NAMESPACE = "ember"
 _name_counts: dict[str, int] = {}
 _loss_collectors: list[list] = []
 
 
 @contextlib.contextmanager
-def collect_losses():
+def collect_losses() -> Iterator[list]:
     """Collect the scalars layers pass to :func:`add_loss` while the block runs.
 
     The trainer wraps each forward pass in this to add activity losses to the loss.
@@ -85,7 +92,7 @@ def collect_losses():
                 break
 
 
-def add_loss(value) -> None:
+def add_loss(value: Any) -> None:
     """Add a scalar to the loss of the forward pass being collected (no-op otherwise).
 
     Layers call this from ``call`` for losses that depend on activations
@@ -125,7 +132,7 @@ def empty_state() -> dict:
     return {"params": {}, "buffers": {}}
 
 
-def _is_keras_style(cls: type) -> bool:
+def _is_keras_style(cls: type[Layer]) -> bool:
     """A Keras-style class: ``call(self, inputs, ...)`` (not ``call(self, params, inputs)``)
     or ``build(self, input_shape)`` without a seed."""
     if getattr(cls, "_keras_style", False):
@@ -154,6 +161,8 @@ def _subclassed_model_init(cls: type) -> bool:
     return not any(p.name in ("inputs", "outputs") or p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
+# For type checkers: every subclass is a frozen dataclass too (__init_subclass__ makes it one).
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class Layer(metaclass=LayerType):
     """Base class of every layer. Subclasses declare config fields as annotations.
@@ -190,7 +199,7 @@ class Layer(metaclass=LayerType):
         [[3.0, 3.0]]
     """
 
-    name: str | None = dataclasses.field(default=None, kw_only=True)
+    name: str = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]  # None: __post_init__ generates one
     trainable: bool = dataclasses.field(default=True, kw_only=True)
     dtype: str | None = dataclasses.field(default=None, kw_only=True)
 
@@ -217,8 +226,8 @@ class Layer(metaclass=LayerType):
         elif cls._config_dataclass:
             dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
             # The frozen dataclass installs its own __setattr__; ours says what to do instead.
-            cls.__setattr__ = _layer_setattr
-            cls.__delattr__ = _immutable_delattr
+            cls.__setattr__ = _layer_setattr  # type: ignore[method-assign,assignment]  # replaces the dataclass's
+            cls.__delattr__ = _immutable_delattr  # type: ignore[method-assign,assignment]  # (same)
         parameters = inspect.signature(cls.call).parameters
         cls._call_takes_training = "training" in parameters
         cls._call_takes_rng = "rng" in parameters
@@ -282,7 +291,7 @@ class Layer(metaclass=LayerType):
         the layer's ``dtype`` or ``floatx()``."""
         return self.dtype_policy.variable_dtype if self.dtype else dtypes.floatx()
 
-    def replace(self, **changes: Any) -> "Layer":
+    def replace(self, **changes: Any) -> Self:
         """A new layer with some config fields changed (the name is kept unless given)."""
         known = {f.name for f in dataclasses.fields(self)}
         unknown = set(changes) - known
@@ -295,7 +304,7 @@ class Layer(metaclass=LayerType):
         return {f.name: serialize(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
-    def from_config(cls, config: dict) -> "Layer":
+    def from_config(cls, config: dict) -> Layer:
         """Rebuild a layer from :meth:`get_config`'s output."""
         return cls(**{key: deserialize(value) for key, value in config.items()})
 
@@ -512,10 +521,10 @@ class Layer(metaclass=LayerType):
         return _flatten_layer(self)
 
     @classmethod
-    def _tree_unflatten(cls, metadata: tuple, children: list) -> "Layer":
+    def _tree_unflatten(cls, metadata: tuple, children: list) -> Layer:
         return _unflatten_layer(cls, metadata, children)
 
-    def sublayers(self) -> list["Layer"]:
+    def sublayers(self) -> list[Layer]:
         """Direct child layers (fields holding layers or lists of layers)."""
         children = []
         for f in dataclasses.fields(self):
@@ -559,8 +568,8 @@ def _immutable_delattr(self: Layer, key: str) -> None:
     raise AttributeError(f"Layer {self.name!r} is immutable: attributes cannot be deleted")
 
 
-Layer.__setattr__ = _layer_setattr
-Layer.__delattr__ = _immutable_delattr
+Layer.__setattr__ = _layer_setattr  # type: ignore[method-assign,assignment]  # replaces the frozen dataclass's
+Layer.__delattr__ = _immutable_delattr  # type: ignore[method-assign,assignment]  # (same)
 
 
 def _layers_in(value: Any) -> list[Layer]:
@@ -611,7 +620,7 @@ class _Raw:
         return 0
 
 
-def _unflatten_layer(cls: type, metadata: tuple, children: list) -> Layer:
+def _unflatten_layer(cls: type[Layer], metadata: tuple, children: list) -> Layer:
     child_names, _, raw = metadata
     layer = object.__new__(cls)
     for name, _, value in raw.items:
@@ -622,7 +631,7 @@ def _unflatten_layer(cls: type, metadata: tuple, children: list) -> Layer:
     return layer
 
 
-def _setup_keras_class(cls: type) -> None:
+def _setup_keras_class(cls: type[Layer]) -> None:
     """Install the Keras object model on a Keras-style subclass (see :mod:`keras_object`)."""
     keras_object.setup_class(cls, Layer)
 

@@ -9,8 +9,8 @@ Example:
 
 from __future__ import annotations
 
-from ember.layers.layer import Layer
 from ember import serialization
+from ember.layers.layer import Layer
 
 
 def serialize(layer: Layer) -> dict:

@@ -22,13 +22,15 @@ Example:
     >>> try:
     ...     dense.apply(wrong, np.ones((2, 4), "float32"))
     ... except ValueError as error:
-    ...     print(error)  # doctest: +ELLIPSIS
-    layer 'dense' (Dense): the state does not match the layer for inputs of shape (2, 4): params/kernel is missing (expected shape (4, 3)) (the layer failed with KeyError: 'kernel')
+    ...     print(error)  # doctest: +NORMALIZE_WHITESPACE
+    layer 'dense' (Dense): the state does not match the layer for inputs of shape (2, 4):
+    params/kernel is missing (expected shape (4, 3)) (the layer failed with KeyError: 'kernel')
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import optree
 

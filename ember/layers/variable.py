@@ -37,6 +37,7 @@ from ember import backends, ops
 from ember._tensor import Tensor
 from ember.autodiff import tape as tape_module
 from ember.layers import scope
+from ember.layers.weights import WeightSpec
 
 
 def _backend_of(native: Any) -> str:
@@ -86,6 +87,11 @@ class Variable(Tensor):
     """
 
     __slots__ = ("_owner", "_spec", "_state_path", "_trainable")
+    # The slots' types (set once, through object.__setattr__, by view).
+    _owner: Any
+    _spec: WeightSpec
+    _state_path: tuple[str, ...]
+    _trainable: bool
     __gradient_type__ = Tensor  # a tape returns gradients of Variables as plain ember.Tensors
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -93,7 +99,7 @@ class Variable(Tensor):
                         "not constructed directly")
 
     @classmethod
-    def view(cls, owner: Any, state_path: tuple, spec: Any, trainable: bool | None = None) -> Variable:
+    def view(cls, owner: Any, state_path: tuple, spec: WeightSpec, trainable: bool | None = None) -> Variable:
         """The Variable of ``owner``'s state entry ``state_path`` (``("params", ..., name)``)."""
         variable = object.__new__(cls)
         object.__setattr__(variable, "_owner", owner)
@@ -112,11 +118,11 @@ class Variable(Tensor):
         return "/".join(self._state_path[1:])
 
     @property
-    def shape(self) -> tuple:  # type: ignore[override]
+    def shape(self) -> tuple:
         return tuple(self._spec.shape)
 
     @property
-    def dtype(self) -> str:  # type: ignore[override]
+    def dtype(self) -> str:  # type: ignore[override]  # a read-only view of the slot: Tensors are immutable
         return self._spec.dtype or ops.dtype(self._native)
 
     @property
@@ -142,7 +148,7 @@ class Variable(Tensor):
         return frame.state if frame is not None else self._owner._read_state()
 
     @property
-    def _native(self) -> Any:  # type: ignore[override]
+    def _native(self) -> Any:
         native = _lookup(self._state(), self._state_path, f"variable {self.path!r}")
         if tape_module.active_tapes():
             tape_module.record_variable_read(self, native)
@@ -154,11 +160,11 @@ class Variable(Tensor):
         return self._native
 
     @property
-    def backend(self) -> str:  # type: ignore[override]
+    def backend(self) -> str:  # type: ignore[override]  # read-only, like every Tensor slot
         return _backend_of(_lookup(self._state(), self._state_path, f"variable {self.path!r}"))
 
     @property
-    def device(self) -> str:  # type: ignore[override]
+    def device(self) -> str:  # type: ignore[override]  # read-only, like every Tensor slot
         return ops.get_device(self._native)
 
     def assign(self, value: Any) -> None:
@@ -199,4 +205,4 @@ class Variable(Tensor):
         raise TypeError("ember.Variable is a view onto a model's state and is not picklable; "
                         "pickle variable.numpy() instead")
 
-    __getstate__ = None  # type: ignore[assignment]
+    __getstate__ = None  # type: ignore[assignment]  # not picklable (see __reduce__)

@@ -32,8 +32,8 @@ from typing import Any
 
 from ember import constraints as constraints_module
 from ember import dtypes, initializers
-from ember.seeds import sub_seed
 from ember import regularizers as regularizers_module
+from ember.seeds import sub_seed
 
 
 @dataclasses.dataclass(frozen=True)

@@ -43,7 +43,8 @@ Example:
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,8 @@ def check_sparsity(owner: str, value: Any) -> float:
     return float(value)
 
 
-def random_polarity(rng: np.random.Generator, size: int | None = None, excitatory_share: str = "two_thirds") -> Any:
+def random_polarity(rng: np.random.Generator, size: int | tuple[int, ...] | None = None,
+                    excitatory_share: str = "two_thirds") -> Any:
     """Synapse polarities: ``+1`` with probability 2/3 (``"two_thirds"``) or 1/2 (``"half"``)."""
     choices = np.array([-1, 1, 1] if excitatory_share == "two_thirds" else [-1, 1], dtype=np.int32)
     return rng.choice(choices, size=size)
@@ -152,7 +154,8 @@ class Wiring:
 
     def _check_neuron(self, neuron_id: Any, argument: str, count: int | None = None, what: str = "neuron") -> int:
         count = self.units if count is None else count
-        if isinstance(neuron_id, bool) or not isinstance(neuron_id, numbers.Integral) or not 0 <= neuron_id < count:
+        is_id = not isinstance(neuron_id, bool) and isinstance(neuron_id, numbers.Integral)
+        if not is_id or not 0 <= neuron_id < count:
             raise ValueError(f"{type(self).__name__}: {argument} must be a {what} id in [0, {count}), "
                              f"received {neuron_id!r}")
         return int(neuron_id)
@@ -173,7 +176,7 @@ class Wiring:
 
     def add_sensory_synapse(self, src: int, dest: int, polarity: int) -> None:
         """Add (or overwrite) the synapse from input feature ``src`` to neuron ``dest`` (needs ``build``)."""
-        if self.input_dim is None:
+        if self.input_dim is None or self.sensory_adjacency_matrix is None:  # build sets both
             raise ValueError(f"{type(self).__name__}.add_sensory_synapse: the wiring is not built; "
                              f"call build(input_dim) first")
         src = self._check_neuron(src, "src", self.input_dim, "sensory input")
@@ -207,7 +210,7 @@ class Wiring:
     def _draw_sensory_synapses(self, sensory: np.ndarray) -> None:
         """Fill ``sensory`` ``(input_dim, units)`` in place; the base wiring draws none."""
 
-    def built(self, input_dim: int) -> "Wiring":
+    def built(self, input_dim: int) -> Wiring:
         """This wiring built for ``input_dim`` without modifying it.
 
         Returns ``self`` when it is already built for ``input_dim``, otherwise a built copy
@@ -233,7 +236,7 @@ class Wiring:
             self._built_copies[input_dim] = copy
         return copy
 
-    def copy(self) -> "Wiring":
+    def copy(self) -> Wiring:
         """An independent copy with the same matrices (through the config)."""
         return type(self).from_config(self.get_config())
 
@@ -317,7 +320,7 @@ class Wiring:
         return config
 
     @classmethod
-    def from_config(cls, config: dict) -> "Wiring":
+    def from_config(cls, config: dict) -> Wiring:
         """Rebuild a wiring from :meth:`get_config`'s output, with exactly those matrices."""
         if not isinstance(config, dict):
             raise TypeError(f"{cls.__name__}.from_config: expected a dict, received {type(config).__name__}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.validation import check_bool
 from ember.serialization import register_serializable
+from ember.validation import check_bool
 from ember.wirings.base import Wiring, check_seed, random_polarity
 
 

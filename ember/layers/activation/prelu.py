@@ -41,7 +41,8 @@ class PReLU(Layer):
     def __post_init__(self) -> None:
         super().__post_init__()
         self._normalize("alpha_initializer", initializers.get(self.alpha_initializer))
-        self._normalize("alpha_regularizer", regularizers.get(self.alpha_regularizer, f"{self.name}: alpha_regularizer"))
+        self._normalize("alpha_regularizer",
+                        regularizers.get(self.alpha_regularizer, f"{self.name}: alpha_regularizer"))
         self._normalize("alpha_constraint", constraints.get(self.alpha_constraint, f"{self.name}: alpha_constraint"))
         if self.shared_axes is not None:
             axes = (self.shared_axes,) if isinstance(self.shared_axes, int) else tuple(self.shared_axes)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import dtypes, ops
 from ember.distribute import batch_window
-from ember import dtypes
-from ember import ops
 from ember.seeds import call_seed
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.validation import check_bool, check_rate
-from ember.seeds import check_seed, sub_seed
+from ember import ops
 from ember.initializers import get as get_initializer
 from ember.layers.attention.base_dense_attention import BaseDenseAttention
-from ember import ops
+from ember.seeds import check_seed, sub_seed
+from ember.validation import check_bool, check_rate
 
 _SCORE_MODES = ("dot", "concat")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.validation import check_bool
+from ember import ops
 from ember.layers.attention._common import (
     as_bool_mask,
     causal_mask,
@@ -20,7 +20,7 @@ from ember.layers.attention._common import (
 )
 from ember.layers.layer import Layer
 from ember.symbolic import is_shape
-from ember import ops
+from ember.validation import check_bool
 
 
 class BaseDenseAttention(Layer):
@@ -91,7 +91,8 @@ class BaseDenseAttention(Layer):
                                            ("key_mask", k_mask, value[:2])):
                 if given is not None and (len(tuple(given)) != 2 or any(
                         g is not None and e is not None and g != e for g, e in zip(tuple(given), expected))):
-                    raise ValueError(f"layer {self.name!r}: {label} must have shape {expected}, received {tuple(given)}")
+                    raise ValueError(f"layer {self.name!r}: {label} must have shape {expected}, "
+                                     f"received {tuple(given)}")
         output = (query[0], query[1], value[-1])
         if return_attention_scores:
             return output, (query[0], query[1], value[1])

@@ -20,9 +20,7 @@ import math
 import numbers
 from typing import Any
 
-from ember.validation import check_bool, check_positive_int, check_rate
-from ember import initializers
-from ember.seeds import check_seed, sub_seed
+from ember import initializers, ops
 from ember.layers.attention._common import (
     as_bool_mask,
     causal_mask,
@@ -31,8 +29,9 @@ from ember.layers.attention._common import (
     masked_softmax,
 )
 from ember.layers.layer import Layer
+from ember.seeds import check_seed, sub_seed
 from ember.symbolic import is_shape
-from ember import ops
+from ember.validation import check_bool, check_positive_int, check_rate
 
 
 class MultiHeadAttention(Layer):
@@ -119,7 +118,8 @@ class MultiHeadAttention(Layer):
             try:
                 shape = tuple(check_positive_int(name, "output_shape entries", d) for d in shape)
             except TypeError:
-                raise TypeError(f"{name}: output_shape must be an int or a tuple of ints, received {self.output_shape!r}") from None
+                raise TypeError(f"{name}: output_shape must be an int or a tuple of ints, "
+                                f"received {self.output_shape!r}") from None
             if not shape:
                 raise ValueError(f"{name}: output_shape must not be empty, received {self.output_shape!r}")
             self._normalize("output_shape", shape)
@@ -245,7 +245,8 @@ class MultiHeadAttention(Layer):
             if self.use_bias:
                 params[name]["bias"] = init(self.bias_initializer, (heads, head_dim), name, "bias")
         params["attention_output"] = {
-            "kernel": init(self.kernel_initializer, (heads, self.head_value_dim) + out_dims, "attention_output", "kernel")}
+            "kernel": init(self.kernel_initializer, (heads, self.head_value_dim) + out_dims,
+                           "attention_output", "kernel")}
         if self.use_bias:
             params["attention_output"]["bias"] = init(self.bias_initializer, out_dims, "attention_output", "bias")
         return self.make_state(params=params)
@@ -276,7 +277,8 @@ class MultiHeadAttention(Layer):
         length, memory = math.prod(t_dims), math.prod(s_dims)
         masks = []
         if attention_mask is not None:
-            given = attention_mask._native if getattr(type(attention_mask), "__ember_tensor__", False) else attention_mask
+            is_ember_tensor = getattr(type(attention_mask), "__ember_tensor__", False)
+            given = attention_mask._native if is_ember_tensor else attention_mask
             if not ops.is_array(given):
                 given = ops.convert_to_tensor(given)
             self._check_attention_mask_shape(tuple(ops.shape(given)), query, value)

@@ -8,10 +8,13 @@ Keras's (``compute_conv_output_shape``, ``compute_pooling_output_shape``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
 from ember.layers.core._checks import input_shape_of
 
 DATA_FORMATS = ("channels_last", "channels_first")
+# The shape helpers below take a layer's data_format: None (the default) means "channels_last".
 
 
 def is_int(value: Any) -> bool:
@@ -63,7 +66,7 @@ def standardize_data_format(name: str, value: Any) -> str:
     return fmt
 
 
-def spatial_shape(layer: Any, input_shape: Any, rank: int, data_format: str = "channels_last") -> tuple:
+def spatial_shape(layer: Any, input_shape: Any, rank: int, data_format: str | None = "channels_last") -> tuple:
     """``(shape, spatial dims, channels)`` of an input of rank ``rank + 2``; errors name the layer."""
     shape = input_shape_of(layer, input_shape, rank=rank + 2)
     if data_format == "channels_first":
@@ -71,7 +74,7 @@ def spatial_shape(layer: Any, input_shape: Any, rank: int, data_format: str = "c
     return shape, shape[1:-1], shape[-1]
 
 
-def known_channels(layer: Any, input_shape: Any, data_format: str = "channels_last") -> int:
+def known_channels(layer: Any, input_shape: Any, data_format: str | None = "channels_last") -> int:
     """The channel count of ``input_shape`` (rank ``layer.rank + 2``); ValueError when unknown."""
     _, _, channels = spatial_shape(layer, input_shape, layer.rank, data_format)
     if channels is None:
@@ -80,20 +83,20 @@ def known_channels(layer: Any, input_shape: Any, data_format: str = "channels_la
     return channels
 
 
-def join_shape(batch: Any, spatial: tuple, channels: Any, data_format: str) -> tuple:
+def join_shape(batch: Any, spatial: Sequence[Any], channels: Any, data_format: str | None) -> tuple:
     """Reassemble a shape from its batch, spatial dims and channels."""
     if data_format == "channels_first":
         return (batch, channels) + tuple(spatial)
     return (batch,) + tuple(spatial) + (channels,)
 
 
-def spatial_axes(rank: int, data_format: str) -> tuple[int, ...]:
+def spatial_axes(rank: int, data_format: str | None) -> tuple[int, ...]:
     """Axes of the spatial dims of a rank ``rank + 2`` input."""
     start = 2 if data_format == "channels_first" else 1
     return tuple(range(start, start + rank))
 
 
-def channel_axis(data_format: str) -> int:
+def channel_axis(data_format: str | None) -> int:
     return 1 if data_format == "channels_first" else -1
 
 
@@ -110,7 +113,7 @@ def _check_positive(layer: Any, lengths: list, input_shape: Any, what: str) -> l
 def conv_output_lengths(layer: Any, input_shape: Any, spatial: tuple, kernel_size: tuple, strides: tuple,
                         padding: str, dilation_rate: tuple) -> list:
     """Keras's convolution output lengths (``"causal"`` behaves as ``"same"``)."""
-    lengths = []
+    lengths: list[int | None] = []
     for n, k, s, d in zip(spatial, kernel_size, strides, dilation_rate):
         if n is None:
             lengths.append(None)
@@ -124,7 +127,7 @@ def conv_output_lengths(layer: Any, input_shape: Any, spatial: tuple, kernel_siz
 def pool_output_lengths(layer: Any, input_shape: Any, spatial: tuple, pool_size: tuple, strides: tuple,
                         padding: str) -> list:
     """Keras's pooling output lengths."""
-    lengths = []
+    lengths: list[int | None] = []
     for n, k, s in zip(spatial, pool_size, strides):
         if n is None:
             lengths.append(None)
@@ -138,7 +141,7 @@ def pool_output_lengths(layer: Any, input_shape: Any, spatial: tuple, pool_size:
 def conv_transpose_output_lengths(spatial: tuple, kernel_size: tuple, strides: tuple, padding: str,
                                   output_padding: tuple | None, dilation_rate: tuple) -> list:
     """Keras's (TF's) transposed-convolution output lengths."""
-    lengths = []
+    lengths: list[int | None] = []
     for i, (n, k, s, d) in enumerate(zip(spatial, kernel_size, strides, dilation_rate)):
         extra = None if output_padding is None else output_padding[i]
         effective = (k - 1) * d + 1

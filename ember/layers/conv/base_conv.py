@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ember.validation import check_bool, check_positive_int
 from ember import activations, initializers, ops
 from ember.layers.conv import _args
 from ember.layers.layer import Layer
 from ember.layers.weights import WeightSpec, resolve_options
+from ember.validation import check_bool, check_positive_int
 
 
 def add_bias(layer: Any, outputs: Any, bias: Any) -> Any:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ember.validation import check_bool, check_positive_int
 from ember import activations, initializers, ops
 from ember.layers.conv import _args
 from ember.layers.conv.base_conv import add_bias, check_input
 from ember.layers.layer import Layer
 from ember.layers.weights import WeightSpec, resolve_options
+from ember.validation import check_bool, check_positive_int
 
 
 class BaseConvTranspose(Layer):
@@ -61,7 +61,8 @@ class BaseConvTranspose(Layer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        resolve_options(self, "kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint")
+        resolve_options(self, "kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                        "kernel_constraint", "bias_constraint")
         name, rank = self.name, self.rank
         self._normalize("filters", check_positive_int(name, "filters", self.filters))
         self._normalize("kernel_size", _args.standardize_tuple(name, self.kernel_size, rank, "kernel_size"))

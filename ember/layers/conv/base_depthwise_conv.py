@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ember.validation import check_bool, check_positive_int
 from ember import activations, initializers, ops
 from ember.layers.conv import _args
 from ember.layers.conv.base_conv import add_bias, check_input
 from ember.layers.layer import Layer
 from ember.layers.weights import WeightSpec, resolve_options
+from ember.validation import check_bool, check_positive_int
 
 
 def depthwise_conv(layer: Any, inputs: Any, kernel: Any) -> Any:
@@ -86,7 +86,8 @@ class BaseDepthwiseConv(Layer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        resolve_options(self, "depthwise_regularizer", "bias_regularizer", "activity_regularizer", "depthwise_constraint", "bias_constraint")
+        resolve_options(self, "depthwise_regularizer", "bias_regularizer", "activity_regularizer",
+                        "depthwise_constraint", "bias_constraint")
         validate_depthwise(self)
         self._normalize("depthwise_initializer", initializers.get(self.depthwise_initializer))
         self._normalize("bias_initializer", initializers.get(self.bias_initializer))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ember.validation import check_positive_int
 from ember import activations, initializers, ops
 from ember.layers.conv import _args
 from ember.layers.conv.base_conv import add_bias, check_input
 from ember.layers.conv.base_depthwise_conv import depthwise_conv, validate_depthwise
 from ember.layers.layer import Layer
 from ember.layers.weights import WeightSpec, resolve_options
+from ember.validation import check_positive_int
 
 
 class BaseSeparableConv(Layer):
@@ -62,8 +62,8 @@ class BaseSeparableConv(Layer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        resolve_options(self, "depthwise_regularizer", "pointwise_regularizer", "bias_regularizer", "activity_regularizer",
-                        "depthwise_constraint", "pointwise_constraint", "bias_constraint")
+        resolve_options(self, "depthwise_regularizer", "pointwise_regularizer", "bias_regularizer",
+                        "activity_regularizer", "depthwise_constraint", "pointwise_constraint", "bias_constraint")
         self._normalize("filters", check_positive_int(self.name, "filters", self.filters))
         validate_depthwise(self)
         for field in ("depthwise_initializer", "pointwise_initializer", "bias_initializer"):

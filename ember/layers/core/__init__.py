@@ -1,1 +1,2 @@
-"""Core layers: Dense, Activation, Dropout, Flatten, Reshape, Permute, RepeatVector, Identity, Lambda, Embedding, InputLayer."""
+"""Core layers: Dense, Activation, Dropout, Flatten, Reshape, Permute, RepeatVector, Identity, Lambda, Embedding,
+InputLayer."""

@@ -13,7 +13,8 @@ def input_shape_of(layer: Layer, input_shape: Any, min_rank: int = 1, rank: int 
     try:
         shape = tuple(input_shape)
     except TypeError:
-        raise TypeError(f"layer {layer.name!r} expects a single input shape (a tuple), received {input_shape!r}") from None
+        raise TypeError(f"layer {layer.name!r} expects a single input shape (a tuple), "
+                        f"received {input_shape!r}") from None
     if any(d is not None and (isinstance(d, bool) or not isinstance(d, int)) for d in shape):
         raise TypeError(f"layer {layer.name!r} expects a single input shape of ints/None, received {input_shape!r}")
     if rank is not None and len(shape) != rank:

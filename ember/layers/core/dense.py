@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.validation import check_last_dim, check_positive_int
-from ember import activations, initializers
+from ember import activations, initializers, ops
 from ember.layers.layer import Layer, add_loss
-from ember import ops
 from ember.layers.weights import WeightSpec, resolve_options
+from ember.validation import check_last_dim, check_positive_int
 
 
 class Dense(Layer):

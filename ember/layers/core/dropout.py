@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.distribute import batch_window
-from ember.validation import check_rate
-from ember.seeds import call_seed, check_seed
-from ember.layers.layer import Layer
 from ember import ops
+from ember.distribute import batch_window
+from ember.layers.layer import Layer
+from ember.seeds import call_seed, check_seed
+from ember.validation import check_rate
 
 
 class Dropout(Layer):
@@ -54,10 +54,12 @@ class Dropout(Layer):
             try:
                 shape = tuple(self.noise_shape)
             except TypeError:
-                raise TypeError(f"{self.name}: noise_shape must be a tuple of ints/None, received {self.noise_shape!r}") from None
+                raise TypeError(f"{self.name}: noise_shape must be a tuple of ints/None, "
+                                f"received {self.noise_shape!r}") from None
             for d in shape:
                 if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d <= 0):
-                    raise ValueError(f"{self.name}: noise_shape entries must be positive ints or None, received {shape}")
+                    raise ValueError(f"{self.name}: noise_shape entries must be positive ints or None, "
+                                     f"received {shape}")
             self._normalize("noise_shape", shape)
         self._normalize("seed", check_seed(self.seed, f"{self.name}: seed"))
 

@@ -55,7 +55,8 @@ def _resolve(layer: Any, input_shape: tuple) -> tuple[str, tuple, tuple | None, 
     bias = None
     if layer.bias_axes:
         if any(c not in outputs for c in layer.bias_axes):
-            raise ValueError(f"{layer.name}: bias_axes {layer.bias_axes!r} must be output letters of {layer.equation!r}")
+            raise ValueError(f"{layer.name}: bias_axes {layer.bias_axes!r} "
+                             f"must be output letters of {layer.equation!r}")
         first = min(outputs.index(c) for c in layer.bias_axes)
         bias = tuple(sizes[c] if c in layer.bias_axes else 1 for c in outputs[first:])
     return f"{inputs},{weights}->{outputs}", tuple(kernel), bias, output_shape

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.validation import check_bool, check_positive_int
-from ember import initializers
+from ember import initializers, ops
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer, add_loss
-from ember import ops
 from ember.layers.weights import WeightSpec, resolve_options
+from ember.validation import check_bool, check_positive_int
 
 _INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
@@ -101,7 +100,8 @@ class Embedding(Layer):
         return outputs
 
     @property
-    def supports_masking(self) -> bool:  # Keras: an Embedding with mask_zero makes masks
+    def supports_masking(self) -> bool:  # type: ignore[override]  # per instance; a class flag in Layer
+        # Keras: an Embedding with mask_zero makes masks
         return self.mask_zero
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ember import ops
 from ember.layers.core._checks import input_shape_of, known_size
 from ember.layers.layer import Layer
-from ember import ops
 
 
 class Flatten(Layer):

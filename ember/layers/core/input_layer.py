@@ -89,7 +89,8 @@ def Input(shape: Any = None, dtype: Any = None, name: str | None = None, batch_s
         shape, batch_size = batch_shape[1:], batch_shape[0]
     if shape is None:
         raise ValueError("Input: give shape (one example's shape) or batch_shape")
-    return symbolic_input(InputLayer(shape=shape, batch_size=batch_size, name=name, dtype=dtype))
+    layer = InputLayer(shape=shape, batch_size=batch_size, name=name, dtype=dtype)  # type: ignore[arg-type]  # None: generated
+    return symbolic_input(layer)
 
 
 def symbolic_input(layer: InputLayer) -> SymbolicTensor:

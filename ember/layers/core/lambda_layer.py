@@ -6,10 +6,10 @@ from typing import Any
 
 import optree
 
-from ember.layers.layer import Layer, empty_state
-from ember.symbolic import is_shape
 from ember import backends, dtypes, ops
+from ember.layers.layer import Layer, empty_state
 from ember.serialization import registered_function_name
+from ember.symbolic import is_shape
 
 # Sizes substituted for unknown (None) dimensions when the output shape is inferred by
 # running the function; two probes tell which output dimensions follow the unknown ones.

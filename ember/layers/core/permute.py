@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import ops
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
-from ember import ops
 
 
 class Permute(Layer):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ember import ops
 from ember.layers.core._checks import input_shape_of, known_size
 from ember.layers.layer import Layer
-from ember import ops
 
 
 class Reshape(Layer):
@@ -43,7 +43,8 @@ class Reshape(Layer):
         try:
             target = tuple(target)
         except TypeError:
-            raise TypeError(f"{self.name}: target_shape must be a tuple of ints, received {self.target_shape!r}") from None
+            raise TypeError(f"{self.name}: target_shape must be a tuple of ints, "
+                            f"received {self.target_shape!r}") from None
         for d in target:
             if isinstance(d, bool) or not isinstance(d, int) or (d <= 0 and d != -1):
                 raise ValueError(

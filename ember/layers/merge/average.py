@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.layers.merge.base import Merge
 from ember import ops
+from ember.layers.merge.base import Merge
 
 
 class Average(Merge):

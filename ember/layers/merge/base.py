@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ember import ops
 from ember.layers.layer import Layer
 from ember.symbolic import is_shape
-from ember import ops
 
 
 def broadcast_dims(a: int | None, b: int | None) -> int | None:
@@ -83,7 +83,7 @@ class Merge(Layer):
             )
         batch = self._batch_size(shapes)
         rank = max(len(s) for s in shapes) - 1
-        out = [1] * rank
+        out: list[int | None] = [1] * rank
         for shape in shapes:
             dims = (1,) * (rank - (len(shape) - 1)) + tuple(shape[1:])
             try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ember.validation import check_bool
-from ember.layers.merge.base import Merge
 from ember import ops
+from ember.layers.merge.base import Merge
+from ember.validation import check_bool
 
 _EPSILON = 1e-12  # floor of the squared norm when normalizing (as in Keras)
 

@@ -40,7 +40,7 @@ def _merge(layer: Any, inputs: Any) -> Any:
     return output
 
 
-def add(inputs, **kwargs):
+def add(inputs: Any, **kwargs: Any) -> Any:
     """Element-wise sum of ``inputs`` (the :class:`Add` layer).
 
     Example:
@@ -53,7 +53,7 @@ def add(inputs, **kwargs):
     return _merge(Add(**kwargs), inputs)
 
 
-def average(inputs, **kwargs):
+def average(inputs: Any, **kwargs: Any) -> Any:
     """Element-wise mean of ``inputs`` (the :class:`Average` layer).
 
     Example:
@@ -66,7 +66,7 @@ def average(inputs, **kwargs):
     return _merge(Average(**kwargs), inputs)
 
 
-def concatenate(inputs, axis=-1, **kwargs):
+def concatenate(inputs: Any, axis: int = -1, **kwargs: Any) -> Any:
     """``inputs`` joined along ``axis`` (the :class:`Concatenate` layer).
 
     Example:
@@ -79,7 +79,7 @@ def concatenate(inputs, axis=-1, **kwargs):
     return _merge(Concatenate(axis=axis, **kwargs), inputs)
 
 
-def dot(inputs, axes=-1, normalize=False, **kwargs):
+def dot(inputs: Any, axes: Any = -1, normalize: bool = False, **kwargs: Any) -> Any:
     """Dot product of two inputs along ``axes`` (the :class:`Dot` layer).
 
     Example:
@@ -92,7 +92,7 @@ def dot(inputs, axes=-1, normalize=False, **kwargs):
     return _merge(Dot(axes=axes, normalize=normalize, **kwargs), inputs)
 
 
-def maximum(inputs, **kwargs):
+def maximum(inputs: Any, **kwargs: Any) -> Any:
     """Element-wise maximum of ``inputs`` (the :class:`Maximum` layer).
 
     Example:
@@ -105,7 +105,7 @@ def maximum(inputs, **kwargs):
     return _merge(Maximum(**kwargs), inputs)
 
 
-def minimum(inputs, **kwargs):
+def minimum(inputs: Any, **kwargs: Any) -> Any:
     """Element-wise minimum of ``inputs`` (the :class:`Minimum` layer).
 
     Example:
@@ -118,7 +118,7 @@ def minimum(inputs, **kwargs):
     return _merge(Minimum(**kwargs), inputs)
 
 
-def multiply(inputs, **kwargs):
+def multiply(inputs: Any, **kwargs: Any) -> Any:
     """Element-wise product of ``inputs`` (the :class:`Multiply` layer).
 
     Example:
@@ -131,7 +131,7 @@ def multiply(inputs, **kwargs):
     return _merge(Multiply(**kwargs), inputs)
 
 
-def subtract(inputs, **kwargs):
+def subtract(inputs: Any, **kwargs: Any) -> Any:
     """``inputs[0] - inputs[1]`` (the :class:`Subtract` layer).
 
     Example:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from ember import dtypes
+from ember import dtypes, ops
+from ember.layers.layer import Layer, unique_name
 from ember.seeds import sub_seed
-from ember.layers.layer import Layer
-from ember.layers.layer import unique_name
-from ember.wirings import Wiring
-from ember.wirings import FullyConnected
-from ember import ops
+from ember.wirings import FullyConnected, Wiring
 
 CFC_MODES = ("default", "pure", "no_gate")
 
@@ -80,7 +77,22 @@ def to_array(matrix: np.ndarray, dtype: str) -> Any:
     return ops.convert_to_tensor(np.asarray(matrix).astype(dtypes.to_numpy_dtype(dtype)), dtype=dtype)
 
 
-def dense_params(layer: Layer, fan_in: int, units: int, seed: int | None, *path: str) -> dict:
+class CfCFields(Protocol):
+    """The config of a CfC cell (``CfCCell``, ``WiredCfCCell``) that the helpers below read."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def kernel_initializer(self) -> Any: ...
+    @property
+    def bias_initializer(self) -> Any: ...
+    @property
+    def variable_dtype(self) -> str: ...
+
+
+def dense_params(layer: CfCFields, fan_in: int, units: int, seed: int | None, *path: str) -> dict:
     """``{"kernel": (fan_in, units), "bias": (units,)}`` from the layer's kernel/bias initializers."""
     dtype = layer.variable_dtype
     return {
@@ -89,7 +101,7 @@ def dense_params(layer: Layer, fan_in: int, units: int, seed: int | None, *path:
     }
 
 
-def check_mode(layer: Layer) -> None:
+def check_mode(layer: CfCFields) -> None:
     if layer.mode not in CFC_MODES:
         raise ValueError(f"{layer.name}: mode must be one of {CFC_MODES}, received {layer.mode!r}")
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember.validation import check_bool
 from ember.layers.ncp._common import compact_repr, default_name
 from ember.layers.ncp.cfc_cell import CfCCell
 from ember.layers.ncp.mixed_memory import MixedMemoryCell
 from ember.layers.ncp.wired_cfc_cell import WiredCfCCell
 from ember.layers.rnn.cell import RNNCell
 from ember.layers.rnn.rnn import RNN
+from ember.validation import check_bool
 from ember.wirings import Wiring
 
 
@@ -83,7 +83,8 @@ class CfC(RNN):
 
     def _make_cell(self) -> RNNCell:
         check_bool(self.name, "mixed_memory", self.mixed_memory)
-        common = {"name": self.name, "dtype": self.dtype, "trainable": self.trainable}
+        common: dict[str, Any] = {"name": self.name, "dtype": self.dtype, "trainable": self.trainable}
+        cell: RNNCell
         if isinstance(self.units, Wiring):
             given = [f for f in ("backbone_units", "backbone_layers", "backbone_dropout")
                      if getattr(self, f) is not None]
@@ -93,13 +94,14 @@ class CfC(RNN):
             cell = WiredCfCCell(self.units, mode=self.mode, fully_recurrent=self.fully_recurrent, **common)
             self._normalize("units", cell.wiring)  # the cell's private copy
         else:
-            cell = CfCCell(
+            cfc = CfCCell(
                 self.units, mode=self.mode, activation=self.activation,
                 backbone_units=128 if self.backbone_units is None else self.backbone_units,
                 backbone_layers=1 if self.backbone_layers is None else self.backbone_layers,
                 backbone_dropout=0.0 if self.backbone_dropout is None else self.backbone_dropout,
                 seed=self.seed, **common)
-            self._normalize("activation", cell.activation)
+            self._normalize("activation", cfc.activation)
+            cell = cfc
         if self.mixed_memory:
             cell = MixedMemoryCell(cell, **common)
         return cell

@@ -48,22 +48,21 @@ from __future__ import annotations
 import numbers
 from typing import Any, ClassVar
 
-from ember import activations, initializers
+from ember import activations, initializers, ops
 from ember.layers.ncp._common import (
-    compact_repr,
-    default_name,
     cfc_head_names,
     cfc_heads,
     cfc_update,
     check_features,
     check_mode,
+    compact_repr,
+    default_name,
     dense_params,
     pure_params,
     split_rows,
 )
 from ember.layers.rnn.cell import RNNCell, check_rate, check_units, dropout_mask
 from ember.seeds import check_seed
-from ember import ops
 
 
 class CfCCell(RNNCell):
@@ -112,7 +111,7 @@ class CfCCell(RNNCell):
     def __post_init__(self) -> None:
         default_name(self, "cfc_cell")
         super().__post_init__()
-        check_units(self)
+        check_units(self, self.units)
         check_mode(self)
         self._normalize("activation", activations.standardize(self.activation, f"{self.name}: activation"))
         for field, minimum in (("backbone_units", 1), ("backbone_layers", 0)):

@@ -19,12 +19,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember.validation import check_bool
 from ember.layers.ncp._common import compact_repr
 from ember.layers.ncp.ltc_cell import LTCCell
 from ember.layers.ncp.mixed_memory import MixedMemoryCell
 from ember.layers.rnn.cell import RNNCell
 from ember.layers.rnn.rnn import RNN
+from ember.validation import check_bool
 from ember.wirings import Wiring
 
 
@@ -70,16 +70,16 @@ class LTC(RNN):
 
     def _make_cell(self) -> RNNCell:
         check_bool(self.name, "mixed_memory", self.mixed_memory)
-        common = {"name": self.name, "dtype": self.dtype, "trainable": self.trainable}
-        cell = LTCCell(self.units, input_mapping=self.input_mapping, output_mapping=self.output_mapping,
-                       ode_unfolds=self.ode_unfolds, epsilon=self.epsilon,
-                       implicit_param_constraints=self.implicit_param_constraints,
-                       initialization_ranges=self.initialization_ranges, **common)
+        common: dict[str, Any] = {"name": self.name, "dtype": self.dtype, "trainable": self.trainable}
+        ltc = LTCCell(self.units, input_mapping=self.input_mapping, output_mapping=self.output_mapping,
+                      ode_unfolds=self.ode_unfolds, epsilon=self.epsilon,
+                      implicit_param_constraints=self.implicit_param_constraints,
+                      initialization_ranges=self.initialization_ranges, **common)
 
         if isinstance(self.units, Wiring):
-            self._normalize("units", cell.wiring)  # the cell's private copy
+            self._normalize("units", ltc.wiring)  # the cell's private copy
         for field in ("ode_unfolds", "epsilon", "initialization_ranges"):
-            self._normalize(field, getattr(cell, field))
+            self._normalize(field, getattr(ltc, field))
         if self.mixed_memory:
-            cell = MixedMemoryCell(cell, **common)
-        return cell
+            return MixedMemoryCell(ltc, **common)
+        return ltc

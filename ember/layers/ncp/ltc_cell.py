@@ -58,20 +58,20 @@ from __future__ import annotations
 import numbers
 from typing import Any, ClassVar
 
-from ember.validation import check_positive_int
 from ember import constraints as constraints_module
+from ember import ops
 from ember.initializers import RandomUniform
 from ember.layers.ncp._common import (
-    compact_repr,
     built_wiring,
     check_features,
+    compact_repr,
     normalize_wiring,
     to_array,
     to_mask,
 )
 from ember.layers.rnn.cell import RNNCell
 from ember.seeds import sub_seed
-from ember import ops
+from ember.validation import check_positive_int
 
 MAPPINGS = ("affine", "linear", None)
 DEFAULT_RANGES = {

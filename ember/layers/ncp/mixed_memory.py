@@ -23,11 +23,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember.seeds import sub_seed
+from ember import ops
 from ember.layers.ncp._common import compact_repr
 from ember.layers.rnn.cell import RNNCell
 from ember.layers.rnn.lstm import LSTMCell
-from ember import ops
+from ember.seeds import sub_seed
 
 
 class MixedMemoryCell(RNNCell):
@@ -76,7 +76,7 @@ class MixedMemoryCell(RNNCell):
         return config
 
     @property
-    def accepts_timespan(self) -> bool:  # type: ignore[override]
+    def accepts_timespan(self) -> bool:  # type: ignore[override]  # per instance (its cell's); a class flag in RNNCell
         return bool(getattr(self.cell, "accepts_timespan", False))
 
     @property

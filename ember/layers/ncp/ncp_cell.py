@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.validation import check_bool
-from ember import activations, initializers
+from ember import activations, initializers, ops
 from ember.layers.ncp._common import built_wiring, check_features, compact_repr, normalize_wiring, to_mask
 from ember.layers.rnn.cell import RNNCell, init_weight
-from ember import ops
+from ember.validation import check_bool
 
 
 class NCPCell(RNNCell):

@@ -35,17 +35,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ember.validation import check_bool
-from ember import initializers
+from ember import initializers, ops
 from ember.layers.ncp._common import (
-    compact_repr,
-    default_name,
     built_wiring,
     cfc_head_names,
     cfc_heads,
     cfc_update,
     check_features,
     check_mode,
+    compact_repr,
+    default_name,
     dense_params,
     normalize_wiring,
     pure_params,
@@ -53,7 +52,7 @@ from ember.layers.ncp._common import (
     to_mask,
 )
 from ember.layers.rnn.cell import RNNCell
-from ember import ops
+from ember.validation import check_bool
 
 
 class WiredCfCCell(RNNCell):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from ember.validation import check_bool
-from ember.layers.layer import Layer
 from ember import ops
+from ember.layers.layer import Layer
+from ember.validation import check_bool
 
 # Dtypes computed in float32 and cast back (as Keras does, for stability).
 LOW_PRECISION = ("float16", "bfloat16")
@@ -31,10 +31,12 @@ def check_axis(layer: Layer, value: Any, allow_list: bool) -> int | tuple[int, .
 def check_real(layer: Layer, field: str, low: float, high: float | None = None, low_open: bool = False) -> None:
     """Normalize the config field ``field`` to a float in ``[low, high]`` (``(low, ...`` if ``low_open``)."""
     value = getattr(layer, field)
-    ok = not isinstance(value, bool) and isinstance(value, numbers.Real) and (
-        value > low if low_open else value >= low) and (high is None or value <= high)
+    is_real = not isinstance(value, bool) and isinstance(value, numbers.Real)
+    ok = is_real and (value > low if low_open else value >= low) and (high is None or value <= high)
     if not ok:
-        bounds = f"{'(' if low_open else '['}{low}, {high if high is not None else 'inf'}{']' if high is not None else ')'}"
+        opening = "(" if low_open else "["
+        closing = f"{high}]" if high is not None else "inf)"
+        bounds = f"{opening}{low}, {closing}"
         raise ValueError(f"{layer.name}: {field} must be a number in {bounds}, received {value!r}")
     layer._normalize(field, float(value))
 

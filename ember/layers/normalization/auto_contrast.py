@@ -5,9 +5,9 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+from ember import ops
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
-from ember import ops
 
 _IMAGE_AXES = (1, 2)  # (batch, height, width, channels)
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import initializers
+from ember import initializers, ops
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
-from ember import ops
 from ember.layers.weights import WeightSpec, resolve_options
 
 
@@ -92,7 +91,9 @@ class BatchNormalization(Layer):
         if self.synchronized:
             raise ValueError(f"{self.name}: synchronized=True (cross-replica statistics) is not supported: "
                              "Ember runs each model on one device; use synchronized=False")
-        for field in ("beta_initializer", "gamma_initializer", "moving_mean_initializer", "moving_variance_initializer"):
+        initializer_fields = ("beta_initializer", "gamma_initializer", "moving_mean_initializer",
+                              "moving_variance_initializer")
+        for field in initializer_fields:
             self._normalize(field, initializers.get(getattr(self, field)))
         resolve_options(self, "beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint")
 
@@ -110,7 +111,8 @@ class BatchNormalization(Layer):
             dims = _common.known_dims(self, shape, (self._feature_axis(shape),))
         specs = []
         if self.scale:
-            specs.append(WeightSpec("gamma", dims, self.gamma_initializer, self.gamma_regularizer, self.gamma_constraint))
+            specs.append(WeightSpec("gamma", dims, self.gamma_initializer, self.gamma_regularizer,
+                                    self.gamma_constraint))
         if self.center:
             specs.append(WeightSpec("beta", dims, self.beta_initializer, self.beta_regularizer, self.beta_constraint))
         specs.append(WeightSpec("moving_mean", dims, self.moving_mean_initializer, trainable=False))

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from ember import initializers
+from ember import initializers, ops
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
-from ember import ops
 from ember.layers.weights import WeightSpec, resolve_options
 
 

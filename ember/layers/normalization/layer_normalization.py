@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import initializers
+from ember import initializers, ops
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
-from ember import ops
 from ember.layers.weights import WeightSpec, resolve_options
 
 
@@ -84,7 +83,8 @@ class LayerNormalization(Layer):
         has_gamma, has_beta = self._uses()
         specs = []
         if has_gamma:
-            specs.append(WeightSpec("gamma", dims, self.gamma_initializer, self.gamma_regularizer, self.gamma_constraint))
+            specs.append(WeightSpec("gamma", dims, self.gamma_initializer, self.gamma_regularizer,
+                                    self.gamma_constraint))
         if has_beta:
             specs.append(WeightSpec("beta", dims, self.beta_initializer, self.beta_regularizer, self.beta_constraint))
         return specs
@@ -120,7 +120,7 @@ class LayerNormalization(Layer):
 
 
 
-def _checked_param(layer: Layer, params: dict, name: str, shape: tuple, axes: tuple[int, ...]) -> Any:
+def _checked_param(layer: LayerNormalization, params: dict, name: str, shape: tuple, axes: tuple[int, ...]) -> Any:
     """``params[name]`` reshaped to broadcast against ``shape``; ValueError when it does not fit."""
     param = params[name]
     expected = tuple(shape[a] for a in axes)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import ops
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.layers.normalization import _common
-from ember import ops
 
 
 class UnitNormalization(Layer):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ember.validation import check_bool
 from ember import ops
 from ember.layers.conv import _args
 from ember.layers.layer import Layer
+from ember.validation import check_bool
 
 
 class BaseGlobalPooling(Layer):

@@ -21,6 +21,7 @@ from ember.layers.preprocessing.string_lookup import StringLookup
 from ember.layers.preprocessing.text_vectorization import TextVectorization
 
 __all__ = [
-    "CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup", "StringLookup", "TextVectorization", "Normalization", "RandomBrightness", "RandomContrast",
+    "CategoryEncoding", "CenterCrop", "Discretization", "Hashing", "IntegerLookup", "StringLookup",
+    "TextVectorization", "Normalization", "RandomBrightness", "RandomContrast",
     "RandomCrop", "RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom", "Rescaling", "Resizing",
 ]

@@ -7,7 +7,8 @@ Images are ``(batch, height, width, channels)`` inside these helpers (a single
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ember import dtypes, ops
 from ember.layers.conv import _args

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import collections
 import hashlib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,8 @@ def check_lookup(layer: Any) -> None:
     """Validate the shared lookup fields (ValueError naming the layer)."""
     if layer.output_mode not in OUTPUT_MODES:
         raise ValueError(f"{layer.name}: output_mode must be one of {OUTPUT_MODES}, received {layer.output_mode!r}")
-    if isinstance(layer.num_oov_indices, bool) or not isinstance(layer.num_oov_indices, int) or layer.num_oov_indices < 0:
+    num_oov = layer.num_oov_indices
+    if isinstance(num_oov, bool) or not isinstance(num_oov, int) or num_oov < 0:
         raise ValueError(f"{layer.name}: num_oov_indices must be an int >= 0, received {layer.num_oov_indices!r}")
     if layer.max_tokens is not None and (isinstance(layer.max_tokens, bool) or not isinstance(layer.max_tokens, int)
                                          or layer.max_tokens <= special_count(layer)):

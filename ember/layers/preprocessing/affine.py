@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ember import ops
 from ember.layers.layer import Layer
@@ -16,6 +16,22 @@ class _RandomAffine(Layer):
     Subclasses declare their factors and implement ``_transforms(images, draws)``.
     Outside training the input is returned unchanged.
     """
+
+    if TYPE_CHECKING:  # config fields every subclass declares (after its factors, in Keras's order)
+        @property
+        def fill_mode(self) -> str: ...
+        @property
+        def interpolation(self) -> str: ...
+        @property
+        def fill_value(self) -> float: ...
+
+    def _ranges(self) -> list:
+        """The ``(low, high)`` range of each drawn parameter (one column of draws each)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _ranges")
+
+    def _transforms(self, draws: list, h: int, w: int) -> Any:
+        """Keras's 8-parameter transforms ``(batch, 8)`` for the drawn parameters of ``h x w`` images."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _transforms")
 
     def _check_common(self) -> None:
         _image.check_choice(self, "fill_mode", self.fill_mode, _image.FILL_MODES)
@@ -89,8 +105,10 @@ class RandomRotation(_RandomAffine):
     def _transforms(self, draws: list, h: int, w: int) -> Any:
         angle = ops.multiply(draws[0], 2.0 * math.pi)
         cos, sin = ops.cos(angle), ops.sin(angle)
-        x_offset = ops.divide(ops.subtract(w - 1, ops.subtract(ops.multiply(cos, w - 1), ops.multiply(sin, h - 1))), 2.0)
-        y_offset = ops.divide(ops.subtract(h - 1, ops.add(ops.multiply(sin, w - 1), ops.multiply(cos, h - 1))), 2.0)
+        rotated_x = ops.subtract(ops.multiply(cos, w - 1), ops.multiply(sin, h - 1))
+        rotated_y = ops.add(ops.multiply(sin, w - 1), ops.multiply(cos, h - 1))
+        x_offset = ops.divide(ops.subtract(w - 1, rotated_x), 2.0)
+        y_offset = ops.divide(ops.subtract(h - 1, rotated_y), 2.0)
         zero = ops.zeros_like(cos)
         return _stack([cos, ops.negative(sin), x_offset, sin, cos, y_offset, zero, zero])
 

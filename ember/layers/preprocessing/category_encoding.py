@@ -58,7 +58,7 @@ class CategoryEncoding(Layer):
         [[1.0, 0.0, 0.0, 2.0]]
     """
 
-    num_tokens: int | None = None
+    num_tokens: int = None  # type: ignore[assignment]  # Keras's default None is rejected in __post_init__
     output_mode: str = "multi_hot"
     sparse: bool = False
 

@@ -12,7 +12,8 @@ from ember.layers.preprocessing import _random
 def _value_range(layer: Any) -> list[float]:
     low, high = (float(v) for v in layer.value_range)
     if not low < high:
-        raise ValueError(f"{layer.name}: value_range must be (low, high) with low < high, received {layer.value_range!r}")
+        raise ValueError(f"{layer.name}: value_range must be (low, high) with low < high, "
+                         f"received {layer.value_range!r}")
     return [low, high]
 
 

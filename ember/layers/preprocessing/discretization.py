@@ -63,7 +63,7 @@ class Discretization(Layer):
             raise ValueError(f"{self.name}: num_bins={self.num_bins} disagrees with {len(self.bin_boundaries)} "
                              "bin_boundaries (num_bins must be len(bin_boundaries) + 1)")
 
-    def adapt(self, data: Any, steps: Any = None) -> "Discretization":
+    def adapt(self, data: Any, steps: Any = None) -> Discretization:
         """A copy with ``num_bins - 1`` boundaries at the quantiles of ``data``."""
         if self.num_bins is None:
             raise ValueError(f"{self.name}: adapt needs num_bins")
@@ -84,7 +84,8 @@ class Discretization(Layer):
         buckets = ops.digitize(x, boundaries)
         if self.output_mode == "int":
             return buckets
-        return encode(buckets, len(self.bin_boundaries) + 1, self.output_mode, self.compute_dtype if self.dtype else dtypes.floatx())
+        dtype = self.compute_dtype if self.dtype else dtypes.floatx()
+        return encode(buckets, len(self.bin_boundaries) + 1, self.output_mode, dtype)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         if self.output_mode == "int":

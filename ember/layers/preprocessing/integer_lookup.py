@@ -73,7 +73,7 @@ class IntegerLookup(Layer):
     def vocabulary_size(self) -> int:
         return _lookup.vocabulary_size(self)
 
-    def adapt(self, data: Any, steps: Any = None) -> "IntegerLookup":
+    def adapt(self, data: Any, steps: Any = None) -> IntegerLookup:
         """A copy with the vocabulary (and, for tf_idf, the IDF weights) of ``data``."""
         array = host_array(data)
         exclude = {self.mask_token} if self.mask_token is not None else set()

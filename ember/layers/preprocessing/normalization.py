@@ -80,7 +80,7 @@ class Normalization(Layer):
         if self.variance is not None and np.any(np.asarray(self.variance) < 0):
             raise ValueError(f"{self.name}: variance must be >= 0, received {self.variance!r}")
 
-    def adapt(self, data: Any, batch_size: Any = None, steps: Any = None) -> "Normalization":
+    def adapt(self, data: Any, batch_size: Any = None, steps: Any = None) -> Normalization:
         """A copy of this layer with ``mean``/``variance`` computed from ``data`` over the non-kept axes.
 
         ``data`` is an array, a nested list, or an iterable of batches (or of ``(x, y)`` tuples).
@@ -93,7 +93,8 @@ class Normalization(Layer):
         mean = array.mean(axis=reduce, keepdims=True)
         variance = array.var(axis=reduce, keepdims=True)
         squeeze = tuple(a for a in range(rank) if a not in kept and a == 0)  # drop the batch axis, keep the rest
-        return self.replace(mean=np.squeeze(mean, axis=squeeze).tolist(), variance=np.squeeze(variance, axis=squeeze).tolist())
+        return self.replace(mean=np.squeeze(mean, axis=squeeze).tolist(),
+                            variance=np.squeeze(variance, axis=squeeze).tolist())
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         if self.mean is None:
@@ -102,7 +103,10 @@ class Normalization(Layer):
         return super().build(input_shape, seed)
 
     def call(self, params: dict, inputs: Any) -> Any:
-        dtype = self.compute_dtype if self.dtype else (ops.dtype(inputs) if dtypes.is_float(ops.dtype(inputs)) else dtypes.floatx())
+        if self.dtype:
+            dtype = self.compute_dtype
+        else:
+            dtype = ops.dtype(inputs) if dtypes.is_float(ops.dtype(inputs)) else dtypes.floatx()
         x = ops.cast(inputs, dtype)
         mean = ops.convert_to_tensor(self.mean, dtype=dtype)
         std = ops.maximum(ops.sqrt(ops.convert_to_tensor(self.variance, dtype=dtype)), _EPSILON)

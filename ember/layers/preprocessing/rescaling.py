@@ -45,7 +45,10 @@ class Rescaling(Layer):
                 self._normalize(field, float(value))
 
     def call(self, params: dict, inputs: Any) -> Any:
-        dtype = self.compute_dtype if self.dtype else (ops.dtype(inputs) if dtypes.is_float(ops.dtype(inputs)) else dtypes.floatx())
+        if self.dtype:
+            dtype = self.compute_dtype
+        else:
+            dtype = ops.dtype(inputs) if dtypes.is_float(ops.dtype(inputs)) else dtypes.floatx()
         x = ops.cast(inputs, dtype)
         scale = ops.convert_to_tensor(self.scale, dtype=dtype)
         offset = ops.convert_to_tensor(self.offset, dtype=dtype)

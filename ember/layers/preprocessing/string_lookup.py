@@ -69,7 +69,7 @@ class StringLookup(Layer):
     def vocabulary_size(self) -> int:
         return _lookup.vocabulary_size(self)
 
-    def adapt(self, data: Any, steps: Any = None) -> "StringLookup":
+    def adapt(self, data: Any, steps: Any = None) -> StringLookup:
         """A copy with the vocabulary (and, for tf_idf, the IDF weights) of ``data``."""
         array = _strings(host_array(data), self.encoding)
         exclude = {self.mask_token} if self.mask_token is not None else set()

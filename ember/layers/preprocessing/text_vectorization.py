@@ -138,7 +138,7 @@ class TextVectorization(Layer):
         array = host_array(data) if not isinstance(data, str) else np.asarray([data])
         return [self._tokens(t) for t in np.asarray(array, dtype=object).reshape(-1).tolist()]
 
-    def adapt(self, data: Any, batch_size: Any = None, steps: Any = None) -> "TextVectorization":
+    def adapt(self, data: Any, batch_size: Any = None, steps: Any = None) -> TextVectorization:
         """A copy with the vocabulary (most frequent first) and, for tf_idf, the IDF weights of ``data``."""
         documents = self._documents(data)
         limit = None if self.max_tokens is None else self.max_tokens - _lookup.special_count(self)

@@ -6,8 +6,8 @@ import numbers
 from typing import Any
 
 from ember import ops
-from ember.seeds import call_seed, check_seed
 from ember.layers.layer import Layer
+from ember.seeds import call_seed, check_seed
 
 _ALPHA = 1.6732632423543772848170429916717
 _SCALE = 1.0507009873554804934193349852946

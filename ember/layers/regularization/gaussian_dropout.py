@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ember.distribute import batch_window
-from ember.validation import check_rate
-from ember.seeds import call_seed, check_seed
-from ember.layers.layer import Layer
 from ember import ops
+from ember.distribute import batch_window
+from ember.layers.layer import Layer
+from ember.seeds import call_seed, check_seed
+from ember.validation import check_rate
 
 
 class GaussianDropout(Layer):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from ember.distribute import batch_window
-from ember.seeds import call_seed, check_seed
-from ember.layers.layer import Layer
 from ember import ops
+from ember.distribute import batch_window
+from ember.layers.layer import Layer
+from ember.seeds import call_seed, check_seed
 
 
 class GaussianNoise(Layer):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ember.distribute import batch_window
-from ember.validation import check_rate
-from ember.layers.core._checks import input_shape_of
-from ember.seeds import call_seed, check_seed
-from ember.layers.layer import Layer
 from ember import ops
+from ember.distribute import batch_window
+from ember.layers.core._checks import input_shape_of
+from ember.layers.layer import Layer
+from ember.seeds import call_seed, check_seed
+from ember.validation import check_rate
 
 _DATA_FORMATS = ("channels_last", "channels_first")
 

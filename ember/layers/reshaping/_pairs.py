@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.layers.conv._args import is_int
-from ember.layers.conv._args import standardize_data_format
+from ember.layers.conv._args import is_int, standardize_data_format
 
 
 def standardize_pairs(name: str, value: Any, n: int, argument: str) -> tuple[tuple[int, int], ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -44,6 +44,10 @@ class BaseUpSampling(Layer):
     """
 
     rank: ClassVar[int] = 2
+
+    if TYPE_CHECKING:  # the config field every subclass declares
+        @property
+        def size(self) -> Any: ...
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ember import ops
 from ember.layers.conv import _args
@@ -19,6 +19,10 @@ class BaseZeroPadding(Layer):
     """
 
     rank: ClassVar[int] = 2
+
+    if TYPE_CHECKING:  # the config field every subclass declares
+        @property
+        def padding(self) -> Any: ...
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -2,18 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, TypeGuard
 
-from ember.seeds import sub_seed
+from ember import ops
 from ember.layers.layer import Layer
 from ember.layers.rnn.rnn import first_mask, sequence_shape, state_shapes
-from ember import ops
+from ember.seeds import sub_seed
 
 MERGE_MODES = ("concat", "sum", "mul", "ave", None)
 
 
 def _removeprefix(name: str, prefix: str) -> str:
     return name[len(prefix):] if name.startswith(prefix) else name
+
+
+class RecurrentLayer(Protocol):
+    """What Bidirectional uses of the layer it wraps: a Layer with Keras's recurrent flags."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def go_backwards(self) -> bool: ...
+    @property
+    def return_sequences(self) -> bool: ...
+    @property
+    def return_state(self) -> bool: ...
+    def replace(self, **changes: Any) -> Any: ...
+
+
+def _is_recurrent(layer: Any) -> TypeGuard[RecurrentLayer]:
+    return isinstance(layer, Layer) and all(
+        hasattr(layer, a) for a in ("go_backwards", "return_sequences", "return_state"))
 
 
 class Bidirectional(Layer):
@@ -60,7 +79,8 @@ class Bidirectional(Layer):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.merge_mode not in MERGE_MODES:
-            raise ValueError(f"{self.name}: merge_mode must be one of {list(MERGE_MODES)}, received {self.merge_mode!r}")
+            raise ValueError(f"{self.name}: merge_mode must be one of {list(MERGE_MODES)}, "
+                             f"received {self.merge_mode!r}")
         layer = self._checked(self.layer, "layer")
         base = _removeprefix(layer.name, "forward_")
         forward = self._with_mask_zeros(layer.replace(name="forward_" + base))
@@ -83,10 +103,8 @@ class Bidirectional(Layer):
         self._normalize("layer", forward)
         self._normalize("backward_layer", backward)
 
-    def _checked(self, layer: Any, argument: str) -> Layer:
-        if not isinstance(layer, Layer) or not all(
-            hasattr(layer, a) for a in ("go_backwards", "return_sequences", "return_state")
-        ):
+    def _checked(self, layer: Any, argument: str) -> RecurrentLayer:
+        if not _is_recurrent(layer):
             raise TypeError(f"{self.name}: {argument} must be a recurrent layer (LSTM, GRU, RNN, ...), "
                             f"received {layer!r}")
         if getattr(layer, "stateful", False):
@@ -96,7 +114,7 @@ class Bidirectional(Layer):
         return layer
 
     @staticmethod
-    def _with_mask_zeros(layer: Layer) -> Layer:
+    def _with_mask_zeros(layer: RecurrentLayer) -> RecurrentLayer:
         """Keras: sequence outputs of masked steps are zeros (so the two directions line up)."""
         if hasattr(layer, "zero_output_for_mask") and layer.zero_output_for_mask != layer.return_sequences:
             return layer.replace(zero_output_for_mask=layer.return_sequences)
@@ -116,7 +134,7 @@ class Bidirectional(Layer):
         return self.layer.return_state
 
     @property
-    def supports_masking(self) -> bool:
+    def supports_masking(self) -> bool:  # type: ignore[override]  # per instance; a class flag in Layer
         return self.layer.return_sequences
 
     def _time_axis(self) -> int:

@@ -80,16 +80,14 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from ember import activations, constraints, initializers, ops, regularizers, validation
 from ember.distribute import batch_window
-from ember import validation
-from ember.validation import check_positive_int
-from ember.seeds import call_seed, check_seed, sub_seed
 from ember.layers.layer import Layer
+from ember.seeds import call_seed, check_seed, sub_seed
 from ember.symbolic import is_shape
-from ember import ops
-from ember import activations, constraints, initializers, regularizers
+from ember.validation import check_positive_int
 
 
 def check_rate(layer: Layer, field: str) -> None:
@@ -97,8 +95,9 @@ def check_rate(layer: Layer, field: str) -> None:
     layer._normalize(field, validation.check_rate(layer.name, field, getattr(layer, field)))
 
 
-def check_units(layer: Layer) -> None:
-    layer._normalize("units", check_positive_int(layer.name, "units", layer.units))
+def check_units(layer: Layer, units: Any) -> None:
+    """Validate (and store) the ``units`` config field, whose value is ``units``."""
+    layer._normalize("units", check_positive_int(layer.name, "units", units))
 
 
 def dropout_mask(layer: Layer, shape: tuple, rate: float, rng: Any, which: str, dtype: str) -> Any:
@@ -249,9 +248,9 @@ class RNNCell(Layer):
 DENSE_CELL_WEIGHTS = {"kernel": "kernel", "recurrent_kernel": "recurrent", "bias": "bias"}
 
 
-def normalize_dense_cell(cell: Layer) -> None:
+def normalize_dense_cell(cell: DenseCell) -> None:
     """Validate and standardize the config fields the dense-kernel cells share."""
-    check_units(cell)
+    check_units(cell, cell.units)
     for prefix in DENSE_CELL_WEIGHTS.values():
         field = f"{prefix}_regularizer"
         cell._normalize(field, regularizers.get(getattr(cell, field), f"{cell.name}: {field}"))
@@ -292,6 +291,20 @@ class DenseCell(RNNCell):
         (1, {'bias': NonNeg()})
     """
 
+    if TYPE_CHECKING:  # config fields every subclass declares (at Keras's positions)
+        @property
+        def units(self) -> int: ...
+        @property
+        def activation(self) -> Any: ...
+        @property
+        def use_bias(self) -> bool: ...
+        @property
+        def dropout(self) -> float: ...
+        @property
+        def recurrent_dropout(self) -> float: ...
+        @property
+        def seed(self) -> int | None: ...
+
     def __post_init__(self) -> None:
         super().__post_init__()
         normalize_dense_cell(self)
@@ -323,8 +336,8 @@ def check_features(cell: Layer, params: dict, x: Any) -> tuple:
 _FUSED_DTYPES = ("float32", "float64")
 
 
-def fused_inputs(cell: Layer, params: dict, sequences: Any, states: list, training: bool, rng: Any,
-                 time_major: bool) -> Any:
+def fused_inputs(cell: DenseCell, recurrent_activation: Any, params: dict, sequences: Any, states: list,
+                 training: bool, rng: Any, time_major: bool) -> Any:
     """The inputs for a dense cell's whole-sequence op (``ops.nn.lstm``/``gru``), or None when it
     does not apply: activations other than tanh/sigmoid, recurrent dropout while training, or
     inputs, weights and states not all float32 (or all float64).
@@ -332,7 +345,7 @@ def fused_inputs(cell: Layer, params: dict, sequences: Any, states: list, traini
     With ``training`` the input dropout mask is applied here: the loop path's mask
     (``(batch, features)``, same seed), broadcast over time.
     """
-    if (cell.activation != "tanh" or cell.recurrent_activation != "sigmoid"
+    if (cell.activation != "tanh" or recurrent_activation != "sigmoid"
             or (training and cell.recurrent_dropout > 0.0)):
         return None
     dtype = ops.dtype(sequences)
@@ -350,7 +363,8 @@ def fused_inputs(cell: Layer, params: dict, sequences: Any, states: list, traini
     return sequences
 
 
-def project_inputs(cell: Layer, params: dict, x: Any, training: bool, rng: Any, bias: Any = None) -> tuple[Any, Any]:
+def project_inputs(cell: DenseCell, params: dict, x: Any, training: bool, rng: Any,
+                   bias: Any = None) -> tuple[Any, Any]:
     """``(x @ kernel + bias, recurrent_dropout_mask)`` for ``x`` ``(..., batch, features)``.
 
     With ``training`` the input dropout mask ``(batch, features)`` multiplies ``x`` (the

@@ -37,10 +37,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember import activations
+from ember import activations, ops
 from ember.layers.rnn.cell import DenseCell, fused_inputs, init_weight, project_inputs
 from ember.layers.rnn.rnn import RNN
-from ember import ops
 
 
 class GRUCell(DenseCell):
@@ -167,7 +166,7 @@ class GRUCell(DenseCell):
         (see the module docstring): ``(sequence_outputs, h, [h])``."""
         if not self.reset_after:
             return None
-        x = fused_inputs(self, params, sequences, states, training, rng, time_major)
+        x = fused_inputs(self, self.recurrent_activation, params, sequences, states, training, rng, time_major)
         if x is None:
             return None
         outputs, h = ops.nn.gru(x, states[0], params["kernel"], params["recurrent_kernel"],

@@ -29,10 +29,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember import activations
+from ember import activations, ops
 from ember.layers.rnn.cell import DenseCell, fused_inputs, init_weight, project_inputs
 from ember.layers.rnn.rnn import RNN
-from ember import ops
 
 
 class LSTMCell(DenseCell):
@@ -137,7 +136,7 @@ class LSTMCell(DenseCell):
                        rng: Any = None, go_backwards: bool = False, time_major: bool = False) -> tuple | None:
         """The sequence as one ``ops.nn.lstm`` call, or None where that op does not apply
         (see the module docstring): ``(sequence_outputs, h, [h, c])``."""
-        x = fused_inputs(self, params, sequences, states, training, rng, time_major)
+        x = fused_inputs(self, self.recurrent_activation, params, sequences, states, training, rng, time_major)
         if x is None:
             return None
         outputs, h, c = ops.nn.lstm(x, states[0], states[1], params["kernel"], params["recurrent_kernel"],

@@ -44,23 +44,24 @@ from typing import Any, ClassVar
 
 import optree
 
-from ember.validation import check_bool
-from ember import dtypes
+from ember import dtypes, ops, regularizers
 from ember.layers.layer import Layer, add_loss
 from ember.layers.rnn import carried_state
 from ember.layers.rnn.cell import RNNCell
-from ember.layers.rnn.structure import (StateStructure, initial_states, is_keras_cell, is_tensor, keras_cell_step,
-                                        output_size, state_structure)
+from ember.layers.rnn.structure import (
+    StateStructure,
+    initial_states,
+    is_keras_cell,
+    is_tensor,
+    keras_cell_step,
+    output_size,
+    state_structure,
+)
 from ember.symbolic import is_shape
-from ember import ops
-from ember import regularizers
+from ember.validation import check_bool
 
 _FLAGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll", "time_major",
           "zero_output_for_mask")
-
-
-def _flag(default: bool = False) -> Any:
-    return dataclasses.field(default=default, kw_only=True)
 
 
 def first_mask(mask: Any) -> Any:
@@ -155,25 +156,24 @@ class RNN(Layer):
     """
 
     cell: Any
-    return_sequences: bool = _flag()
-    return_state: bool = _flag()
-    go_backwards: bool = _flag()
-    stateful: bool = _flag()
-    unroll: bool = _flag()
-    time_major: bool = _flag()
-    zero_output_for_mask: bool = _flag()
+    return_sequences: bool = dataclasses.field(default=False, kw_only=True)
+    return_state: bool = dataclasses.field(default=False, kw_only=True)
+    go_backwards: bool = dataclasses.field(default=False, kw_only=True)
+    stateful: bool = dataclasses.field(default=False, kw_only=True)
+    unroll: bool = dataclasses.field(default=False, kw_only=True)
+    time_major: bool = dataclasses.field(default=False, kw_only=True)
+    zero_output_for_mask: bool = dataclasses.field(default=False, kw_only=True)
 
     # Layers that build their own cell from their config (LSTM, GRU, SimpleRNN).
-    _cell_class: ClassVar[type | None] = None
+    _cell_class: ClassVar[type[RNNCell] | None] = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self._cell_class is not None:
             self._normalize("cell", self._make_cell())
         if self._has_activity_field():  # LSTM/GRU/SimpleRNN take Keras's activity_regularizer
-
-            self._normalize("activity_regularizer", regularizers.get(
-                self.activity_regularizer, f"{self.name}: activity_regularizer"))
+            activity = getattr(self, "activity_regularizer", None)  # a field of those subclasses only
+            self._normalize("activity_regularizer", regularizers.get(activity, f"{self.name}: activity_regularizer"))
         cell = self.cell
         if isinstance(cell, (list, tuple)):
             raise TypeError(f"{self.name}: cell must be a single RNNCell; stacked cells are not supported, "
@@ -191,6 +191,8 @@ class RNN(Layer):
 
     def _make_cell(self) -> RNNCell:
         cls = self._cell_class
+        if cls is None:  # __post_init__ calls this only for the classes that set one
+            raise TypeError(f"{type(self).__name__} has no _cell_class to build its cell from")
         names = [f.name for f in dataclasses.fields(cls) if f.name not in ("name", "trainable", "dtype")]
         # The cell carries the layer's name so its validation errors name the layer.
         cell = cls(**{n: getattr(self, n) for n in names}, name=self.name, dtype=self.dtype,
@@ -224,7 +226,7 @@ class RNN(Layer):
         return tuple(carried_state.buffer_names(len(self.state_sizes))) if self.stateful else ()
 
     @property
-    def supports_masking(self) -> bool:
+    def supports_masking(self) -> bool:  # type: ignore[override]  # per instance; a class flag in Layer
         """Masks pass through to the output only when it is a sequence (``apply`` always accepts ``mask=``)."""
         return self.return_sequences
 
@@ -244,6 +246,7 @@ class RNN(Layer):
             self._check_state_shapes(states, batch)
         structure = self._structure()
         size = output_size(self.cell, structure)
+        output: tuple
         if self.return_sequences:
             output = (time, batch, size) if self.time_major else (batch, time, size)
         else:

@@ -13,10 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember import activations
+from ember import activations, ops
 from ember.layers.rnn.cell import DenseCell, init_weight, project_inputs
 from ember.layers.rnn.rnn import RNN
-from ember import ops
 
 
 class SimpleRNNCell(DenseCell):

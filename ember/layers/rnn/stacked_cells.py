@@ -61,7 +61,10 @@ class StackedRNNCells(RNNCell):
             features = cell.output_size
         return self.make_state(params=params, buffers=buffers)
 
-    def step(self, params: dict, inputs: Any, states: list, *, training: bool = False, rng: Any = None) -> tuple:
+    def step(self, params: dict, inputs: Any, states: list, *, training: bool = False, rng: Any = None,
+             timespan: Any = None) -> tuple[Any, list]:
+        if timespan is not None:  # RNNCell's signature; a stack has no elapsed-time input (accepts_timespan)
+            raise TypeError(f"{self.name}: StackedRNNCells.step takes no timespan, received {timespan!r}")
         new_states, start, x = [], 0, inputs
         for index, cell in enumerate(self.cells):
             count = len(cell.state_sizes)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ember import ops
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.symbolic import is_shape
-from ember import ops
 
 
 class TimeDistributed(Layer):
