@@ -45,7 +45,8 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ember import backends
 from ember.autodiff.engines import engine_module

@@ -42,14 +42,13 @@ from typing import Any
 
 import numpy as np
 
+from ember import ops
 from ember.autodiff import recording
+from ember.autodiff import rules as _rules
+from ember.autodiff.rules import batched as _batched
 from ember.autodiff.traced import TracedArray, traced_view
 from ember.backends._common import UntrackedTargetError
 from ember.recorded.graph import RecordedGraph
-
-from ember.autodiff import rules as _rules
-from ember.autodiff.rules import batched as _batched
-from ember import ops
 
 _CARRIES_GRADIENT = frozenset("fc")  # dtype kinds that carry a cotangent (and bfloat16, kind "V")
 
@@ -249,7 +248,7 @@ class TapeEngine:
 
         grads = []
         seen: set[int] = set()
-        for position, (source, slot) in enumerate(zip(sources, source_slots)):
+        for position, (_source, slot) in enumerate(zip(sources, source_slots)):
             grad = None if slot is None else cots.get(slot)
             if grad is None and slot is not None and slot not in target_slots:
                 self._check_bypass(position, slot, target_slots)

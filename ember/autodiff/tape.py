@@ -32,14 +32,15 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import optree
 
-from ember import backends, dtypes
-from ember import ops
+from ember import backends, dtypes, ops
 from ember.autodiff import recording
 from ember.autodiff.engines import engine_module
 from ember.autodiff.op_graph import GraphRecorder
@@ -64,6 +65,10 @@ _OWN_VIEWS: dict[int, weakref.ref] = {}  # views watch() gave a Tensor (ndarrays
 def _is_own_view(native: Any) -> bool:
     ref = _OWN_VIEWS.get(id(native))
     return ref is not None and ref() is native
+
+
+def _forget_own_view(key: int, _dead_ref: weakref.ref) -> None:
+    _OWN_VIEWS.pop(key, None)
 
 
 def _set_native(tensor: Any, native: Any) -> None:
@@ -169,7 +174,7 @@ class GradientTape:
         self._stopped = 0
 
     # --- context -----------------------------------------------------------------------
-    def __enter__(self) -> "GradientTape":
+    def __enter__(self) -> GradientTape:
         if self._recording:
             raise RuntimeError("GradientTape: this tape is already recording (nested `with` on the same tape)")
         self._ensure_engine()
@@ -235,7 +240,7 @@ class GradientTape:
                 # NumPy hands several Tensors of one array the same ndarray; the engine tells
                 # sources apart by object, so this Tensor gets its own view (same memory), once.
                 native = native.view()
-                _OWN_VIEWS[id(native)] = weakref.ref(native, lambda _, key=id(native): _OWN_VIEWS.pop(key, None))
+                _OWN_VIEWS[id(native)] = weakref.ref(native, functools.partial(_forget_own_view, id(native)))
                 _set_native(leaf, native)
             if not hasattr(native, "shape"):
                 raise TypeError(
@@ -379,7 +384,8 @@ class GradientTape:
         """
         if unconnected_gradients not in ("none", "zero"):
             raise ValueError(
-                f"GradientTape.gradient: unconnected_gradients must be 'none' or 'zero', received {unconnected_gradients!r}"
+                "GradientTape.gradient: unconnected_gradients must be 'none' or 'zero', "
+                f"received {unconnected_gradients!r}"
             )
         if self._engine is None:
             raise RuntimeError("GradientTape.gradient: nothing was recorded; use the tape in a `with` block first")

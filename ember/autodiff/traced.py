@@ -48,7 +48,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -67,6 +68,7 @@ from ember.autodiff.numpy_dispatch import (
     _trace,
 )
 from ember.recorded.calls import _recording
+
 
 # --------------------------------------------------------------------------- class
 def _augmented(ufunc: np.ufunc, in_place: Callable) -> Callable:
@@ -232,7 +234,9 @@ class TracedArray(np.ndarray):
             return self.view(np.ndarray).squeeze(axis)
         return _op("squeeze")(self, axis=axis)
 
-    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True) -> Any:  # noqa: D102
+    def astype(  # noqa: D102
+        self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True
+    ) -> Any:
         if not _recording:
             return self.view(np.ndarray).astype(dtype, order=order, casting=casting, copy=copy)
         if np.dtype(dtype) == self.dtype:
@@ -264,12 +268,16 @@ class TracedArray(np.ndarray):
             return self.view(np.ndarray).min(axis, _plain(out), keepdims, **kw)
         return _FUNCTIONS[np.min](self, axis, None, out, keepdims, **kw)
 
-    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any) -> Any:  # noqa: D102
+    def var(  # noqa: D102
+        self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any
+    ) -> Any:
         if not _recording:
             return self.view(np.ndarray).var(axis, dtype, _plain(out), ddof, keepdims, **kw)
         return _FUNCTIONS[np.var](self, axis, dtype, out, ddof, keepdims, **kw)
 
-    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any) -> Any:  # noqa: D102
+    def std(  # noqa: D102
+        self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any
+    ) -> Any:
         if not _recording:
             return self.view(np.ndarray).std(axis, dtype, _plain(out), ddof, keepdims, **kw)
         return _FUNCTIONS[np.std](self, axis, dtype, out, ddof, keepdims, **kw)
@@ -331,7 +339,10 @@ class TracedArray(np.ndarray):
 
     def fill(self, value: Any) -> None:  # noqa: D102
         if _recording:
-            raise TypeError("ndarray.fill changes a traced array in place, which the GradientTape cannot record; use ember.ops.full_like")
+            raise TypeError(
+                "ndarray.fill changes a traced array in place, which the GradientTape cannot record; "
+                "use ember.ops.full_like"
+            )
         self.view(np.ndarray).fill(value)
 
     # Methods whose results carry no gradient: plain arrays in and out.

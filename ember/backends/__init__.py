@@ -35,8 +35,9 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Callable, Iterator, NamedTuple
+from typing import NamedTuple
 
 BACKENDS = ("numpy", "torch", "mlx")
 ENV_VARS = ("EMBER_BACKEND", "EMBER_ML_BACKEND")  # the current name first, then the former one

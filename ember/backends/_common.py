@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from ember.backends import _spec
-
 
 # ``ember.ops.stats`` also offers these core ops under the same names (the same functions).
 STATS_ALIASES = ("max", "min", "sum", "cumsum", "argmax", "argmin", "sort", "argsort")

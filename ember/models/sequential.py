@@ -12,21 +12,21 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from ember.seeds import sub_seed
+from ember import ops
 from ember.layers import autocast
-from ember.layers.core.input_layer import InputLayer
 from ember.layers.construction import mark_auto_named
+from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
+from ember.models.config import auto_named, restore_auto_named
 from ember.models.model import Model, _check_compatible, _child_rng, makes_mask, takes_mask
+from ember.seeds import sub_seed
+from ember.serialization import custom_object_scope, deserialize, serialize
 from ember.symbolic import SymbolicTensor, is_shape
 from ember.training.handle import TrainingHandle
-from ember import ops
-from ember.serialization import serialize
-from ember.serialization import custom_object_scope, deserialize
-from ember.models.config import auto_named, restore_auto_named
 
 
 class Sequential(Model):
@@ -90,7 +90,7 @@ class Sequential(Model):
         if declared is not None and not self._layers and self._input_layer is None:
             # Keras's ``Dense(4, input_shape=(3,))`` as the first layer: the model's input.
             object.__setattr__(self, "_input_layer", InputLayer(shape=declared[1:], batch_size=declared[0]))
-        names = [l.name for l in self._layers] + ([self._input_layer.name] if self._input_layer else [])
+        names = [other.name for other in self._layers] + ([self._input_layer.name] if self._input_layer else [])
         if layer.name in names and layer not in self._layers:
             raise ValueError(f"Sequential {self.name!r}: a layer named {layer.name!r} is already in the model")
         shape = self._known_input_shape()
@@ -196,7 +196,7 @@ class Sequential(Model):
                                        rng=None if rng is None else _child_rng(rng, key), **kwargs)
             except Exception as error:
                 shape = input_shapes(x_in)
-                raise_if_mismatched(layer, child, lambda: layer.build(shape, seed=0), shape, error)
+                raise_if_mismatched(layer, child, functools.partial(layer.build, shape, seed=0), shape, error)
                 raise
             if child["buffers"]:
                 new_buffers[key] = child["buffers"]
@@ -231,7 +231,7 @@ class Sequential(Model):
         return config
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Sequential":
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Sequential:
         with custom_object_scope(custom_objects):
             layers = [deserialize(entry) for entry in config["layers"]]
         restore_auto_named(layers, config.get("auto_named"))

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import functools
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _SENTINEL = "__ember_follow_active_backend__"
 _stale_codes: dict[tuple[str, str, int], types.CodeType] = {}

@@ -26,7 +26,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ember import ops
 from ember.backends import _spec

@@ -44,8 +44,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from ember.saving import _arrays
 import optree
+
+from ember.saving import _arrays
 
 
 def _as_int(value: Any) -> int | None:

@@ -6,8 +6,9 @@ or score as if that sample did not exist. ``fit``, ``evaluate`` and validation t
 one reduction per batch over its labels (``any(label < 0 or label >= classes)``, ignoring
 ``ignore_class``). Where reading it costs no extra sync (NumPy, torch on the CPU, MLX whose step
 evaluates anyway) the flag is read at once and a bad batch raises before its step; on a CUDA/MPS
-device the flags are kept on the device and read at the next point that synchronises anyway (every :data:`PENDING_LIMIT` batches and at the end of an
-epoch or evaluation), so the error comes a few steps late but no step waits for the host.
+device the flags are kept on the device and read at the next point that synchronises anyway (every
+:data:`PENDING_LIMIT` batches and at the end of an epoch or evaluation), so the error comes a few steps
+late but no step waits for the host.
 
 The error names the loop, the epoch and batch (0-based) and the offending value.
 
@@ -22,8 +23,9 @@ Example:
     >>> try:
     ...     model.fit(x, y, batch_size=2, epochs=1, shuffle=False, verbose=0)
     ... except ValueError as error:
-    ...     print(error)
-    fit: epoch 0, batch 1 (0-based): sparse_categorical_crossentropy: class indices must be in [0, 3) for y_pred with 3 classes, received 7
+    ...     print(error)  # doctest: +NORMALIZE_WHITESPACE
+    fit: epoch 0, batch 1 (0-based): sparse_categorical_crossentropy: class indices must be in [0, 3)
+    for y_pred with 3 classes, received 7
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ class SparseLabelCheck:
         self._pending: list = []  # (epoch, step, output index, labels, device flag)
 
     @classmethod
-    def for_trainer(cls, trainer: Any, output_shapes: list | None, caller: str) -> "SparseLabelCheck | None":
+    def for_trainer(cls, trainer: Any, output_shapes: list | None, caller: str) -> SparseLabelCheck | None:
         """The check for ``trainer``'s losses and metrics, or None when no output has sparse labels
         (or the class counts are unknown)."""
         outputs = sparse_label_outputs(trainer.compile_loss, trainer.compile_metrics)

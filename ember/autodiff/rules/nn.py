@@ -228,7 +228,8 @@ def _conv_input_grad_direct(g, kernel, input_shape, strides, dilation, pads, gro
     flipped = ops.flip(kernel, axis=tuple(range(n_spatial)))
     split = ops.reshape(flipped, tuple(kernel_size) + (channels_per_group, groups, filters // groups))
     order = tuple(range(n_spatial)) + (n_spatial + 2, n_spatial + 1, n_spatial)
-    swapped = ops.reshape(ops.transpose(split, order), tuple(kernel_size) + (filters // groups, groups * channels_per_group))
+    swapped_shape = tuple(kernel_size) + (filters // groups, groups * channels_per_group)
+    swapped = ops.reshape(ops.transpose(split, order), swapped_shape)
     return ops.nn.conv(g, swapped, strides=1, padding="valid", data_format="channels_last", dilation_rate=dilation)
 
 

@@ -10,10 +10,11 @@ NumPy): the result's shape depends on the data, so it cannot stay lazy.
 from __future__ import annotations
 
 import builtins
+
 import mlx.core as mx
 import numpy as np
 
-from ember.backends._common import one_hot_depth, normalize_axis
+from ember.backends._common import normalize_axis, one_hot_depth
 from ember.backends.mlx._base import (
     FLOATS,
     FROM_MX,
@@ -62,7 +63,9 @@ def _index_array(k, axis_size=None, axis=None):
     if axis_size is not None and host.size:
         bad = host[(host >= axis_size) | (host < -axis_size)]
         if bad.size:
-            raise IndexError(f"getitem: index {int(bad.flat[0])} is out of bounds for axis {axis} with size {axis_size}")
+            raise IndexError(
+                f"getitem: index {int(bad.flat[0])} is out of bounds for axis {axis} with size {axis_size}"
+            )
     if host.dtype.itemsize > 4 and host.size and (host.max() > 2**31 - 1 or host.min() < -(2**31)):
         return mx.array(host.astype(np.int64))
     return mx.array(host.astype(np.int32))

@@ -11,8 +11,8 @@ import builtins
 import mlx.core as mx
 
 from ember.backends.mlx._base import (
-    A,
     INEXACT,
+    A,
     binary_same,
     normalize_axis,
     promote,

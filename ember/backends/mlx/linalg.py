@@ -19,9 +19,8 @@ import math
 import mlx.core as mx
 import numpy as np
 
-from ember.backends.mlx import _f64
 from ember.backends._common import normalize_axes
-from ember.backends.mlx._products import dot, einsum, matmul, outer, tensordot  # noqa: F401
+from ember.backends.mlx import _f64
 from ember.backends.mlx._base import (
     FLOATS,
     SMALL_INTS,
@@ -29,6 +28,7 @@ from ember.backends.mlx._base import (
     normalize_axis,
     to_mx,
 )
+from ember.backends.mlx._products import dot, einsum, matmul, outer, tensordot  # noqa: F401
 
 _CPU = mx.cpu
 

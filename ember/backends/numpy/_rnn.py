@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.numpy._base import F32, HALF, ND, name_of, out, to_native
 from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
+from ember.backends.numpy._base import F32, HALF, ND, name_of, out, to_native
 
 
 def _sigmoid_(x: np.ndarray) -> np.ndarray:

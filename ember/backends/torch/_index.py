@@ -16,7 +16,7 @@ import builtins as _b
 import numpy as np
 import torch
 
-from ember.backends._common import one_hot_depth, normalize_axis, tensor_native
+from ember.backends._common import normalize_axis, one_hot_depth, tensor_native
 from ember.backends.torch._base import (
     FLOATING,
     INTEGER,
@@ -33,7 +33,9 @@ from ember.backends.torch._shape import _int_tuple
 
 def _simple(k) -> bool:
     t = type(k)
-    return t is int or k is None or k is Ellipsis or (t is _b.slice and (k.step is None or (type(k.step) is int and k.step > 0)))
+    if t is _b.slice:
+        return k.step is None or (type(k.step) is int and k.step > 0)
+    return t is int or k is None or k is Ellipsis
 
 
 def _index_int(v):
@@ -87,7 +89,9 @@ def _getitem_slow(x: Tensor, key):
                 t = t.long()
                 consumed += 1
             else:
-                raise IndexError(f"getitem: arrays used as indices must be integer or bool, received dtype {dtype_name(t.dtype)}")
+                raise IndexError(
+                    f"getitem: arrays used as indices must be integer or bool, received dtype {dtype_name(t.dtype)}"
+                )
             if t.device != x.device:
                 t = t.to(x.device)
             items.append(t)

@@ -66,7 +66,7 @@ def _sequence_now() -> int:
 # tensors whose requires_grad flag some live engine flipped: id -> [tensor, holders]
 _flipped: dict[int, list] = {}
 # engines that may still compute gradients (not yet released)
-_live: "weakref.WeakSet[TapeEngine]" = weakref.WeakSet()
+_live: weakref.WeakSet[TapeEngine] = weakref.WeakSet()
 
 
 # --- augmented assignment while a tape records -------------------------------------------
@@ -249,7 +249,9 @@ class TapeEngine:
         ``torch.func.vmap``; an op without a batching rule makes torch fall back to a loop.
         """
         if not isinstance(target, torch.Tensor):
-            raise TypeError(f"GradientTape.jacobian (torch backend): target is a {type(target).__name__}, not a torch.Tensor")
+            raise TypeError(
+                f"GradientTape.jacobian (torch backend): target is a {type(target).__name__}, not a torch.Tensor"
+            )
         if not target.requires_grad:
             return [None] * len(sources)
         if not self._made_here(target):

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from ember.backends._common import normalize_axes, normalize_axis
+from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
 from ember.backends.torch._base import (
     COMPLEX,
     FLOATING,
@@ -46,7 +47,6 @@ from ember.backends.torch._base import (
     native,
     to_float,
 )
-from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
 
 # ------------------------------------------------------------------------ activations
 
@@ -166,7 +166,9 @@ def _to_nlc(x: Tensor, nd: int) -> Tensor:
 def _rank(x: Tensor, op: str) -> int:
     nd = x.ndim - 2
     if nd not in (1, 2, 3):
-        raise ValueError(f"{op}: expected a (batch, *spatial, channels) input with 1-3 spatial axes, received shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{op}: expected a (batch, *spatial, channels) input with 1-3 spatial axes, received shape {tuple(x.shape)}"
+        )
     return nd
 
 
@@ -242,7 +244,8 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format="channels_last"
     return y if first else _to_nlc(y, nd)
 
 
-def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format="channels_last", dilation_rate=1):
+def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format="channels_last",
+                   dilation_rate=1):
     x, w, nd = _conv_operands(inputs, kernel, "conv_transpose")
     first = _channels_first(data_format, "conv_transpose")
     mode = _padding(padding, "conv_transpose")

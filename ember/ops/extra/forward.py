@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 from ember import ops
 from ember.backends import _spec

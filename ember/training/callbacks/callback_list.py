@@ -9,10 +9,11 @@ called on callbacks that override them, so an unused hook costs nothing per step
 from __future__ import annotations
 
 import collections.abc
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
-from ember.training.callbacks.callback import Callback
 from ember import ops
+from ember.training.callbacks.callback import Callback
 from ember.training.callbacks.history import History
 from ember.training.callbacks.progbar_logger import ProgbarLogger
 
@@ -94,7 +95,8 @@ class CallbackList:
     Example:
         >>> from ember import callbacks
         >>> seen = []
-        >>> hooks = callbacks.CallbackList([callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(epoch))])
+        >>> record = callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(epoch))
+        >>> hooks = callbacks.CallbackList([record])
         >>> hooks.on_epoch_end(0, {"loss": 1.0})
         >>> seen
         [0]

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ember.training.callbacks.callback import Callback
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 

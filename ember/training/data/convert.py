@@ -19,12 +19,12 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from ember import dtypes
-from ember import ops
+from ember import dtypes, ops
 
 
 def is_array_like(value: Any) -> bool:

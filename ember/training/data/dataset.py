@@ -13,12 +13,13 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import numbers
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
-from ember.validation import check_positive_int
 from ember.training.data.batch import DataAdapter, native_batch, unpack_batch
+from ember.validation import check_positive_int
 
 
 class Dataset:

@@ -9,7 +9,8 @@ ends it early and sets :attr:`EpochIterator.ran_out` (``fit`` then stops with a 
 from __future__ import annotations
 
 import numbers
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ember.training.data.batch import DataAdapter
 

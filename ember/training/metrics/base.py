@@ -305,7 +305,7 @@ class Metric:
         self._stateful_state = state["buffers"]
 
     # ------------------------------------------------------------- conveniences
-    def stateful(self) -> "StatefulMetric":
+    def stateful(self) -> StatefulMetric:
         """A :class:`StatefulMetric` handle with Keras's stateful methods."""
         return StatefulMetric(self)
 
@@ -340,7 +340,7 @@ class Metric:
         return {"name": self.name, "dtype": self._dtype}
 
     @classmethod
-    def from_config(cls, config: dict) -> "Metric":
+    def from_config(cls, config: dict) -> Metric:
         """Rebuild from :meth:`get_config`'s output."""
         return cls(**config)
 

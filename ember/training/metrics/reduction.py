@@ -14,7 +14,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -165,7 +166,7 @@ class MeanMetricWrapper(Mean):
         return config
 
     @classmethod
-    def from_config(cls, config: dict) -> "Metric":
+    def from_config(cls, config: dict) -> Metric:
         config = dict(config)
         if "fn" in config:
             config["fn"] = deserialize(config["fn"])
