@@ -30,7 +30,7 @@ import inspect
 import json
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import optree
@@ -108,6 +108,14 @@ class Model(TrainingAPI, Layer):
     _config_dataclass = False  # the architecture comes from the graph, not from fields
     _linear_stack = False  # summary lists the layers each layer reads (Sequential: True)
     _owns_state = True  # the handle keeps the state its build makes
+
+    # The graph, set once in __init__ with object.__setattr__ (the architecture is immutable).
+    inputs: Any
+    outputs: Any
+    _input_list: list[SymbolicTensor]
+    _output_list: list[SymbolicTensor]
+    _nodes: list[Node]
+    _layers: list[Layer]
 
     def __init__(self, inputs: Any = None, outputs: Any = None, name: str | None = None, trainable: bool = True,
                  **kwargs: Any) -> None:
@@ -651,7 +659,17 @@ def _child_rng(rng: Any, name: str) -> Any:
     raise TypeError(f"rng must be an int seed, a 0-d integer array or None, received {type(rng).__name__}")
 
 
-def _check_compatible(model_name: str, tensor: SymbolicTensor, shape: tuple) -> None:
+class NamedShape(Protocol):
+    """What :func:`_check_compatible` reads of a model input: a symbolic tensor or Sequential's stand-in."""
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def shape(self) -> tuple: ...
+
+
+def _check_compatible(model_name: str | None, tensor: NamedShape, shape: tuple) -> None:
     expected = tensor.shape
     # None on either side is unknown (a symbolic shape), hence compatible.
     if len(shape) != len(expected) or any(e is not None and s is not None and e != s for e, s in zip(expected, shape)):

@@ -55,6 +55,10 @@ class Sequential(Model):
 
     _graph_from_constructor = True  # its constructor builds a graph (never a Keras-style subclass)
 
+    # Set with object.__setattr__ in __init__, replaced by add/pop/build.
+    _input_layer: InputLayer | None
+    _build_shape: tuple | None
+
     def __init__(self, layers: list | None = None, name: str | None = None, trainable: bool = True) -> None:
         set_ = object.__setattr__
         set_(self, "name", name or unique_name("sequential"))
@@ -124,7 +128,7 @@ class Sequential(Model):
 
     def _layer_output_shapes(self) -> dict:
         shape = self._known_input_shape()
-        shapes = {}
+        shapes: dict[str, list] = {}
         if shape is None:
             return shapes
         for layer in self._layers:
@@ -189,7 +193,7 @@ class Sequential(Model):
         for layer in self._layers:
             key = keys[id(layer)]
             child = {"params": params.get(key, {}), "buffers": buffers.get(key, {})}
-            kwargs = {"mask": mask} if mask is not None and takes_mask(layer) else {}
+            kwargs: dict[str, Any] = {"mask": mask} if mask is not None and takes_mask(layer) else {}
             x_in = x
             try:
                 x, child = autocast.apply(layer, child, x, training=training,
@@ -223,7 +227,7 @@ class Sequential(Model):
         layers = ([serialize(self._input_layer)] if self._input_layer is not None else []) + [
             serialize(layer) for layer in self._layers
         ]
-        config = {"name": self.name, "trainable": self.trainable, "layers": layers,
+        config: dict[str, Any] = {"name": self.name, "trainable": self.trainable, "layers": layers,
                   "build_input_shape": list(self._build_shape) if self._build_shape else None}
         auto = auto_named(([self._input_layer] if self._input_layer is not None else []) + self._layers)
         if auto:
@@ -249,9 +253,12 @@ class _Expected:
 
     def __init__(self, layer: InputLayer | None, shape: tuple | None = None) -> None:
         self.name = layer.name if layer is not None else "input"
-        self.shape = layer.batch_shape if layer is not None else tuple(shape)
         if shape is not None:
             self.shape = tuple(shape)
+        elif layer is not None:
+            self.shape = layer.batch_shape
+        else:
+            raise TypeError("_Expected: needs the input layer or the shape")
 
 
 def _checked_output_shape(layer: Layer, shape: Any) -> Any:
