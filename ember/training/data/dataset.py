@@ -93,6 +93,8 @@ class DatasetAdapter(DataAdapter):
         [0.0, 1.0, 2.0]
     """
 
+    num_batches: int  # len(dataset), checked in __init__
+
     def __init__(self, dataset: Dataset, shuffle: bool = False, class_weight: dict | None = None,
                  seed: int = 0) -> None:
         self.dataset = dataset

@@ -130,7 +130,7 @@ class AUC(Metric):
         return int(y_pred_shape[-1])
 
     def init_state(self, y_pred_shape: tuple | None = None) -> dict:
-        shape = (self.num_thresholds,)
+        shape: tuple[int, ...] = (self.num_thresholds,)
         if self.multi_label:
             shape += (self._labels_from_shape(y_pred_shape),)
         return {key: ops.zeros(shape, dtype=self.dtype) for key in _KEYS}

@@ -70,6 +70,7 @@ class FBetaScore(Metric):
         self.state_needs_shape = average != "micro"
 
     def init_state(self, y_pred_shape: tuple | None = None) -> dict:
+        shape: tuple[int, ...]
         if self.average == "micro":
             shape = ()
         else:

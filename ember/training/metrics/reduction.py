@@ -155,7 +155,10 @@ class MeanMetricWrapper(Mean):
         self.fn = fn
         self._fn_kwargs = dict(kwargs)
 
-    def update_state(self, state: dict, y_true: Any, y_pred: Any, sample_weight: Any = None) -> dict:
+    # Keras's MeanMetricWrapper is a Mean whose update takes (y_true, y_pred), not values.
+    def update_state(  # type: ignore[override]  # the (y_true, y_pred) form of Keras's class tree
+        self, state: dict, y_true: Any, y_pred: Any, sample_weight: Any = None
+    ) -> dict:
         return self.accumulate(state, self.fn(y_true, y_pred, **self._fn_kwargs), sample_weight)
 
     def get_config(self) -> dict:

@@ -164,7 +164,9 @@ class RootMeanSquaredError(Mean):
     def __init__(self, name: str = "root_mean_squared_error", dtype: Any = None):
         super().__init__(name=name, dtype=dtype)
 
-    def update_state(self, state: dict, y_true: Any, y_pred: Any, sample_weight: Any = None) -> dict:
+    def update_state(  # type: ignore[override]  # a Mean of squared errors, updated from (y_true, y_pred) as Keras's
+        self, state: dict, y_true: Any, y_pred: Any, sample_weight: Any = None
+    ) -> dict:
         y_true, y_pred = prepare(y_true, y_pred, self.name)
         check_broadcastable(self.name, y_true, y_pred)
         return self.accumulate(state, ops.square(ops.subtract(y_pred, y_true)), sample_weight)
