@@ -161,21 +161,22 @@ def set_backend(name: str, persist: bool = False) -> None:
     if persist:
         _read_config()  # a damaged config file fails before anything changes
     previous = _choice
-    _activate(name)
-    _choice = Choice(_active.name, _active.default_device(), "call", f"ember.set_backend({_active.name!r})")
+    active = _activate(name)
+    _choice = Choice(active.name, active.default_device(), "call", f"ember.set_backend({active.name!r})")
     if persist:
         try:
-            write_config(backend=_active.name)
+            write_config(backend=active.name)
         except BaseException:
             _choice = previous
             raise
 
 
-def _activate(name: str) -> None:
+def _activate(name: str) -> ModuleType:
+    """Make backend ``name`` the active one (listeners told; undone if one fails) and return it."""
     global _active
     module = load(name)
     if module is _active:
-        return
+        return module
     previous = _active
     _active = module
     try:
@@ -187,6 +188,7 @@ def _activate(name: str) -> None:
             for listener in list(_listeners):
                 listener(previous)
         raise
+    return module
 
 
 def get_backend() -> str:
