@@ -12,6 +12,7 @@ check applies there).
 from __future__ import annotations
 
 import builtins as _b
+from typing import Any
 
 import numpy as np
 import torch
@@ -63,7 +64,7 @@ def getitem(x, key):
 def _getitem_slow(x: Tensor, key):
     if not isinstance(key, tuple):
         key = (key,)
-    items = []
+    items: list[Any] = []  # None, Ellipsis, slices, bools, ints and index tensors
     consumed = 0
     for k in key:
         if k is None or k is Ellipsis:
@@ -102,7 +103,7 @@ def _getitem_slow(x: Tensor, key):
     # Negative-step slices: flip those axes and index the flipped array with a positive
     # step. Original index i is flipped index n-1-i, so slice(start, stop, -s) becomes
     # slice(n-1-start, ..., s) over the same elements, in the same order.
-    flips = []
+    flips: list[int] = []
     dim = 0
     for position, item in enumerate(items):
         if item is Ellipsis:
@@ -138,8 +139,8 @@ def sum_ellipsis(items) -> int:
 def _check_bounds(idx: Tensor, n: int, name: str, axis: int) -> None:
     if idx.numel() == 0:
         return
-    lo, hi = torch.aminmax(idx)
-    lo, hi = int(lo), int(hi)
+    low, high = torch.aminmax(idx)
+    lo, hi = int(low), int(high)
     if lo < -n or hi >= n:
         bad = hi if hi >= n else lo
         raise IndexError(f"{name}: index {bad} is out of bounds for axis {axis} with size {n}")

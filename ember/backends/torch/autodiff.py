@@ -60,7 +60,9 @@ _PROBE = torch.zeros((), requires_grad=True)
 def _sequence_now() -> int:
     """The autograd sequence number the next graph node of this thread will get (about)."""
     with torch.enable_grad():
-        return _PROBE.view_as(_PROBE).grad_fn._sequence_nr() + 1
+        node = _PROBE.view_as(_PROBE).grad_fn
+    assert node is not None  # a view of a tensor that requires grad, made with grad enabled
+    return node._sequence_nr() + 1
 
 
 # tensors whose requires_grad flag some live engine flipped: id -> [tensor, holders]
@@ -308,7 +310,7 @@ class TapeEngine:
         if start is None:  # a leaf other than source
             return False
         if source.grad_fn is None:
-            def hit(node: Any, _nr: int) -> bool:
+            def hit(node: Any, nr: int) -> bool:  # source is a leaf: its node alone identifies it
                 return getattr(node, "variable", None) is source
         else:
             wanted = (source.grad_fn, source.output_nr)
@@ -370,7 +372,7 @@ class _CustomGradient(torch.autograd.Function):
     """``forward(*args) -> (outputs, grad_fn)`` as one autograd node whose backward is ``grad_fn``."""
 
     @staticmethod
-    def forward(ctx: Any, forward: Any, backward: Any, kwargs: dict, *args: Any) -> Any:  # type: ignore[override]
+    def forward(ctx: Any, forward: Any, backward: Any, kwargs: dict, *args: Any) -> Any:
         outputs, grad_fn = forward(*args, **kwargs)
         ctx.custom = (forward, backward, kwargs, grad_fn, args)
         positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
@@ -379,7 +381,7 @@ class _CustomGradient(torch.autograd.Function):
         return outputs
 
     @staticmethod
-    def backward(ctx: Any, *upstream: Any) -> tuple:  # type: ignore[override]
+    def backward(ctx: Any, *upstream: Any) -> tuple:
         forward, backward, kwargs, grad_fn, args = ctx.custom
         if torch.is_grad_enabled():
             # The gradient is differentiated again (create_graph): recompute the forward from
@@ -389,7 +391,7 @@ class _CustomGradient(torch.autograd.Function):
                 call[position] = tensor
             _, grad_fn = forward(*call, **kwargs)
         grads = backward(grad_fn, upstream[0] if len(upstream) == 1 else tuple(upstream), len(args))
-        out = []
+        out: list[torch.Tensor | None] = []
         for arg, g in zip(args, grads):
             if g is None or not isinstance(arg, torch.Tensor) or not _differentiable(arg):
                 out.append(None)

@@ -29,6 +29,7 @@ Layout conversions (Ember/Keras conventions -> torch's):
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -229,7 +230,7 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format="channels_last"
         raise ValueError(f"conv: output channels ({w.shape[-1]}) must be divisible by groups ({groups})")
     # Keras kernel (*k, in/groups, out) -> torch weight (out, in/groups, *k).
     wt = w.permute(nd + 1, nd, *range(nd))
-    pad_arg = 0
+    pad_arg: int | tuple[int, ...] = 0
     if mode == "same":
         effective = [(k - 1) * d + 1 for k, d in zip(wt.shape[2:], dilation)]
         pads = _same_pads(xc.shape[2:], effective, strides)
@@ -373,7 +374,8 @@ def moments(x, axes, keepdims=False):
 
 def _rnn_operands(op, named):
     """Native tensors of one floating dtype (None stays None)."""
-    tensors = [None if value is None else native(value, name) for name, value in named]
+    # The first (the input) is a required argument: only later ones (bias, initial states) may be None.
+    tensors: list[Any] = [None if value is None else native(value, name) for name, value in named]
     dtype = tensors[0].dtype
     if dtype not in FLOATING or any(t is not None and t.dtype is not dtype for t in tensors):
         check_rnn_dtypes(op, [(n, dtype_name(t.dtype)) for (n, _), t in zip(named, tensors) if t is not None])
