@@ -249,6 +249,11 @@ class GradientTape:
             self._watch_native(native)
             self._watched.append(leaf)
 
+    def _another_tape_records(self) -> bool:
+        """Whether another live tape is recording (then gradients are recorded too: create_graph)."""
+        tapes = [ref() for ref in _active_tapes]
+        return any([tape is not self and tape is not None and tape._recording for tape in tapes])
+
     def _pause_all(self) -> None:
         self._engine.pause()
         if self._recorder is not None:
@@ -423,7 +428,7 @@ class GradientTape:
                     f"expected {target_spec}, received {spec}"
                 )
             out_grads = [_native(g) for g in out_grads]
-        create_graph = any([ref() is not self and ref() is not None and ref()._recording for ref in _active_tapes])
+        create_graph = self._another_tape_records()
         was_recording = self._recording
         if was_recording:
             self._pause_all()
@@ -539,7 +544,7 @@ class GradientTape:
         if count == 0:
             return [None for _ in sources]
         batched = getattr(self._engine, "batched_vjp", None)
-        create_graph = any([ref() is not self and ref() is not None and ref()._recording for ref in _active_tapes])
+        create_graph = self._another_tape_records()
         if batched is not None:
             was_recording = self._recording
             if was_recording:

@@ -49,7 +49,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -69,6 +69,8 @@ from ember.autodiff.numpy_dispatch import (
 )
 from ember.recorded.calls import _recording
 
+_Order = Literal["K", "A", "C", "F"]  # NumPy's memory-order argument
+
 
 # --------------------------------------------------------------------------- class
 def _augmented(ufunc: np.ufunc, in_place: Callable) -> Callable:
@@ -87,6 +89,7 @@ class TracedArray(np.ndarray):
     """An ndarray produced by an op a NumPy tape recorded; see the module docstring."""
 
     __slots__ = ("_plain",)  # the backend's own result (a plain ndarray) when known: a free fast path
+    _plain: np.ndarray | None
 
     # --- creation guard ---------------------------------------------------------------
     def __array_finalize__(self, obj: Any) -> None:
@@ -186,11 +189,12 @@ class TracedArray(np.ndarray):
     def mT(self) -> Any:  # noqa: N802
         return _op("swapaxes")(self, -1, -2) if _recording else self.view(np.ndarray).mT
 
-    @property
+    # Read-only (no setter): writing .real/.imag in place is refused, as every in-place write.
+    @property  # type: ignore[misc]  # ndarray's is writable
     def real(self) -> Any:
         return _op("real")(self) if _recording else self.view(np.ndarray).real
 
-    @property
+    @property  # type: ignore[misc]  # ndarray's is writable
     def imag(self) -> Any:
         return _op("imag")(self) if _recording else self.view(np.ndarray).imag
 
@@ -199,30 +203,30 @@ class TracedArray(np.ndarray):
             return self.view(np.ndarray).reshape(*shape, order=order)
         if order != "C":
             raise _refuse("ndarray method", "reshape", " with order != 'C'")
-        if len(shape) == 1 and (isinstance(shape[0], (tuple, list)) or shape[0] is None):
-            shape = shape[0]
-        return _op("reshape")(self, tuple(shape) if isinstance(shape, (tuple, list)) else shape)
+        single = len(shape) == 1 and (isinstance(shape[0], (tuple, list)) or shape[0] is None)
+        new_shape = shape[0] if single else shape
+        return _op("reshape")(self, tuple(new_shape) if isinstance(new_shape, (tuple, list)) else new_shape)
 
     def transpose(self, *axes: Any) -> Any:  # noqa: D102
         if not _recording:
             return self.view(np.ndarray).transpose(*axes)
-        if len(axes) == 1 and (isinstance(axes[0], (tuple, list)) or axes[0] is None):
-            axes = axes[0]
-        return _op("transpose")(self, tuple(axes) if axes else None)
+        single = len(axes) == 1 and (isinstance(axes[0], (tuple, list)) or axes[0] is None)
+        permutation = axes[0] if single else axes
+        return _op("transpose")(self, tuple(permutation) if permutation else None)
 
     def swapaxes(self, axis1: int, axis2: int) -> Any:  # noqa: D102
         if not _recording:
             return self.view(np.ndarray).swapaxes(axis1, axis2)
         return _op("swapaxes")(self, axis1, axis2)
 
-    def flatten(self, order: str = "C") -> Any:  # noqa: D102
+    def flatten(self, order: _Order = "C") -> Any:  # noqa: D102
         if not _recording:
             return self.view(np.ndarray).flatten(order)
         if order != "C":
             raise _refuse("ndarray method", "flatten", " with order != 'C'")
         return _copy_value(_op("ravel")(self))
 
-    def ravel(self, order: str = "C") -> Any:  # noqa: D102
+    def ravel(self, order: _Order = "C") -> Any:  # noqa: D102
         if not _recording:
             return self.view(np.ndarray).ravel(order)
         if order != "C":

@@ -206,15 +206,16 @@ def get_backend() -> str:
 def current() -> ModuleType:
     """The active backend package (selecting one by the priority rules if needed)."""
     if _active is None:
-        _select_and_activate()
-    return _active  # type: ignore[return-value]
+        return _select_and_activate()
+    return _active
 
 
-def _select_and_activate() -> None:
+def _select_and_activate() -> ModuleType:
     global _choice
     name, source, reason = _select_default_with_reason()
-    _activate(name)
-    _choice = Choice(name, _active.default_device(), source, reason)  # type: ignore[union-attr]
+    active = _activate(name)
+    _choice = Choice(name, active.default_device(), source, reason)
+    return active
 
 
 def active_choice() -> Choice:

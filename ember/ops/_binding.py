@@ -83,7 +83,7 @@ def _copy(function: Callable) -> Callable:
     clone.__doc__ = function.__doc__
     clone.__qualname__ = function.__qualname__
     clone.__module__ = function.__module__
-    clone.__wrapped__ = function  # type: ignore[attr-defined]
+    clone.__wrapped__ = function  # type: ignore[attr-defined]  # what functools.wraps sets; inspect follows it
     return clone
 
 

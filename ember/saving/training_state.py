@@ -67,7 +67,7 @@ def capture(model: Any) -> tuple[Any, dict | None]:
     """
     training = getattr(model, "_training", None)
     trainer = getattr(training, "trainer", None)
-    if trainer is None:
+    if training is None or trainer is None:
         return None, None
     live = training.live_state
     resume = training.resume

@@ -137,7 +137,7 @@ def _compile_override(compile_method: Any) -> Any:
 
     compile.__doc__ = compile_method.__doc__
     compile.__name__ = compile_method.__name__
-    compile._wraps_compile = True  # type: ignore[attr-defined]
+    compile._wraps_compile = True  # type: ignore[attr-defined]  # a marker on the function object
     return compile
 
 

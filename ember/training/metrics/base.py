@@ -79,7 +79,7 @@ def _update_dispatch(pure: Any) -> Any:
         return self._accumulate(args, kwargs)
 
     update_state.__doc__ = pure.__doc__ or Metric.update_state.__doc__
-    update_state._dispatches = True  # type: ignore[attr-defined]
+    update_state._dispatches = True  # type: ignore[attr-defined]  # a marker on the function object
     return update_state
 
 
@@ -90,7 +90,7 @@ def _result_dispatch(pure: Any) -> Any:
         return self.stateless_result(self._current_state())
 
     result.__doc__ = pure.__doc__ or Metric.result.__doc__
-    result._dispatches = True  # type: ignore[attr-defined]
+    result._dispatches = True  # type: ignore[attr-defined]  # a marker on the function object
     return result
 
 
@@ -236,8 +236,8 @@ class Metric:
             return self.stateless_result(*state)
         return self.stateless_result(self._current_state())
 
-    update_state._dispatches = True  # type: ignore[attr-defined]
-    result._dispatches = True  # type: ignore[attr-defined]
+    update_state._dispatches = True  # type: ignore[attr-defined]  # a marker on the function object
+    result._dispatches = True  # type: ignore[attr-defined]  # a marker on the function object
 
     def reset_state(self) -> None:
         """Start over: the metric's own state returns to its initial value (a data-shaped state keeps
