@@ -16,7 +16,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from ember.serialization import deserialize as _deserialize
 from ember.serialization import serialize as _serialize
@@ -35,6 +35,10 @@ ALL_OPTIMIZERS = (SGD, Adam, AdamW, Adamax, Nadam, Lamb, RMSprop, Adagrad, Adade
 _BY_NAME = {cls.__name__.lower(): cls for cls in ALL_OPTIMIZERS}
 
 
+@overload
+def get(identifier: None) -> None: ...
+@overload
+def get(identifier: Any) -> Optimizer: ...
 def get(identifier: Any) -> Optimizer | None:
     """Resolve an optimizer: a name (``"adam"``, ``"Adam"``, any case), a config dict, or an instance.
 
