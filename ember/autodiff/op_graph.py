@@ -44,8 +44,8 @@ from __future__ import annotations
 import json
 import time
 import weakref
-from dataclasses import asdict, dataclass, field
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ember import backends

@@ -36,9 +36,11 @@ from ember.serialization import deserialize, get_registered_class, registered_na
 
 # Keras's slot groups (Ember's slot names) of the optimizers whose state is carried; optional groups
 # are kept only when the optimizer has that slot (SGD/RMSprop momentum, centered RMSprop).
-SLOT_GROUPS: dict[str, list[tuple[str, ...]]] = {"SGD": [("momentum",)], "Adam": [("momentum", "velocity")], "AdamW": [("momentum", "velocity")],
-               "Adamax": [("momentum", "norm")], "RMSprop": [("velocity",), ("momentum",), ("average_gradient",)],
-               "Adagrad": [("accumulator",)], "Lion": [("momentum",)]}
+SLOT_GROUPS: dict[str, list[tuple[str, ...]]] = {
+    "SGD": [("momentum",)], "Adam": [("momentum", "velocity")], "AdamW": [("momentum", "velocity")],
+    "Adamax": [("momentum", "norm")], "RMSprop": [("velocity",), ("momentum",), ("average_gradient",)],
+    "Adagrad": [("accumulator",)], "Lion": [("momentum",)],
+}
 
 
 def slot_groups(optimizer: Any) -> list[tuple[str, ...]] | None:
