@@ -38,7 +38,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optree
 import torch
@@ -156,7 +156,13 @@ def _copy_into(targets: list, sources: list) -> None:
         torch._foreach_copy_(targets, sources)
 
 
-class _TorchSteps:
+if TYPE_CHECKING:
+    from ember.backends._steps_base import GenericStepsBase as _StepsBase
+else:
+    _StepsBase = object  # the real base, the kit's GenericSteps, is mixed in by _steps_class
+
+
+class _TorchSteps(_StepsBase):
     """Autograd + fused in-place optimizer steps (see the module docstring), on the trainer's
     ``GenericSteps`` (given in the kit: :func:`make_steps`)."""
 
