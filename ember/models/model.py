@@ -659,7 +659,7 @@ def _child_rng(rng: Any, name: str) -> Any:
     raise TypeError(f"rng must be an int seed, a 0-d integer array or None, received {type(rng).__name__}")
 
 
-class NamedShape(Protocol):
+class _NamedShape(Protocol):
     """What :func:`_check_compatible` reads of a model input: a symbolic tensor or Sequential's stand-in."""
 
     @property
@@ -669,7 +669,7 @@ class NamedShape(Protocol):
     def shape(self) -> tuple: ...
 
 
-def _check_compatible(model_name: str | None, tensor: NamedShape, shape: tuple) -> None:
+def _check_compatible(model_name: str | None, tensor: _NamedShape, shape: tuple) -> None:
     expected = tensor.shape
     # None on either side is unknown (a symbolic shape), hence compatible.
     if len(shape) != len(expected) or any(e is not None and s is not None and e != s for e, s in zip(expected, shape)):
