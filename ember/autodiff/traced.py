@@ -350,7 +350,7 @@ class TracedArray(np.ndarray):
         self.view(np.ndarray).fill(value)
 
     # Methods whose results carry no gradient: plain arrays in and out.
-    def _plain_method(name: str) -> Callable:  # type: ignore[misc]
+    def _plain_method(name: str) -> Callable:  # type: ignore[misc]  # runs in the class body (deleted below)
         method = getattr(np.ndarray, name)
 
         def plain_method(self, *args: Any, **kwargs: Any) -> Any:

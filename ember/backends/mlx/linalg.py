@@ -158,8 +158,8 @@ def _singular_values(x, row, col):
     work = x if x.dtype in (mx.float32, mx.float64) else x.astype(mx.float32)
     order = [a for a in range(x.ndim) if a not in (row, col)] + [row, col]
     moved = mx.transpose(work, order)
-    values = mx.linalg.svd(moved, compute_uv=False, stream=_CPU)  # one array: MLX's stub says a (U, S, Vt) tuple
-    return values.astype(x.dtype)  # type: ignore[attr-defined]
+    values = mx.linalg.svd(moved, compute_uv=False, stream=_CPU)
+    return values.astype(x.dtype)  # type: ignore[attr-defined]  # one array; MLX's stub says a (U, S, Vt) tuple
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
