@@ -9,7 +9,7 @@ cannot see that base, so the backends name this class as their base under ``TYPE
 Example:
     >>> from ember.backends._steps_base import GenericStepsBase
     >>> sorted(name for name in vars(GenericStepsBase) if not name.startswith("__"))
-    ['predict_step', 'test_step', 'train_step']
+    ['finish_fit', 'predict_step', 'test_step', 'train_step']
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ class GenericStepsBase:
     buffers: Any  # the StepBuffers of steps that update in place, or None
 
     def __init__(self, core: Any, value_and_grad: Callable, detach: Callable = ...) -> None:
+        raise NotImplementedError("a declaration for type checkers: the base is the kit's GenericSteps")
+
+    def finish_fit(self) -> None:
         raise NotImplementedError("a declaration for type checkers: the base is the kit's GenericSteps")
 
     def train_step(self, state: dict, batch: tuple) -> dict:

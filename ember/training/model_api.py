@@ -413,6 +413,7 @@ class TrainingAPI:
                 check_same_weights(strategy, state["model"]["params"], "fit")
             if validation is not None:  # bad validation data fails now, not after a whole epoch of training
                 _check_validation_batch(trainer, state, validation)
+            assert restore_point is not None  # handed to the loop (and set to None) only below
             state = steps.own(state, self._donatable(state, restore_point))
             callback_list = CallbackList(callbacks, add_history=True, add_progbar=_prints(verbose), model=self,
                                          verbose=verbose, epochs=epochs, steps=iterator.num_steps)

@@ -95,7 +95,7 @@ def _sole_user(tensor: Any) -> bool:
         storage_users = torch._C._storage_Use_Count(tensor.untyped_storage()._cdata) - 1
     except (AttributeError, RuntimeError, TypeError):  # a tensor without storage, or another torch
         return False
-    return storage_users == 1 and tensor._use_count() == 1
+    return storage_users == 1 and tensor._use_count() == 1  # type: ignore[attr-defined]  # private, not in stubs
 
 
 def _detach(value: Any) -> Any:
