@@ -45,7 +45,8 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ember import backends
 from ember.autodiff.engines import engine_module
@@ -146,7 +147,7 @@ def custom_gradient(f: Callable) -> Callable:
         outputs = engine.call_custom_gradient(forward, backward, natives, kwargs)
         return _wrap(outputs, tensor_type)
 
-    wrapper.__ember_custom_gradient__ = True  # type: ignore[attr-defined]
+    wrapper.__ember_custom_gradient__ = True  # type: ignore[attr-defined]  # a marker on the function object
     return wrapper
 
 

@@ -18,7 +18,8 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import optree
 
@@ -197,7 +198,10 @@ def vjp(fn: Callable, *primals: Any) -> tuple[Any, Callable]:
         out_leaves, out_spec = optree.tree_flatten(outputs, none_is_leaf=False)
         cot_leaves, cot_spec = optree.tree_flatten(cotangents, none_is_leaf=False)
         if cot_spec != out_spec:
-            raise ValueError(f"vjp_fn: cotangents must have the structure of the outputs; expected {out_spec}, received {cot_spec}")
-        return tuple(tape.gradient(out_leaves, list(primals), output_gradients=cot_leaves, unconnected_gradients="zero"))
+            raise ValueError(
+                f"vjp_fn: cotangents must have the structure of the outputs; expected {out_spec}, received {cot_spec}"
+            )
+        grads = tape.gradient(out_leaves, list(primals), output_gradients=cot_leaves, unconnected_gradients="zero")
+        return tuple(grads)
 
     return outputs, vjp_fn

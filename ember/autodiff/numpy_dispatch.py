@@ -11,9 +11,11 @@ a ``TypeError`` that names the NumPy function and the ``ember.ops`` alternative.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
 from ember import ops
 
 _OPS: Any = None
@@ -147,7 +149,8 @@ def _record_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> 
     if method == "reduce" and ufunc in _REDUCE_OPS:
         if set(extra) - {"dtype"} or (extra.get("dtype") is not None and np.dtype(extra["dtype"]) != inputs[0].dtype):
             raise _refuse("numpy ufunc method", f"numpy.{name}.reduce", f" with {sorted(extra)}")
-        return _op(_REDUCE_OPS[ufunc])(inputs[0], axis=kwargs.get("axis", 0), keepdims=bool(kwargs.get("keepdims", False)))
+        keepdims = bool(kwargs.get("keepdims", False))
+        return _op(_REDUCE_OPS[ufunc])(inputs[0], axis=kwargs.get("axis", 0), keepdims=keepdims)
     if method == "accumulate" and ufunc in _ACCUMULATE_OPS:
         if set(extra) - {"dtype"} or (extra.get("dtype") is not None and np.dtype(extra["dtype"]) != inputs[0].dtype):
             raise _refuse("numpy ufunc method", f"numpy.{name}.accumulate", f" with {sorted(extra)}")

@@ -42,14 +42,13 @@ from typing import Any
 
 import numpy as np
 
+from ember import ops
 from ember.autodiff import recording
+from ember.autodiff import rules as _rules
+from ember.autodiff.rules import batched as _batched
 from ember.autodiff.traced import TracedArray, traced_view
 from ember.backends._common import UntrackedTargetError
 from ember.recorded.graph import RecordedGraph
-
-from ember.autodiff import rules as _rules
-from ember.autodiff.rules import batched as _batched
-from ember import ops
 
 _CARRIES_GRADIENT = frozenset("fc")  # dtype kinds that carry a cotangent (and bfloat16, kind "V")
 
@@ -249,7 +248,7 @@ class TapeEngine:
 
         grads = []
         seen: set[int] = set()
-        for position, (source, slot) in enumerate(zip(sources, source_slots)):
+        for position, (_source, slot) in enumerate(zip(sources, source_slots)):
             grad = None if slot is None else cots.get(slot)
             if grad is None and slot is not None and slot not in target_slots:
                 self._check_bypass(position, slot, target_slots)
@@ -422,20 +421,20 @@ def _walk(nodes: list, cots: dict, forward: set, keep_slots: set, create_graph: 
         args, kwargs, in_slots = node.args, node.kwargs, node.in_slots
         if node.kw_slots:
             args, kwargs, in_slots = _bind_keywords(node)
-        needed = []
+        flags: list[bool] = []
         wanted_any = False
         for slot, arg in zip(in_slots, args):
             if slot is None:
-                needed.append(False)
+                flags.append(False)
                 continue
             flag = _needed(slot, arg, forward) if type(slot) is list else (
                 slot in forward and getattr(arg, "dtype", None) is not None
                 and (arg.dtype.kind in _CARRIES_GRADIENT or arg.dtype.name == "bfloat16"))
-            needed.append(flag)
+            flags.append(flag)
             wanted_any = wanted_any or flag
         if not wanted_any:
             continue
-        needed = tuple(needed)
+        needed = tuple(flags)
         if not create_graph:
             args = prepare_args(args)
             out = _plain_outputs(out)
@@ -606,7 +605,7 @@ def call_custom_gradient(forward: Any, backward: Any, args: tuple, kwargs: dict)
             upstream = tuple(np.zeros_like(_plain(o)) if g is None else g for g, o in zip(upstream, out))
         return backward(grad_fn, upstream, len(rule_args))
 
-    custom_gradient.__ember_vjp__ = rule  # type: ignore[attr-defined]
+    custom_gradient.__ember_vjp__ = rule  # type: ignore[attr-defined]  # the rule, read off the recorded function
     return recording.run_recorded("custom_gradient", custom_gradient, args, kwargs)
 
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -253,17 +254,20 @@ class GraphRecorder:
     """
 
     def __init__(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
         self.graph = OpGraph()
-        self.graph._lookup = self.slot  # type: ignore[attr-defined]
+        self.graph._lookup = self.slot  # type: ignore[attr-defined]  # set on a recorder's graph only, read by getattr
         self._slot_of: dict[int, int] = {}
         self._refs: list = []
         self._next = 0
         self._paused = 0
         self._start = time.perf_counter()
-        self._describe = None
+        self._describe: tuple[Callable, Callable, Callable] | None = None
 
     def reset(self) -> None:
-        self.__init__()
+        self._clear()
 
     # --- slots -------------------------------------------------------------------------
     def slot(self, array: Any) -> int | None:

@@ -180,7 +180,7 @@ def _fresh_stop_gradient(function: Callable) -> Callable:
         return out
 
     stop_gradient.__doc__ = function.__doc__
-    stop_gradient.__wrapped__ = function  # type: ignore[attr-defined]
+    stop_gradient.__wrapped__ = function  # type: ignore[attr-defined]  # as functools.wraps
     return stop_gradient
 
 
@@ -201,7 +201,7 @@ def _composite_dropout(function: Callable) -> Callable:
 
     dropout.__name__ = "dropout"
     dropout.__doc__ = function.__doc__
-    dropout.__wrapped__ = function  # type: ignore[attr-defined]
+    dropout.__wrapped__ = function  # type: ignore[attr-defined]  # as functools.wraps
     return dropout
 
 

@@ -32,14 +32,15 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import optree
 
-from ember import backends, dtypes
-from ember import ops
+from ember import backends, dtypes, ops
 from ember.autodiff import recording
 from ember.autodiff.engines import engine_module
 from ember.autodiff.op_graph import GraphRecorder
@@ -64,6 +65,10 @@ _OWN_VIEWS: dict[int, weakref.ref] = {}  # views watch() gave a Tensor (ndarrays
 def _is_own_view(native: Any) -> bool:
     ref = _OWN_VIEWS.get(id(native))
     return ref is not None and ref() is native
+
+
+def _forget_own_view(key: int, _dead_ref: weakref.ref) -> None:
+    _OWN_VIEWS.pop(key, None)
 
 
 def _set_native(tensor: Any, native: Any) -> None:
@@ -169,7 +174,7 @@ class GradientTape:
         self._stopped = 0
 
     # --- context -----------------------------------------------------------------------
-    def __enter__(self) -> "GradientTape":
+    def __enter__(self) -> GradientTape:
         if self._recording:
             raise RuntimeError("GradientTape: this tape is already recording (nested `with` on the same tape)")
         self._ensure_engine()
@@ -235,7 +240,7 @@ class GradientTape:
                 # NumPy hands several Tensors of one array the same ndarray; the engine tells
                 # sources apart by object, so this Tensor gets its own view (same memory), once.
                 native = native.view()
-                _OWN_VIEWS[id(native)] = weakref.ref(native, lambda _, key=id(native): _OWN_VIEWS.pop(key, None))
+                _OWN_VIEWS[id(native)] = weakref.ref(native, functools.partial(_forget_own_view, id(native)))
                 _set_native(leaf, native)
             if not hasattr(native, "shape"):
                 raise TypeError(
@@ -243,6 +248,11 @@ class GradientTape:
                 )
             self._watch_native(native)
             self._watched.append(leaf)
+
+    def _another_tape_records(self) -> bool:
+        """Whether another live tape is recording (then gradients are recorded too: create_graph)."""
+        tapes = [ref() for ref in _active_tapes]
+        return any([tape is not self and tape is not None and tape._recording for tape in tapes])
 
     def _pause_all(self) -> None:
         self._engine.pause()
@@ -379,7 +389,8 @@ class GradientTape:
         """
         if unconnected_gradients not in ("none", "zero"):
             raise ValueError(
-                f"GradientTape.gradient: unconnected_gradients must be 'none' or 'zero', received {unconnected_gradients!r}"
+                "GradientTape.gradient: unconnected_gradients must be 'none' or 'zero', "
+                f"received {unconnected_gradients!r}"
             )
         if self._engine is None:
             raise RuntimeError("GradientTape.gradient: nothing was recorded; use the tape in a `with` block first")
@@ -417,7 +428,7 @@ class GradientTape:
                     f"expected {target_spec}, received {spec}"
                 )
             out_grads = [_native(g) for g in out_grads]
-        create_graph = any([ref() is not self and ref() is not None and ref()._recording for ref in _active_tapes])
+        create_graph = self._another_tape_records()
         was_recording = self._recording
         if was_recording:
             self._pause_all()
@@ -533,7 +544,7 @@ class GradientTape:
         if count == 0:
             return [None for _ in sources]
         batched = getattr(self._engine, "batched_vjp", None)
-        create_graph = any([ref() is not self and ref() is not None and ref()._recording for ref in _active_tapes])
+        create_graph = self._another_tape_records()
         if batched is not None:
             was_recording = self._recording
             if was_recording:

@@ -48,7 +48,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, Literal
 
 import numpy as np
 
@@ -68,6 +69,9 @@ from ember.autodiff.numpy_dispatch import (
 )
 from ember.recorded.calls import _recording
 
+_Order = Literal["K", "A", "C", "F"]  # NumPy's memory-order argument
+
+
 # --------------------------------------------------------------------------- class
 def _augmented(ufunc: np.ufunc, in_place: Callable) -> Callable:
     """``x op= y`` on a traced array: while a tape records, the recorded out-of-place ``ufunc``
@@ -85,6 +89,7 @@ class TracedArray(np.ndarray):
     """An ndarray produced by an op a NumPy tape recorded; see the module docstring."""
 
     __slots__ = ("_plain",)  # the backend's own result (a plain ndarray) when known: a free fast path
+    _plain: np.ndarray | None
 
     # --- creation guard ---------------------------------------------------------------
     def __array_finalize__(self, obj: Any) -> None:
@@ -184,11 +189,12 @@ class TracedArray(np.ndarray):
     def mT(self) -> Any:  # noqa: N802
         return _op("swapaxes")(self, -1, -2) if _recording else self.view(np.ndarray).mT
 
-    @property
+    # Read-only (no setter): writing .real/.imag in place is refused, as every in-place write.
+    @property  # type: ignore[misc]  # ndarray's is writable
     def real(self) -> Any:
         return _op("real")(self) if _recording else self.view(np.ndarray).real
 
-    @property
+    @property  # type: ignore[misc]  # ndarray's is writable
     def imag(self) -> Any:
         return _op("imag")(self) if _recording else self.view(np.ndarray).imag
 
@@ -197,30 +203,30 @@ class TracedArray(np.ndarray):
             return self.view(np.ndarray).reshape(*shape, order=order)
         if order != "C":
             raise _refuse("ndarray method", "reshape", " with order != 'C'")
-        if len(shape) == 1 and (isinstance(shape[0], (tuple, list)) or shape[0] is None):
-            shape = shape[0]
-        return _op("reshape")(self, tuple(shape) if isinstance(shape, (tuple, list)) else shape)
+        single = len(shape) == 1 and (isinstance(shape[0], (tuple, list)) or shape[0] is None)
+        new_shape = shape[0] if single else shape
+        return _op("reshape")(self, tuple(new_shape) if isinstance(new_shape, (tuple, list)) else new_shape)
 
     def transpose(self, *axes: Any) -> Any:  # noqa: D102
         if not _recording:
             return self.view(np.ndarray).transpose(*axes)
-        if len(axes) == 1 and (isinstance(axes[0], (tuple, list)) or axes[0] is None):
-            axes = axes[0]
-        return _op("transpose")(self, tuple(axes) if axes else None)
+        single = len(axes) == 1 and (isinstance(axes[0], (tuple, list)) or axes[0] is None)
+        permutation = axes[0] if single else axes
+        return _op("transpose")(self, tuple(permutation) if permutation else None)
 
     def swapaxes(self, axis1: int, axis2: int) -> Any:  # noqa: D102
         if not _recording:
             return self.view(np.ndarray).swapaxes(axis1, axis2)
         return _op("swapaxes")(self, axis1, axis2)
 
-    def flatten(self, order: str = "C") -> Any:  # noqa: D102
+    def flatten(self, order: _Order = "C") -> Any:  # noqa: D102
         if not _recording:
             return self.view(np.ndarray).flatten(order)
         if order != "C":
             raise _refuse("ndarray method", "flatten", " with order != 'C'")
         return _copy_value(_op("ravel")(self))
 
-    def ravel(self, order: str = "C") -> Any:  # noqa: D102
+    def ravel(self, order: _Order = "C") -> Any:  # noqa: D102
         if not _recording:
             return self.view(np.ndarray).ravel(order)
         if order != "C":
@@ -232,7 +238,9 @@ class TracedArray(np.ndarray):
             return self.view(np.ndarray).squeeze(axis)
         return _op("squeeze")(self, axis=axis)
 
-    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True) -> Any:  # noqa: D102
+    def astype(  # noqa: D102
+        self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True
+    ) -> Any:
         if not _recording:
             return self.view(np.ndarray).astype(dtype, order=order, casting=casting, copy=copy)
         if np.dtype(dtype) == self.dtype:
@@ -264,12 +272,16 @@ class TracedArray(np.ndarray):
             return self.view(np.ndarray).min(axis, _plain(out), keepdims, **kw)
         return _FUNCTIONS[np.min](self, axis, None, out, keepdims, **kw)
 
-    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any) -> Any:  # noqa: D102
+    def var(  # noqa: D102
+        self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any
+    ) -> Any:
         if not _recording:
             return self.view(np.ndarray).var(axis, dtype, _plain(out), ddof, keepdims, **kw)
         return _FUNCTIONS[np.var](self, axis, dtype, out, ddof, keepdims, **kw)
 
-    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any) -> Any:  # noqa: D102
+    def std(  # noqa: D102
+        self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any
+    ) -> Any:
         if not _recording:
             return self.view(np.ndarray).std(axis, dtype, _plain(out), ddof, keepdims, **kw)
         return _FUNCTIONS[np.std](self, axis, dtype, out, ddof, keepdims, **kw)
@@ -331,11 +343,14 @@ class TracedArray(np.ndarray):
 
     def fill(self, value: Any) -> None:  # noqa: D102
         if _recording:
-            raise TypeError("ndarray.fill changes a traced array in place, which the GradientTape cannot record; use ember.ops.full_like")
+            raise TypeError(
+                "ndarray.fill changes a traced array in place, which the GradientTape cannot record; "
+                "use ember.ops.full_like"
+            )
         self.view(np.ndarray).fill(value)
 
     # Methods whose results carry no gradient: plain arrays in and out.
-    def _plain_method(name: str) -> Callable:  # type: ignore[misc]
+    def _plain_method(name: str) -> Callable:  # type: ignore[misc]  # runs in the class body (deleted below)
         method = getattr(np.ndarray, name)
 
         def plain_method(self, *args: Any, **kwargs: Any) -> Any:

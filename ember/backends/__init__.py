@@ -35,8 +35,9 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Callable, Iterator, NamedTuple
+from typing import NamedTuple
 
 BACKENDS = ("numpy", "torch", "mlx")
 ENV_VARS = ("EMBER_BACKEND", "EMBER_ML_BACKEND")  # the current name first, then the former one
@@ -160,21 +161,22 @@ def set_backend(name: str, persist: bool = False) -> None:
     if persist:
         _read_config()  # a damaged config file fails before anything changes
     previous = _choice
-    _activate(name)
-    _choice = Choice(_active.name, _active.default_device(), "call", f"ember.set_backend({_active.name!r})")
+    active = _activate(name)
+    _choice = Choice(active.name, active.default_device(), "call", f"ember.set_backend({active.name!r})")
     if persist:
         try:
-            write_config(backend=_active.name)
+            write_config(backend=active.name)
         except BaseException:
             _choice = previous
             raise
 
 
-def _activate(name: str) -> None:
+def _activate(name: str) -> ModuleType:
+    """Make backend ``name`` the active one (listeners told; undone if one fails) and return it."""
     global _active
     module = load(name)
     if module is _active:
-        return
+        return module
     previous = _active
     _active = module
     try:
@@ -186,6 +188,7 @@ def _activate(name: str) -> None:
             for listener in list(_listeners):
                 listener(previous)
         raise
+    return module
 
 
 def get_backend() -> str:
@@ -203,15 +206,16 @@ def get_backend() -> str:
 def current() -> ModuleType:
     """The active backend package (selecting one by the priority rules if needed)."""
     if _active is None:
-        _select_and_activate()
-    return _active  # type: ignore[return-value]
+        return _select_and_activate()
+    return _active
 
 
-def _select_and_activate() -> None:
+def _select_and_activate() -> ModuleType:
     global _choice
     name, source, reason = _select_default_with_reason()
-    _activate(name)
-    _choice = Choice(name, _active.default_device(), source, reason)  # type: ignore[union-attr]
+    active = _activate(name)
+    _choice = Choice(name, active.default_device(), source, reason)
+    return active
 
 
 def active_choice() -> Choice:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, overload
 
 from ember.backends import _spec
-
 
 # ``ember.ops.stats`` also offers these core ops under the same names (the same functions).
 STATS_ALIASES = ("max", "min", "sum", "cumsum", "argmax", "argmin", "sort", "argsort")
@@ -86,6 +86,10 @@ def normalize_axis(axis: int, ndim: int, argument: str = "axis") -> int:
     return axis % ndim
 
 
+@overload
+def normalize_axes(axis: None, ndim: int, argument: str = "axis") -> None: ...
+@overload
+def normalize_axes(axis: Any, ndim: int, argument: str = "axis") -> tuple[int, ...]: ...
 def normalize_axes(axis: Any, ndim: int, argument: str = "axis") -> tuple[int, ...] | None:
     """``axis`` (None, int or sequence) as a sorted tuple of non-negative ints, or None."""
     if axis is None:

@@ -31,7 +31,7 @@ Example:
 
 from __future__ import annotations
 
-import _signal
+import _signal  # type: ignore[import-not-found]  # CPython's C module under signal; typeshed has no stub
 import signal
 import threading
 

@@ -50,7 +50,7 @@ def check_rnn_dtypes(op: str, names: list) -> str:
     """The one floating dtype of a fused recurrent op's operands (``[(argument, dtype name)]``);
     TypeError naming ``op`` otherwise."""
     first = names[0][1]
-    for argument, name in names:
+    for _argument, name in names:
         if name != first or not dtypes.is_float(name):
             found = ", ".join(f"{a}={n}" for a, n in names)
             raise TypeError(f"{op}: every array must have the same floating dtype, received {found}")

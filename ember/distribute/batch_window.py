@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeGuard
 
 from ember import ops
 
@@ -47,7 +47,8 @@ def global_batch(offset: int, total: int) -> Iterator[None]:
         _local.window = previous
 
 
-def _fits(window: tuple[int, int] | None, rows: int) -> bool:
+def _fits(window: tuple[int, int] | None, rows: int) -> TypeGuard[tuple[int, int]]:
+    """Whether a window is set and this rank's ``rows`` fit in it."""
     return window is not None and window[0] + rows <= window[1] and rows > 0
 
 

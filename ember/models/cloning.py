@@ -39,6 +39,13 @@ def _default_clone(layer: Layer) -> Layer:
     return clone
 
 
+def _clone_input(layer: InputLayer) -> SymbolicTensor:
+    """The input tensor of a clone of ``layer`` (``from_config`` of its own class: an InputLayer again)."""
+    clone = _default_clone(layer)
+    assert isinstance(clone, InputLayer)
+    return symbolic_input(clone)
+
+
 def _is_tensor(value: Any) -> bool:
     return isinstance(value, SymbolicTensor)
 
@@ -76,6 +83,7 @@ def clone_model(model: Model, input_tensors: Any = None, clone_function: Callabl
 
     def new_layer(layer: Layer) -> Layer:
         if id(layer) not in cloned:
+            result: Layer
             if recursive and isinstance(layer, Model):
                 result = clone_model(layer, clone_function=clone_function, call_function=call_function,
                                      recursive=True)
@@ -100,7 +108,7 @@ def _clone_sequential(model: Sequential, input_tensors: Any, new_layer: Callable
             raise ValueError(f"clone_model: a Sequential takes one input tensor, received {input_tensors!r}")
         entries.append(tensors[0])
     elif model._input_layer is not None:
-        entries.append(symbolic_input(_default_clone(model._input_layer)))
+        entries.append(_clone_input(model._input_layer))
     entries += [new_layer(layer) for layer in model.layers]
     clone = Sequential(entries, name=model.name, trainable=model.trainable)
     if model._input_layer is None and input_tensors is None and model._build_shape is not None:
@@ -111,7 +119,7 @@ def _clone_sequential(model: Sequential, input_tensors: Any, new_layer: Callable
 def _clone_functional(model: Model, input_tensors: Any, new_layer: Callable, call_function: Callable | None) -> Model:
     mapping: dict[int, SymbolicTensor] = {}
     if input_tensors is None:
-        new_inputs = optree.tree_map(lambda t: symbolic_input(_default_clone(t.node.layer)), model.inputs,
+        new_inputs = optree.tree_map(lambda t: _clone_input(t.node.layer), model.inputs,
                                      is_leaf=_is_tensor)
     else:
         new_inputs = input_tensors

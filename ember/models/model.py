@@ -26,46 +26,50 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import weakref
+import inspect
 import json
-from typing import Any, Iterator
+import weakref
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 import numpy as np
 import optree
 
-from ember.seeds import derive_seed, is_seed_array, sub_seed
+from ember import initializers, ops
 from ember.layers import autocast, handles, keras_object, scope
-from ember.layers.core.input_layer import InputLayer
 from ember.layers.construction import mark_auto_named, structural_keys
+from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, collect_losses, unique_name
-from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 from ember.layers.state_check import check_state_dict, raise_if_mismatched
+from ember.models.config import functional_config, functional_from_config
+from ember.models.summary import summary
+from ember.saving import keras_format
+from ember.saving.model_io import model_config, save_model
+from ember.saving.weights import load_weights, save_weights
+from ember.seeds import derive_seed, is_seed_array, sub_seed
+from ember.serialization import custom_object_scope
+from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
 from ember.training import custom_steps
+from ember.training.backend_check import move_model
 from ember.training.handle import TrainingHandle
 from ember.training.model_api import TrainingAPI, is_compiling
 from ember.utils.naming import to_snake_case
-from ember import ops
-from ember.training.backend_check import move_model
-from ember.models.config import functional_config
-from ember.models.config import functional_from_config
-from ember.saving import keras_format
-from ember.saving.model_io import model_config, save_model
-from ember.serialization import custom_object_scope
-from ember.saving.weights import save_weights
-from ember.saving.weights import load_weights
-from ember import initializers
-from ember.models.summary import summary
-import inspect
 
 # Attributes of the handle that may be replaced after construction.
 _HANDLE_ATTRIBUTES = frozenset({"state", "_training", "stop_training", "history"})
+
+
+def _is_symbolic_tensor(value: Any) -> bool:
+    return isinstance(value, SymbolicTensor)
 
 
 def _flat_tensors(structure: Any, argument: str) -> list[SymbolicTensor]:
     leaves = optree.tree_leaves(structure, is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
     for leaf in leaves:
         if not isinstance(leaf, SymbolicTensor):
-            raise TypeError(f"Model: {argument} must be symbolic tensors (from ember.Input or layer calls), received {leaf!r}")
+            raise TypeError(
+                f"Model: {argument} must be symbolic tensors (from ember.Input or layer calls), received {leaf!r}"
+            )
     if not leaves:
         raise ValueError(f"Model: {argument} is empty")
     return leaves
@@ -105,6 +109,14 @@ class Model(TrainingAPI, Layer):
     _linear_stack = False  # summary lists the layers each layer reads (Sequential: True)
     _owns_state = True  # the handle keeps the state its build makes
 
+    # The graph, set once in __init__ with object.__setattr__ (the architecture is immutable).
+    inputs: Any
+    outputs: Any
+    _input_list: list[SymbolicTensor]
+    _output_list: list[SymbolicTensor]
+    _nodes: list[Node]
+    _layers: list[Layer]
+
     def __init__(self, inputs: Any = None, outputs: Any = None, name: str | None = None, trainable: bool = True,
                  **kwargs: Any) -> None:
         set_ = object.__setattr__
@@ -115,7 +127,8 @@ class Model(TrainingAPI, Layer):
             Layer.__init__(self, name=name or unique_name(base), trainable=trainable, **kwargs)
             if name is None:
                 mark_auto_named(self, base)
-            for key, value in (("state", None), ("_training", TrainingHandle()), ("stop_training", False), ("history", None)):
+            initial = (("state", None), ("_training", TrainingHandle()), ("stop_training", False), ("history", None))
+            for key, value in initial:
                 set_(self, key, value)
             return
         if inputs is None or outputs is None:
@@ -225,7 +238,7 @@ class Model(TrainingAPI, Layer):
         for layer in layers:
             if layer.name == name:
                 return layer
-        raise ValueError(f"get_layer: no layer named {name!r}; layers are {[l.name for l in layers]}")
+        raise ValueError(f"get_layer: no layer named {name!r}; layers are {[each.name for each in layers]}")
 
     # --- layer protocol ------------------------------------------------------------------
     def _input_shapes(self) -> Any:
@@ -239,7 +252,9 @@ class Model(TrainingAPI, Layer):
     def _check_input_shapes(self, input_shape: Any) -> None:
         given = optree.tree_leaves(input_shape, is_leaf=is_shape, none_is_leaf=False)
         if len(given) != len(self._input_list):
-            raise ValueError(f"Model {self.name!r}: expected {len(self._input_list)} input(s), received shapes {input_shape}")
+            raise ValueError(
+                f"Model {self.name!r}: expected {len(self._input_list)} input(s), received shapes {input_shape}"
+            )
         for tensor, shape in zip(self._input_list, given):
             _check_compatible(self.name, tensor, tuple(shape))
 
@@ -329,7 +344,7 @@ class Model(TrainingAPI, Layer):
         for node in self._nodes:
             layer = node.layer
             key = keys[id(layer)]
-            args = optree.tree_map(lambda t: values[t.uid], node.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+            args = optree.tree_map(lambda t: values[t.uid], node.inputs, is_leaf=_is_symbolic_tensor)
             child_state = {"params": params.get(key, {}), "buffers": new_buffers.get(key, {})}
             child_rng = None if rng is None else _child_rng(rng, key)
             # Call kwargs may hold symbolic tensors (attention_mask=...): bind their values.
@@ -349,7 +364,7 @@ class Model(TrainingAPI, Layer):
                 values[tensor.uid] = value
             if mask is not None or makes_mask(layer):
                 _store_masks(node, layer.compute_mask(args, mask), masks)
-        outputs = optree.tree_map(lambda t: values[t.uid], self.outputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+        outputs = optree.tree_map(lambda t: values[t.uid], self.outputs, is_leaf=_is_symbolic_tensor)
         return outputs, {"params": params, "buffers": new_buffers}
 
     def _bind_inputs(self, inputs: Any) -> dict:
@@ -358,7 +373,9 @@ class Model(TrainingAPI, Layer):
                 raise TypeError(f"Model {self.name!r}: expected a dict of inputs with keys {sorted(self.inputs)}")
             missing = set(self.inputs) - set(inputs)
             if missing:
-                raise ValueError(f"Model {self.name!r}: missing inputs {sorted(missing)}; expected keys {sorted(self.inputs)}")
+                raise ValueError(
+                    f"Model {self.name!r}: missing inputs {sorted(missing)}; expected keys {sorted(self.inputs)}"
+                )
             pairs = [(self.inputs[k], inputs[k]) for k in self.inputs]
         elif isinstance(self.inputs, SymbolicTensor):
             if isinstance(inputs, (list, tuple)) and len(inputs) == 1 and not hasattr(inputs, "shape"):
@@ -369,12 +386,16 @@ class Model(TrainingAPI, Layer):
                 by_name = {t.name: t for t in self._input_list}
                 unknown = set(inputs) - set(by_name)
                 if unknown or len(inputs) != len(by_name):
-                    raise ValueError(f"Model {self.name!r}: input keys {sorted(inputs)} do not match input names {sorted(by_name)}")
+                    raise ValueError(
+                        f"Model {self.name!r}: input keys {sorted(inputs)} do not match input names {sorted(by_name)}"
+                    )
                 pairs = [(by_name[k], v) for k, v in inputs.items()]
             else:
                 if not isinstance(inputs, (list, tuple)) or len(inputs) != len(self._input_list):
                     received = len(inputs) if isinstance(inputs, (list, tuple)) else 1
-                    raise ValueError(f"Model {self.name!r}: expected {len(self._input_list)} inputs, received {received}")
+                    raise ValueError(
+                        f"Model {self.name!r}: expected {len(self._input_list)} inputs, received {received}"
+                    )
                 pairs = list(zip(self._input_list, inputs))
         values = {}
         for tensor, value in pairs:
@@ -506,7 +527,7 @@ class Model(TrainingAPI, Layer):
         return functional_config(self)
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Model":
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Model:
         """Rebuild a model from :meth:`get_config`; ``custom_objects`` resolves unregistered names."""
         with custom_object_scope(custom_objects):
             return functional_from_config(cls, config)
@@ -550,7 +571,7 @@ class Model(TrainingAPI, Layer):
         return [self._layers], (id(self), _Same(self)), ["layers"]
 
     @classmethod
-    def _tree_unflatten(cls, metadata: Any, children: list) -> "Model":
+    def _tree_unflatten(cls, metadata: Any, children: list) -> Model:
         return metadata[1].model
 
     def sublayers(self) -> list[Layer]:
@@ -638,7 +659,17 @@ def _child_rng(rng: Any, name: str) -> Any:
     raise TypeError(f"rng must be an int seed, a 0-d integer array or None, received {type(rng).__name__}")
 
 
-def _check_compatible(model_name: str, tensor: SymbolicTensor, shape: tuple) -> None:
+class _NamedShape(Protocol):
+    """What :func:`_check_compatible` reads of a model input: a symbolic tensor or Sequential's stand-in."""
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def shape(self) -> tuple: ...
+
+
+def _check_compatible(model_name: str | None, tensor: _NamedShape, shape: tuple) -> None:
     expected = tensor.shape
     # None on either side is unknown (a symbolic shape), hence compatible.
     if len(shape) != len(expected) or any(e is not None and s is not None and e != s for e, s in zip(expected, shape)):

@@ -92,10 +92,10 @@ def _label(layer: Any, inputs: list, outputs: list, dtypes_: list, options: _Opt
 
 def _sequential_calls(model: Sequential) -> list[tuple[Any, list, list, list]]:
     shape = model._known_input_shape()
-    calls = []
+    calls: list[tuple[Any, list, list, list]] = []
     if model._input_layer is not None:
-        layer = model._input_layer
-        calls.append((layer, [], [layer.batch_shape], [layer.dtype or "float32"]))
+        input_layer = model._input_layer
+        calls.append((input_layer, [], [input_layer.batch_shape], [input_layer.dtype or "float32"]))
     for layer in model.layers:
         output = layer.compute_output_shape(shape) if shape is not None else None
         calls.append((layer, [shape] if shape is not None else [], [output] if output is not None else [], []))
@@ -150,8 +150,9 @@ def _add_model(model: Any, options: _Options, prefix: str, nodes: list, edges: l
 
 
 def _tensors(node: Any) -> list:
-    return [t for t in optree.tree_leaves([node.inputs, node.kwargs], is_leaf=lambda v: isinstance(v, SymbolicTensor),
-                                          none_is_leaf=False) if isinstance(t, SymbolicTensor)]
+    tree: Any = [node.inputs, node.kwargs]
+    leaves = optree.tree_leaves(tree, is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
+    return [t for t in leaves if isinstance(t, SymbolicTensor)]
 
 
 def layer_graph(model: Any, show_shapes: bool = False, show_dtype: bool = False, show_layer_names: bool = True,
@@ -216,7 +217,10 @@ def model_to_dot(model: Any, show_shapes: bool = False, show_dtype: bool = False
         raise ImportError('model_to_dot needs pydot: pip install "ember[plot]"') from None
     graph = layer_graph(model, show_shapes, show_dtype, show_layer_names, rankdir, expand_nested,
                         show_layer_activations, show_trainable)
-    (dot,) = pydot.graph_from_dot_data(dot_source(graph, dpi))
+    parsed = pydot.graph_from_dot_data(dot_source(graph, dpi))
+    if not parsed:
+        raise RuntimeError("model_to_dot: pydot could not parse the generated DOT source")
+    (dot,) = parsed
     return dot
 
 

@@ -12,21 +12,21 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from ember.seeds import sub_seed
+from ember import ops
 from ember.layers import autocast
-from ember.layers.core.input_layer import InputLayer
 from ember.layers.construction import mark_auto_named
+from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
+from ember.models.config import auto_named, restore_auto_named
 from ember.models.model import Model, _check_compatible, _child_rng, makes_mask, takes_mask
+from ember.seeds import sub_seed
+from ember.serialization import custom_object_scope, deserialize, serialize
 from ember.symbolic import SymbolicTensor, is_shape
 from ember.training.handle import TrainingHandle
-from ember import ops
-from ember.serialization import serialize
-from ember.serialization import custom_object_scope, deserialize
-from ember.models.config import auto_named, restore_auto_named
 
 
 class Sequential(Model):
@@ -54,6 +54,10 @@ class Sequential(Model):
     _linear_stack = True  # its summary lists no per-layer inputs: the order says them
 
     _graph_from_constructor = True  # its constructor builds a graph (never a Keras-style subclass)
+
+    # Set with object.__setattr__ in __init__, replaced by add/pop/build.
+    _input_layer: InputLayer | None
+    _build_shape: tuple | None
 
     def __init__(self, layers: list | None = None, name: str | None = None, trainable: bool = True) -> None:
         set_ = object.__setattr__
@@ -90,7 +94,7 @@ class Sequential(Model):
         if declared is not None and not self._layers and self._input_layer is None:
             # Keras's ``Dense(4, input_shape=(3,))`` as the first layer: the model's input.
             object.__setattr__(self, "_input_layer", InputLayer(shape=declared[1:], batch_size=declared[0]))
-        names = [l.name for l in self._layers] + ([self._input_layer.name] if self._input_layer else [])
+        names = [other.name for other in self._layers] + ([self._input_layer.name] if self._input_layer else [])
         if layer.name in names and layer not in self._layers:
             raise ValueError(f"Sequential {self.name!r}: a layer named {layer.name!r} is already in the model")
         shape = self._known_input_shape()
@@ -124,7 +128,7 @@ class Sequential(Model):
 
     def _layer_output_shapes(self) -> dict:
         shape = self._known_input_shape()
-        shapes = {}
+        shapes: dict[str, list] = {}
         if shape is None:
             return shapes
         for layer in self._layers:
@@ -189,14 +193,14 @@ class Sequential(Model):
         for layer in self._layers:
             key = keys[id(layer)]
             child = {"params": params.get(key, {}), "buffers": buffers.get(key, {})}
-            kwargs = {"mask": mask} if mask is not None and takes_mask(layer) else {}
+            kwargs: dict[str, Any] = {"mask": mask} if mask is not None and takes_mask(layer) else {}
             x_in = x
             try:
                 x, child = autocast.apply(layer, child, x, training=training,
                                        rng=None if rng is None else _child_rng(rng, key), **kwargs)
             except Exception as error:
                 shape = input_shapes(x_in)
-                raise_if_mismatched(layer, child, lambda: layer.build(shape, seed=0), shape, error)
+                raise_if_mismatched(layer, child, functools.partial(layer.build, shape, seed=0), shape, error)
                 raise
             if child["buffers"]:
                 new_buffers[key] = child["buffers"]
@@ -223,7 +227,7 @@ class Sequential(Model):
         layers = ([serialize(self._input_layer)] if self._input_layer is not None else []) + [
             serialize(layer) for layer in self._layers
         ]
-        config = {"name": self.name, "trainable": self.trainable, "layers": layers,
+        config: dict[str, Any] = {"name": self.name, "trainable": self.trainable, "layers": layers,
                   "build_input_shape": list(self._build_shape) if self._build_shape else None}
         auto = auto_named(([self._input_layer] if self._input_layer is not None else []) + self._layers)
         if auto:
@@ -231,7 +235,7 @@ class Sequential(Model):
         return config
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Sequential":
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Sequential:
         with custom_object_scope(custom_objects):
             layers = [deserialize(entry) for entry in config["layers"]]
         restore_auto_named(layers, config.get("auto_named"))
@@ -249,9 +253,12 @@ class _Expected:
 
     def __init__(self, layer: InputLayer | None, shape: tuple | None = None) -> None:
         self.name = layer.name if layer is not None else "input"
-        self.shape = layer.batch_shape if layer is not None else tuple(shape)
         if shape is not None:
             self.shape = tuple(shape)
+        elif layer is not None:
+            self.shape = layer.batch_shape
+        else:
+            raise TypeError("_Expected: needs the input layer or the shape")
 
 
 def _checked_output_shape(layer: Layer, shape: Any) -> Any:

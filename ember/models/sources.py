@@ -29,7 +29,8 @@ def is_keras_tensor(x: Any) -> bool:
 
 def _parents(tensor: SymbolicTensor) -> list[SymbolicTensor]:
     node = tensor.node
-    leaves = optree.tree_leaves([node.inputs, node.kwargs], is_leaf=lambda v: isinstance(v, SymbolicTensor),
+    tree: Any = [node.inputs, node.kwargs]
+    leaves = optree.tree_leaves(tree, is_leaf=lambda v: isinstance(v, SymbolicTensor),
                                 none_is_leaf=False)
     return [leaf for leaf in leaves if isinstance(leaf, SymbolicTensor)]
 

@@ -27,9 +27,11 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import optree
+
 from ember import ops
 
 
@@ -38,7 +40,7 @@ def _count(tree: Any) -> int:
 
 
 def _output_shape_text(model: Any, layer: Any) -> str:
-    shapes = []
+    shapes: list[Any] = []
     for node in getattr(model, "_nodes", []):
         if node.layer is layer:
             shapes.extend(str(t.shape) for t in node.outputs)
@@ -70,7 +72,7 @@ def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int
         raise ValueError(f"summary: line_length must be a positive int, received {line_length!r}")
     if not callable(print_fn):
         raise TypeError(f"summary: print_fn must be callable, received {print_fn!r}")
-    columns = (max(30, line_length // 3), max(26, line_length // 3), 14)
+    columns: tuple[int, ...] = (max(30, line_length // 3), max(26, line_length // 3), 14)
     if connected:
         columns = (max(24, line_length * 29 // 100), max(20, line_length // 4), 14,
                    max(20, line_length - line_length * 29 // 100 - line_length // 4 - 14))

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import functools
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _SENTINEL = "__ember_follow_active_backend__"
 _stale_codes: dict[tuple[str, str, int], types.CodeType] = {}
@@ -82,7 +83,7 @@ def _copy(function: Callable) -> Callable:
     clone.__doc__ = function.__doc__
     clone.__qualname__ = function.__qualname__
     clone.__module__ = function.__module__
-    clone.__wrapped__ = function  # type: ignore[attr-defined]
+    clone.__wrapped__ = function  # type: ignore[attr-defined]  # what functools.wraps sets; inspect follows it
     return clone
 
 

@@ -26,7 +26,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ember import ops
 from ember.backends import _spec
@@ -35,7 +36,7 @@ from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
 
 def composite(function: Callable) -> Callable:
     """Mark ``function`` as a composite op (recorded op by op by the tapes)."""
-    function.__ember_composite__ = True
+    function.__ember_composite__ = True  # type: ignore[attr-defined]  # a marker on the function object
     return function
 
 

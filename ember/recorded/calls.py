@@ -143,5 +143,5 @@ def recorder(name: str, function: Callable, prepare: Callable | None, wrap: Call
 
     recorded.__name__ = function.__name__
     recorded.__doc__ = function.__doc__
-    recorded.__wrapped__ = function  # type: ignore[attr-defined]
+    recorded.__wrapped__ = function  # type: ignore[attr-defined]  # as functools.wraps sets it
     return recorded

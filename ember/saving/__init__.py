@@ -37,8 +37,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ember.saving.format import CheckpointError
-from ember.serialization import custom_object_scope, register_serializable
+# Re-exported names (``as`` marks them public for linters and type checkers).
+from ember.saving.format import CheckpointError as CheckpointError
+from ember.serialization import custom_object_scope as custom_object_scope
+from ember.serialization import register_serializable as register_serializable
 
 _EXPORTS = {
     "LoadReport": "ember.saving.weights",

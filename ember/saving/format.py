@@ -210,7 +210,8 @@ def subtree(items: dict[str, Any], prefix: str) -> dict[str, Any]:
 def byte_view(buffer: Any) -> memoryview:
     """A flat, zero-copy byte view of a C-contiguous NumPy array (any shape, empty too) or bytes."""
     if isinstance(buffer, np.ndarray):
-        return memoryview(buffer.reshape(-1).view(np.uint8))
+        # ndarray exports the buffer protocol; numpy's stubs declare __buffer__ only for Python >= 3.12.
+        return memoryview(buffer.reshape(-1).view(np.uint8))  # type: ignore[arg-type]  # (see above)
     return memoryview(buffer).cast("B")
 
 

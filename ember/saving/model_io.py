@@ -61,7 +61,7 @@ def compile_config(model: Any) -> dict | None:
     """
     training = getattr(model, "_training", None)
     trainer = getattr(training, "trainer", None)
-    if trainer is None:
+    if training is None or trainer is None:
         return None
     arguments = dict(training.compile_config or {"loss": trainer.loss})
     arguments["optimizer"] = trainer.optimizer

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import optree
+
+from ember.layers.layer import Layer
 from ember.saving import _arrays
 from ember.saving import format as fmt
+from ember.saving.model_io import load_model, save_model
 from ember.saving.reader import CheckpointReader
-from ember.serialization import custom_object_scope, deserialize, serialize
 from ember.saving.writer import write_checkpoint
-from ember.layers.layer import Layer
-from ember.saving.model_io import save_model
-from ember.saving.model_io import load_model
-import optree
+from ember.serialization import custom_object_scope, deserialize, serialize
 
 
 def _is_model(obj: Any) -> bool:

@@ -44,8 +44,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from ember.saving import _arrays
 import optree
+
+from ember.saving import _arrays
 
 
 def _as_int(value: Any) -> int | None:
@@ -66,7 +67,7 @@ def capture(model: Any) -> tuple[Any, dict | None]:
     """
     training = getattr(model, "_training", None)
     trainer = getattr(training, "trainer", None)
-    if trainer is None:
+    if training is None or trainer is None:
         return None, None
     live = training.live_state
     resume = training.resume

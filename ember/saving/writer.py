@@ -25,14 +25,15 @@ import os
 import re
 import secrets
 import socket
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
-from ember.saving import _arrays
-from ember.saving import format as fmt
 from ember import backends
 from ember._version import __version__
+from ember.saving import _arrays
+from ember.saving import format as fmt
 
 
 # ---------------------------------------------------------------------------- files

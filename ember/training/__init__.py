@@ -6,5 +6,4 @@ or differentiated (torch autograd) as one function. The public namespaces are
 re-exported as ``ember.losses``, ``ember.metrics``, ``ember.optimizers``, ...
 """
 
-from ember.training import losses, metrics  # noqa: F401
-from ember.training import callbacks, data  # noqa: F401,E402
+from ember.training import callbacks, data, losses, metrics  # noqa: F401

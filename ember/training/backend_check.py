@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ _NO_LEAF = object()
 
 def first_leaf(tree: Any) -> Any:
     """The first leaf of nested dicts/lists/tuples (None values skipped), or ``_NO_LEAF``."""
+    children: Iterable[Any]
     if isinstance(tree, dict):
         children = tree.values()
     elif isinstance(tree, (list, tuple)):

@@ -23,10 +23,9 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from ember.training.data.convert import is_array_like
-from ember.training import losses
 from ember import ops
-from ember.training import metrics
+from ember.training import losses, metrics
+from ember.training.data.convert import is_array_like
 
 
 # ------------------------------------------------------------------------------- outputs

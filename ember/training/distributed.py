@@ -77,11 +77,11 @@ class ShardedAdapter(DataAdapter):
 
     @property
     def seed(self) -> int:  # BackupAndRestore resumes the shuffle through adapter.seed
-        return self.adapter.seed
+        return self.adapter.seed  # type: ignore[attr-defined]  # the wrapped adapter's; AttributeError if it has none
 
     @seed.setter
     def seed(self, value: int) -> None:
-        self.adapter.seed = value
+        self.adapter.seed = value  # type: ignore[attr-defined]  # as the getter: only adapters that shuffle have one
 
     def batches(self, epoch: int = 0) -> Iterator[tuple]:
         for batch in self.adapter.batches(epoch):

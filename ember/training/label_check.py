@@ -90,7 +90,8 @@ class SparseLabelCheck:
         caller: ``"fit"``, ``"evaluate"`` or ``"fit (validation)"``, for the message.
     """
 
-    def __init__(self, outputs: dict, output_names: list[str], classes: dict[int, int], caller: str) -> None:
+    def __init__(self, outputs: dict, output_names: list[str], classes: dict[int, int | np.integer],
+                 caller: str) -> None:
         self.outputs = {i: spec for i, spec in outputs.items() if classes.get(i)}
         self.output_names = output_names
         self.classes = classes

@@ -9,6 +9,7 @@ attribute reads: logs are computed only when a callback reads them.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,11 @@ from ember.training.nonfinite_loss import NonFiniteLossWatch
 def to_floats(logs: dict) -> dict:
     """Native scalars -> Python floats (arrays, e.g. per-class scores, as NumPy)."""
     return {k: _to_float(v) for k, v in logs.items()}
+
+
+def _deferred_results(results: Callable[[dict], dict], state: dict) -> Callable[[], dict]:
+    """``results(state["metrics"])`` of this batch's ``state``, computed only if a callback reads the logs."""
+    return lambda: results(state["metrics"])
 
 
 class FitLoop:
@@ -206,8 +212,7 @@ class FitLoop:
                     watch(epoch, step, self.state["metrics"]["loss"]["total"])
                 if wants_end:
                     state = self.state
-                    callbacks.on_train_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"]),
-                                                                 self._read_checks))
+                    callbacks.on_train_batch_end(step, BatchLogs(_deferred_results(results, state), self._read_checks))
                 self.adopt_changes()
                 if model.stop_training:
                     if previous is not None and any([getattr(cb, "rollback", False) for cb in callbacks]):
@@ -279,14 +284,14 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
             raise ValueError("evaluate: the data gives no targets y, but the model has a loss to compute")
         if check is not None:
             check(None, step, batch[1])
-        if wants_begin:
+        if wants_begin and callbacks is not None:
             callbacks.on_test_batch_begin(step)
         state = test_step(state, batch)
         if advance is not None:  # the metrics above read the carried states; now move them on
             state["model"] = advance(state["model"], batch[0])[1]
         seen = True
-        if wants_end:
-            callbacks.on_test_batch_end(step, BatchLogs(lambda state=state: results(state["metrics"]),
+        if wants_end and callbacks is not None:
+            callbacks.on_test_batch_end(step, BatchLogs(_deferred_results(results, state),
                                                         None if check is None else check.flush))
     if not seen:
         raise ValueError(f"{caller}: the data yields no batches")

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import numbers
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import optree
 
@@ -136,7 +137,7 @@ def _compile_override(compile_method: Any) -> Any:
 
     compile.__doc__ = compile_method.__doc__
     compile.__name__ = compile_method.__name__
-    compile._wraps_compile = True  # type: ignore[attr-defined]
+    compile._wraps_compile = True  # type: ignore[attr-defined]  # a marker on the function object
     return compile
 
 
@@ -162,11 +163,27 @@ def _no_strategy(strategy: Any, method: str) -> None:
 class TrainingAPI:
     """The Keras training API of ``ember.Model`` (see the module docstring)."""
 
+    if TYPE_CHECKING:  # the host's side of the mixin: ember.Model, a Layer with a training handle
+        state: Any
+        history: Any
+        _training: TrainingHandle
+        _keras_style: ClassVar[bool]
+
+        def build(self, input_shape: Any = None, seed: int | None = None) -> dict: ...
+        call: Callable[..., Any]
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+        def _write_state(self, state: dict) -> None: ...
+        def _handle_attributes(self) -> tuple[str, ...]: ...
+        @property
+        def losses(self) -> list: ...
+        @property
+        def trainable_variables(self) -> list: ...
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("compile")
         if own is not None and not getattr(own, "_wraps_compile", False):
-            cls.compile = _compile_override(own)
+            cls.compile = _compile_override(own)  # type: ignore[method-assign]  # wraps a subclass's own compile
 
     # --- compile ------------------------------------------------------------------------
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, loss_weights: Any = None, metrics: Any = None,
@@ -357,7 +374,7 @@ class TrainingAPI:
         steps_per_epoch = check_steps(steps_per_epoch, "fit: steps_per_epoch")
         validation_steps = check_steps(validation_steps, "fit: validation_steps")
         if isinstance(validation_freq, bool) or not (
-                (isinstance(validation_freq, numbers.Integral) and validation_freq > 0) or (
+                (isinstance(validation_freq, numbers.Integral) and int(validation_freq) > 0) or (
                 isinstance(validation_freq, (list, tuple, set, range)) and all(
                     isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in validation_freq))):
             raise ValueError(f"fit: validation_freq must be a positive int or a list of epochs, "
@@ -387,7 +404,7 @@ class TrainingAPI:
         if self._overrides("train_step"):
             return self._fit_with_own_step(trainer, adapter, iterator, validation, callbacks, verbose, epochs,
                                            initial_epoch, validation_freq, seed, strategy)
-        restore_point = self._snapshot()
+        restore_point: dict | None = self._snapshot()
         loop = None
         try:
             first = adapter.peek()
@@ -402,6 +419,7 @@ class TrainingAPI:
                 check_same_weights(strategy, state["model"]["params"], "fit")
             if validation is not None:  # bad validation data fails now, not after a whole epoch of training
                 _check_validation_batch(trainer, state, validation)
+            assert restore_point is not None  # handed to the loop (and set to None) only below
             state = steps.own(state, self._donatable(state, restore_point))
             callback_list = CallbackList(callbacks, add_history=True, add_progbar=_prints(verbose), model=self,
                                          verbose=verbose, epochs=epochs, steps=iterator.num_steps)

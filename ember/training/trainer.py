@@ -198,7 +198,7 @@ class Trainer:
         self.seed = None if seed is None else int(seed)
         self._fits = 0
         self.core = StepCore(model, self.optimizer, self.compile_loss, self.compile_metrics, self.output_names)
-        self._steps: dict[Any, Any] = {}  # backend name, or (name, strategy) under ember.distribute
+        self._steps: dict[str | tuple[str, Any], Any] = {}  # by backend (and strategy)
 
     # --- backend steps ---------------------------------------------------------------------
     @property

@@ -31,12 +31,13 @@ The rules are the NumPy engine's: they may read NumPy metadata (``x.shape``,
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import importlib
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ember import ops
-import importlib
 
 RULES: dict[str, Callable] = {}
 # Op name -> (positions of array arguments whose *values* the rule never reads, whether it

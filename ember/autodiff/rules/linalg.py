@@ -22,11 +22,11 @@ from ember.autodiff.rules import (
     conj,
     expand_reduced,
     fill_zeros,
+    index_map,
     needs,
     plain,
     register,
     scatter_flat,
-    index_map,
     unbroadcast,
 )
 from ember.autodiff.rules.reductions import _exclusive_products

@@ -228,7 +228,8 @@ def _conv_input_grad_direct(g, kernel, input_shape, strides, dilation, pads, gro
     flipped = ops.flip(kernel, axis=tuple(range(n_spatial)))
     split = ops.reshape(flipped, tuple(kernel_size) + (channels_per_group, groups, filters // groups))
     order = tuple(range(n_spatial)) + (n_spatial + 2, n_spatial + 1, n_spatial)
-    swapped = ops.reshape(ops.transpose(split, order), tuple(kernel_size) + (filters // groups, groups * channels_per_group))
+    swapped_shape = tuple(kernel_size) + (filters // groups, groups * channels_per_group)
+    swapped = ops.reshape(ops.transpose(split, order), swapped_shape)
     return ops.nn.conv(g, swapped, strides=1, padding="valid", data_format="channels_last", dilation_rate=dilation)
 
 
@@ -346,7 +347,7 @@ def avg_pool(g, out, inputs, pool_size, strides=None, padding="valid", data_form
     spatial = tuple(x.shape[1:-1])
     outputs = tuple(o for o, _, _ in geometry)
     out_grid = np.indices(outputs).reshape(n_spatial, -1)  # (N, O)
-    sources, targets = [], []
+    source_parts, target_parts = [], []
     counts = np.zeros(out_grid.shape[1])
     for tap in np.ndindex(*k):
         coords = [out_grid[j] * s[j] + tap[j] - geometry[j][1] for j in range(n_spatial)]
@@ -354,10 +355,10 @@ def avg_pool(g, out, inputs, pool_size, strides=None, padding="valid", data_form
         for j in range(n_spatial):
             valid &= (coords[j] >= 0) & (coords[j] < spatial[j])
         counts += valid
-        sources.append(np.nonzero(valid)[0])
-        targets.append(np.ravel_multi_index(tuple(c[valid] for c in coords), spatial))
-    sources = np.concatenate(sources)
-    targets = np.concatenate(targets)
+        source_parts.append(np.nonzero(valid)[0])
+        target_parts.append(np.ravel_multi_index(tuple(c[valid] for c in coords), spatial))
+    sources = np.concatenate(source_parts)
+    targets = np.concatenate(target_parts)
     batch, channels = x.shape[0], x.shape[-1]
     g2 = ops.reshape(gl, (batch, -1, channels))
     scale = (1.0 / np.maximum(counts, 1)).astype(plain(g).dtype).reshape(1, -1, 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ember import ops
@@ -60,7 +62,7 @@ def concatenate(g, out, xs, axis=0):
 @register("stack")
 def stack(g, out, xs, axis=0):
     axis = int(axis) % g.ndim
-    index = [slice(None)] * g.ndim
+    index: list[Any] = [slice(None)] * g.ndim
     pieces = []
     for i in range(len(xs)):
         index[axis] = i

@@ -1,4 +1,7 @@
-"""The op protocol for the top-level ``ember.ops`` namespace (creation, elementwise math, reductions, shapes, indexing): one stub per op (see :mod:`ember.backends._spec`)."""
+"""The op protocol for the top-level ``ember.ops`` namespace.
+
+Creation, elementwise math, reductions, shapes, indexing: one stub per op (see :mod:`ember.backends._spec`).
+"""
 
 # ruff: noqa: ARG001  (stubs: the signature is the specification)
 

@@ -1,4 +1,8 @@
-"""The op protocol for ``ember.ops.nn`` (activations, convolutions, pooling, losses' primitives, fused recurrent ops): one stub per op (see :mod:`ember.backends._spec`)."""
+"""The op protocol for ``ember.ops.nn``.
+
+Activations, convolutions, pooling, losses' primitives, fused recurrent ops: one stub per op (see
+:mod:`ember.backends._spec`).
+"""
 
 # ruff: noqa: ARG001  (stubs: the signature is the specification)
 
@@ -167,7 +171,8 @@ class nn:
             [[[1.0], [3.0], [5.0], [7.0]]]
         """
 
-    def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format="channels_last", dilation_rate=1):
+    def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format="channels_last",
+                       dilation_rate=1):
         """N-d transposed convolution (gradient of :func:`conv` w.r.t. its input), Keras semantics.
 
         ``kernel``: ``(*kernel_spatial, out_channels, in_channels)``. Output size per

@@ -126,6 +126,7 @@ def stream_for(device: str | None) -> Any:
 
 def mx_dtype(dtype: Any, op: str = "dtype", device: str | None = None) -> Any:
     """The ``mx.Dtype`` for an Ember dtype (or anything dtype-like)."""
+    native: mx.Dtype | None
     if dtype is not None and type(dtype) is mx.Dtype:
         native = dtype
         name = FROM_MX[native]
@@ -353,8 +354,8 @@ def binary_slow(x1: Any, x2: Any) -> tuple[Any, Any]:
 
 def promote(values: Any, argument: str = "xs") -> list[Any]:
     """A sequence of inputs as ``mx.array`` of their common dtype."""
-    arrays = []
-    kinds = []
+    arrays: list[Any] = []  # mx.arrays and weak Python scalars
+    kinds: list[Any] = []  # dtype names and the weak scalars themselves (for result_type)
     for value in values:
         if isinstance(value, _PY_SCALARS):
             arrays.append(value)

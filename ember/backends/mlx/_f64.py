@@ -11,6 +11,8 @@ giving ~1e-15 relative accuracy; the backend calls them for float64 inputs only.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import mlx.core as mx
 
@@ -21,12 +23,18 @@ _FRACTION_TERMS = 100  # erfc continued fraction, x >= 1.5: converged to ~2e-16 
 _SPLIT = 1.5
 
 
+def _custom_function(f: Callable) -> Any:
+    """``mx.custom_function(f)``. Typed Any: MLX's stub says calling one returns ``object``, where it
+    returns what ``f`` returns (arrays here)."""
+    return mx.custom_function(f)
+
+
 def _first(primals):
     """The single primal of a one-argument custom function (MLX may pass it bare or in a tuple)."""
     return primals[0] if isinstance(primals, (tuple, list)) else primals
 
 
-@mx.custom_function
+@_custom_function
 def exp(x):
     """``exp`` from ``expm1`` (accurate): ``1 + expm1(x)``, or ``1 / (1 + expm1(-x))`` below 0."""
     positive = x >= 0
@@ -62,7 +70,7 @@ def _half_angle(x):
 # formulas would use MLX's float32-grade kernels again (d tan = 1 / cos^2, d expm1 = exp).
 
 
-@mx.custom_function
+@_custom_function
 def sin(x):
     # sin x = 2t / (1 + t^2) = 2u / (u^2 + 1) with u = 1/t (used where |t| > 1, and t = inf).
     t, u, big = _half_angle(x)
@@ -71,7 +79,7 @@ def sin(x):
     return mx.where(big, large, small)
 
 
-@mx.custom_function
+@_custom_function
 def cos(x):
     # cos x = (1 - t)(1 + t) / (1 + t^2) = (u - 1)(u + 1) / (u^2 + 1).
     t, u, big = _half_angle(x)
@@ -134,7 +142,7 @@ def erfc_positive(a):
     return mx.where(a < _SPLIT, low, high)
 
 
-@mx.custom_function
+@_custom_function
 def erfinv(x):
     """Newton-refined inverse error function.
 

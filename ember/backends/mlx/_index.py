@@ -10,10 +10,12 @@ NumPy): the result's shape depends on the data, so it cannot stay lazy.
 from __future__ import annotations
 
 import builtins
+from typing import Any
+
 import mlx.core as mx
 import numpy as np
 
-from ember.backends._common import one_hot_depth, normalize_axis
+from ember.backends._common import normalize_axis, one_hot_depth
 from ember.backends.mlx._base import (
     FLOATS,
     FROM_MX,
@@ -62,7 +64,9 @@ def _index_array(k, axis_size=None, axis=None):
     if axis_size is not None and host.size:
         bad = host[(host >= axis_size) | (host < -axis_size)]
         if bad.size:
-            raise IndexError(f"getitem: index {int(bad.flat[0])} is out of bounds for axis {axis} with size {axis_size}")
+            raise IndexError(
+                f"getitem: index {int(bad.flat[0])} is out of bounds for axis {axis} with size {axis_size}"
+            )
     if host.dtype.itemsize > 4 and host.size and (host.max() > 2**31 - 1 or host.min() < -(2**31)):
         return mx.array(host.astype(np.int64))
     return mx.array(host.astype(np.int32))
@@ -107,7 +111,7 @@ def getitem(x, key):
         return x[key]
     key = key if type(key) is tuple else (key,)
     # Expand boolean masks into integer arrays (NumPy: mask -> mask.nonzero()).
-    parts = []
+    parts: list[tuple[str, Any]] = []
     for k in key:
         if isinstance(k, (bool, np.bool_)):
             parts.append(("scalarbool", builtins.bool(k)))
@@ -125,7 +129,7 @@ def getitem(x, key):
     n_ellipsis = builtins.sum(1 for kind, v in parts if kind == "other" and v is Ellipsis)
     if n_ellipsis > 1:
         raise IndexError("getitem: an index can only have a single ellipsis ('...')")
-    out_key = []
+    out_key: list[Any] = []
     empty_axes = []  # positions of False scalar booleans (NumPy: a new axis of length 0)
     axis = 0
     for kind, v in parts:
@@ -376,7 +380,7 @@ def _segments(data, segment_ids, num_segments, op):
         ids = mx.reshape(ids, (-1,))
     if num_segments is None:
         # The output size depends on the ids' values: bring their maximum to the host.
-        num_segments = int(mx.max(ids).item()) + 1 if ids.size else 0
+        num_segments = int(mx.max(ids).item()) + 1 if ids.size else 0  # type: ignore[arg-type]  # int ids: an int
     num_segments = int(num_segments)
     valid = (ids >= 0) & (ids < num_segments)
     return data, mx.where(valid, ids, 0), valid, num_segments

@@ -7,12 +7,13 @@ in float64 on the CPU (exact below 2**53) and cast back.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 
 import mlx.core as mx
 
 from ember.backends.mlx._base import (
-    A,
     INEXACT,
+    A,
     binary_same,
     normalize_axis,
     promote,
@@ -68,6 +69,7 @@ def dot(x1, x2):
 
 def tensordot(x1, x2, axes=2):
     x1, x2 = binary_same(x1, x2)
+    spec: list[Sequence[int]]  # the axes of x1, then of x2, summed over pairwise
     if isinstance(axes, int):
         if axes < 0 or axes > builtins.min(x1.ndim, x2.ndim):
             raise ValueError(f"tensordot: axes={axes} is out of range for ranks {x1.ndim} and {x2.ndim}")

@@ -17,7 +17,6 @@ import mlx.core as mx
 from ember.backends.mlx import _base, _f64
 from ember.backends.mlx._base import SMALL_INTS, axes_of, inexact, to_mx
 
-
 # -------------------------------------------------------------------------------- reductions
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math
+
 import mlx.core as mx
 import numpy as np
 

@@ -172,7 +172,7 @@ class TapeEngine:
             def gradient_composite(*arrays: Any) -> tuple:
                 return tuple(program.vjp(list(arrays[:n_p]), list(arrays[n_p:n_p + n_c]), list(arrays[n_p + n_c:])))
 
-            gradient_composite.inner_ops = [step[-1] for step in program.steps]  # type: ignore[attr-defined]
+            gradient_composite.inner_ops = [step[-1] for step in program.steps]  # type: ignore[attr-defined]  # marker
 
             args = tuple(primals) + tuple(cotangents) + tuple(externals)
             out = tuple(found)

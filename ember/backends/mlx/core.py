@@ -11,7 +11,6 @@ MLX is lazy: nothing here calls ``mx.eval`` except where a Python value is neede
 
 from __future__ import annotations
 
-
 import mlx.core as mx
 
 from ember.backends.mlx import _base
@@ -30,40 +29,16 @@ from ember.backends.mlx._base import (  # noqa: F401  (gpu_available: a device h
     stream_for,
     to_mx,
 )
-from ember.backends.mlx._shape import (  # noqa: F401  (re-exported ops)
-    broadcast_to,
-    concatenate,
-    expand_dims,
-    flip,
-    moveaxis,
-    pad,
-    ravel,
-    repeat,
-    reshape,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    tile,
-    transpose,
-)
-from ember.backends.mlx._index import (  # noqa: F401  (re-exported ops)
-    argsort,
-    gather,
-    getitem,
-    nonzero,
-    one_hot,
-    scatter,
-    scatter_add,
-    scatter_update,
-    segment_max,
-    segment_sum,
-    slice,
-    slice_update,
-    sort,
-    take,
-    take_along_axis,
-    top_k,
+from ember.backends.mlx._creation import (  # noqa: F401  (re-exported ops)
+    arange,
+    eye,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
 )
 from ember.backends.mlx._elementwise import (  # noqa: F401  (re-exported ops)
     abs,
@@ -126,6 +101,25 @@ from ember.backends.mlx._elementwise import (  # noqa: F401  (re-exported ops)
     tanh,
     where,
 )
+from ember.backends.mlx._index import (  # noqa: F401  (re-exported ops)
+    argsort,
+    gather,
+    getitem,
+    nonzero,
+    one_hot,
+    scatter,
+    scatter_add,
+    scatter_update,
+    segment_max,
+    segment_sum,
+    slice,
+    slice_update,
+    sort,
+    take,
+    take_along_axis,
+    top_k,
+)
+from ember.backends.mlx._products import dot, einsum, matmul, outer, tensordot  # noqa: F401
 from ember.backends.mlx._reduce import (  # noqa: F401  (re-exported ops)
     all,
     any,
@@ -143,17 +137,22 @@ from ember.backends.mlx._reduce import (  # noqa: F401  (re-exported ops)
     sum,
     var,
 )
-from ember.backends.mlx._products import dot, einsum, matmul, outer, tensordot  # noqa: F401
-from ember.backends.mlx._creation import (  # noqa: F401  (re-exported ops)
-    zeros,
-    ones,
-    full,
-    zeros_like,
-    ones_like,
-    full_like,
-    eye,
-    arange,
-    linspace,
+from ember.backends.mlx._shape import (  # noqa: F401  (re-exported ops)
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    flip,
+    moveaxis,
+    pad,
+    ravel,
+    repeat,
+    reshape,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    tile,
+    transpose,
 )
 
 __all__ = ["DEVICE", "gpu_available"]

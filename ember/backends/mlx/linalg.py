@@ -19,9 +19,8 @@ import math
 import mlx.core as mx
 import numpy as np
 
-from ember.backends.mlx import _f64
 from ember.backends._common import normalize_axes
-from ember.backends.mlx._products import dot, einsum, matmul, outer, tensordot  # noqa: F401
+from ember.backends.mlx import _f64
 from ember.backends.mlx._base import (
     FLOATS,
     SMALL_INTS,
@@ -29,6 +28,7 @@ from ember.backends.mlx._base import (
     normalize_axis,
     to_mx,
 )
+from ember.backends.mlx._products import dot, einsum, matmul, outer, tensordot  # noqa: F401
 
 _CPU = mx.cpu
 
@@ -158,7 +158,8 @@ def _singular_values(x, row, col):
     work = x if x.dtype in (mx.float32, mx.float64) else x.astype(mx.float32)
     order = [a for a in range(x.ndim) if a not in (row, col)] + [row, col]
     moved = mx.transpose(work, order)
-    return mx.linalg.svd(moved, compute_uv=False, stream=_CPU).astype(x.dtype)
+    values = mx.linalg.svd(moved, compute_uv=False, stream=_CPU)
+    return values.astype(x.dtype)  # type: ignore[attr-defined]  # one array; MLX's stub says a (U, S, Vt) tuple
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
@@ -168,6 +169,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     elif x.dtype not in FLOATS:
         x = x.astype(floatx())
     ndim = x.ndim
+    axes: tuple[int, ...]
     if axis is None:
         if ord is None:
             out = mx.sqrt(mx.sum(mx.square(mx.abs(x))))

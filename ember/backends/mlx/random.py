@@ -28,8 +28,8 @@ from ember.backends.mlx._base import (
     A,
     convert,
     floatx,
-    normalize_axis,
     mx_dtype,
+    normalize_axis,
     to_mx,
 )
 

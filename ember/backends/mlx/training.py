@@ -25,12 +25,17 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mlx.core as mx
 
+if TYPE_CHECKING:
+    from ember.backends._steps_base import GenericStepsBase as _StepsBase
+else:
+    _StepsBase = object  # the real base, the kit's GenericSteps, is mixed in by _steps_class
 
-class _MLXSteps:
+
+class _MLXSteps(_StepsBase):
     """The generic pure steps, compiled with ``mx.compile`` (see the module docstring), on the
     trainer's ``GenericSteps`` (given in the kit: :func:`make_steps`)."""
 

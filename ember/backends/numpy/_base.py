@@ -13,7 +13,7 @@ inputs are cast to the Ember result dtype before the NumPy call.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import ml_dtypes
 import numpy as np
@@ -257,6 +257,7 @@ def _binary_slow(x1: Any, x2: Any) -> tuple[np.ndarray, np.ndarray]:
         target = NP_DTYPES[_dtypes.result_type(x1, x2)]
         return np.asarray(x1, target), np.asarray(x2, target)
     if k1 is None:
+        assert k2 is not None  # both None returned above
         a1 = to_native(x1, "x1")
         name_of(a1.dtype)
         target = weak_dtype(a1.dtype, k2)
@@ -294,6 +295,10 @@ def to_float(x: np.ndarray) -> np.ndarray:
     return x
 
 
+@overload
+def axes_arg(axis: None, ndim: int, argument: str = "axis") -> None: ...
+@overload
+def axes_arg(axis: Any, ndim: int, argument: str = "axis") -> tuple[int, ...]: ...
 def axes_arg(axis: Any, ndim: int, argument: str = "axis") -> tuple[int, ...] | None:
     """``axis`` (None, int or sequence) validated against ``ndim`` as a tuple or None."""
     if axis is None:

@@ -251,7 +251,9 @@ def _lowest(dt):
 
 
 def max_pool(inputs, pool_size, strides=None, padding="valid", data_format="channels_last"):
-    x, n, channels_first, pool, strides, pads = _pool_setup(inputs, pool_size, strides, padding, data_format, "max_pool")
+    x, n, channels_first, pool, strides, pads = _pool_setup(
+        inputs, pool_size, strides, padding, data_format, "max_pool"
+    )
     final = BF16 if x.dtype == BF16 else None
     if final is not None:
         x = x.astype(F32)
@@ -263,7 +265,9 @@ def max_pool(inputs, pool_size, strides=None, padding="valid", data_format="chan
 
 
 def avg_pool(inputs, pool_size, strides=None, padding="valid", data_format="channels_last"):
-    x, n, channels_first, pool, strides, pads = _pool_setup(inputs, pool_size, strides, padding, data_format, "avg_pool")
+    x, n, channels_first, pool, strides, pads = _pool_setup(
+        inputs, pool_size, strides, padding, data_format, "avg_pool"
+    )
     if x.dtype.kind in "biu":
         x = x.astype(floatx())
     final = x.dtype if x.dtype in HALF else None

@@ -11,12 +11,12 @@ import numpy as np
 from ember.backends._common import broadcast_error
 from ember.backends.numpy import _special
 from ember.backends.numpy._base import (
-    ND,
     BF16,
     BOOL,
     F32,
     F64,
     I32,
+    ND,
     binary,
     check_int_scalar,
     float_operands,

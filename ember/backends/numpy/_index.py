@@ -12,7 +12,7 @@ import builtins
 import ml_dtypes
 import numpy as np
 
-from ember.backends._common import one_hot_depth, foreign_array_error, tensor_native
+from ember.backends._common import foreign_array_error, one_hot_depth, tensor_native
 from ember.backends.numpy._base import (
     BACKEND,
     BF16,

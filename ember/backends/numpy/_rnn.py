@@ -10,10 +10,12 @@ bfloat16 compute in float32 and round back once.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ember.backends.numpy._base import F32, HALF, ND, name_of, out, to_native
 from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
+from ember.backends.numpy._base import F32, HALF, ND, name_of, out, to_native
 
 
 def _sigmoid_(x: np.ndarray) -> np.ndarray:
@@ -41,7 +43,8 @@ def lstm(inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=None, *, g
          time_major=False):
     named = [("inputs", inputs), ("initial_h", initial_h), ("initial_c", initial_c), ("kernel", kernel),
              ("recurrent_kernel", recurrent_kernel), ("bias", bias)]
-    arrays = [None if v is None else v if type(v) is ND else to_native(v, n) for n, v in named]
+    # Only the bias may be None: the others are required arguments.
+    arrays: list[Any] = [None if v is None else v if type(v) is ND else to_native(v, n) for n, v in named]
     x, h, c, k, r, b = arrays
     dtype = x.dtype
     if dtype.kind != "f" and dtype not in HALF or any(a is not None and a.dtype != dtype for a in arrays):

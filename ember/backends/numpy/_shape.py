@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.backends._common import normalize_axes
 from ember.backends.numpy._base import (
     axes_arg,
     axis_arg,
@@ -13,7 +14,6 @@ from ember.backends.numpy._base import (
     shape_arg,
     to_native,
 )
-from ember.backends._common import normalize_axes
 
 
 def reshape(x, newshape):

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -114,7 +115,8 @@ def _adam_into(opt: Any, g: np.ndarray, source: np.ndarray, p: np.ndarray, slots
     np.subtract(source, scratch, out=p)
 
 
-_KERNELS_INTO = {"sgd": _sgd_into, "adam": _adam_into}
+# Looked up by Optimizer.kernel_name (None: the optimizer has no kernel).
+_KERNELS_INTO: dict[str | None, Callable] = {"sgd": _sgd_into, "adam": _adam_into}
 
 
 def apply_gradients_into(optimizer: Any, grads: list, params: list, slots: dict, new_params: list, new_slots: dict,

@@ -11,8 +11,11 @@ import math
 import numpy as np
 
 from ember import dtypes as _dtypes
+from ember.backends.numpy import _reduce
 from ember.backends.numpy._base import F64, NP_DTYPES, axes_arg, floatx, name_of, out, to_native
-from ember.backends.numpy._reduce import mean, std, var  # noqa: F401  (ops)
+
+# ``ops.stats`` re-exports the reductions; plain names, since ``gaussian``'s arguments reuse two of them.
+mean, std, var = _reduce.mean, _reduce.std, _reduce.var
 
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 

@@ -33,7 +33,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import optree
@@ -107,7 +107,13 @@ def sparse_crossentropy_from_logits(labels: Any, logits: Any) -> tuple[Any, Any]
     return loss, grad
 
 
-class _NumpySteps:
+if TYPE_CHECKING:
+    from ember.backends._steps_base import GenericStepsBase as _StepsBase
+else:
+    _StepsBase = object  # the real base, the kit's GenericSteps, is mixed in by _steps_class
+
+
+class _NumpySteps(_StepsBase):
     """Ember-engine gradients with a fused loss and in-place updates (see the module docstring)."""
 
     fit_step_is_pure = False
@@ -191,7 +197,7 @@ class _NumpySteps:
         leaves, spec = optree.tree_flatten(trainable)
         written = optim.written_slots(optimizer, leaves)
         in_place = written is not None
-        if in_place:  # the fused kernel writes the new values straight into the spare arrays
+        if written is not None:  # the fused kernel writes the new values straight into the spare arrays
             grad_leaves = spec.flatten_up_to(grads)
             slots = [spec.flatten_up_to(opt_state[name]) for name in written]
             overwritten = frozenset([id(array) for i, g in enumerate(grad_leaves) if g is not None

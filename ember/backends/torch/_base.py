@@ -294,8 +294,9 @@ def _from_sequence(x: Any, device: torch.device | None, argument: str) -> torch.
         a = a.astype(_dt.to_numpy_dtype(_dt.floatx()))
     elif kind in "iu":
         if a.size and (a.max() > 2**31 - 1 or a.min() < -(2**31)):
-            raise OverflowError(f"{argument}: Python integers out of range for the default int32 dtype; "
-                                "pass dtype='int64'")
+            raise OverflowError(
+                f"{argument}: Python integers out of range for the default int32 dtype; pass dtype='int64'"
+            )
         a = a.astype(np.int32)
     elif kind == "c":
         a = a.astype(np.complex64)

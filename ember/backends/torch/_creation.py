@@ -26,6 +26,7 @@ from ember.backends.torch._base import (
 
 
 def _shape_arg(shape, argument: str = "shape") -> tuple[int, ...]:
+    dims: tuple[int, ...]
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         dims = (int(shape),)
     else:

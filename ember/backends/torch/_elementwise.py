@@ -338,7 +338,8 @@ def clip(x, x_min, x_max):
         return torch.clamp(x, x_min, x_max)
     lo = None if x_min is None else native(x_min, "x_min", x.device)
     hi = None if x_max is None else native(x_max, "x_max", x.device)
-    target = promote_all([v if scalar_kind(b) is None else b for v, b in ((x, x), (lo, x_min), (hi, x_max)) if b is not None])
+    pairs = ((x, x), (lo, x_min), (hi, x_max))
+    target = promote_all([v if scalar_kind(b) is None else b for v, b in pairs if b is not None])
     if target is _BOOL:
         target = torch.int32
     x = x.to(target)

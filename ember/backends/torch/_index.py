@@ -12,6 +12,7 @@ check applies there).
 from __future__ import annotations
 
 import builtins as _b
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,8 +35,9 @@ from ember.backends.torch._shape import _int_tuple
 
 def _simple(k) -> bool:
     t = type(k)
-    return t is int or k is None or k is Ellipsis or (
-        t is _b.slice and (k.step is None or (type(k.step) is int and k.step > 0)))
+    if t is _b.slice:
+        return k.step is None or (type(k.step) is int and k.step > 0)
+    return t is int or k is None or k is Ellipsis
 
 
 def _index_int(v):
@@ -63,7 +65,7 @@ def getitem(x, key):
 def _getitem_slow(x: Tensor, key):
     if not isinstance(key, tuple):
         key = (key,)
-    items = []
+    items: list[Any] = []  # None, Ellipsis, slices, bools, ints and index tensors
     consumed = 0
     for k in key:
         if k is None or k is Ellipsis:
@@ -89,8 +91,9 @@ def _getitem_slow(x: Tensor, key):
                 t = t.long()
                 consumed += 1
             else:
-                raise IndexError("getitem: arrays used as indices must be integer or bool, received dtype "
-                                 f"{dtype_name(t.dtype)}")
+                raise IndexError(
+                    f"getitem: arrays used as indices must be integer or bool, received dtype {dtype_name(t.dtype)}"
+                )
             if t.device != x.device:
                 t = t.to(x.device)
             items.append(t)
@@ -101,7 +104,7 @@ def _getitem_slow(x: Tensor, key):
     # Negative-step slices: flip those axes and index the flipped array with a positive
     # step. Original index i is flipped index n-1-i, so slice(start, stop, -s) becomes
     # slice(n-1-start, ..., s) over the same elements, in the same order.
-    flips = []
+    flips: list[int] = []
     dim = 0
     for position, item in enumerate(items):
         if item is Ellipsis:
@@ -137,8 +140,8 @@ def sum_ellipsis(items) -> int:
 def _check_bounds(idx: Tensor, n: int, name: str, axis: int) -> None:
     if idx.numel() == 0:
         return
-    lo, hi = torch.aminmax(idx)
-    lo, hi = int(lo), int(hi)
+    low, high = torch.aminmax(idx)
+    lo, hi = int(low), int(high)
     if lo < -n or hi >= n:
         bad = hi if hi >= n else lo
         raise IndexError(f"{name}: index {bad} is out of bounds for axis {axis} with size {n}")

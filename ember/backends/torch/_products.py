@@ -26,7 +26,8 @@ def _run(fn, *ts: Tensor) -> Tensor:
         return fn(*ts)
     except RuntimeError as error:
         shapes = [tuple(t.shape) for t in ts]
-        raise ValueError(f"{getattr(fn, '__name__', 'product')}: operands of shapes {shapes} do not fit ({error})") from None
+        name = getattr(fn, "__name__", "product")
+        raise ValueError(f"{name}: operands of shapes {shapes} do not fit ({error})") from None
 
 
 def matmul(x1, x2):

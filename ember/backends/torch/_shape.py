@@ -44,7 +44,9 @@ def reshape(x, newshape):
     try:
         return torch.reshape(x, shape_)
     except RuntimeError as error:
-        raise ValueError(f"reshape: cannot reshape an array of shape {tuple(x.shape)} into shape {shape_} ({error})") from None
+        raise ValueError(
+            f"reshape: cannot reshape an array of shape {tuple(x.shape)} into shape {shape_} ({error})"
+        ) from None
 
 
 def transpose(x, axes=None):

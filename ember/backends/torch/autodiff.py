@@ -60,13 +60,15 @@ _PROBE = torch.zeros((), requires_grad=True)
 def _sequence_now() -> int:
     """The autograd sequence number the next graph node of this thread will get (about)."""
     with torch.enable_grad():
-        return _PROBE.view_as(_PROBE).grad_fn._sequence_nr() + 1
+        node = _PROBE.view_as(_PROBE).grad_fn
+    assert node is not None  # a view of a tensor that requires grad, made with grad enabled
+    return node._sequence_nr() + 1
 
 
 # tensors whose requires_grad flag some live engine flipped: id -> [tensor, holders]
 _flipped: dict[int, list] = {}
 # engines that may still compute gradients (not yet released)
-_live: "weakref.WeakSet[TapeEngine]" = weakref.WeakSet()
+_live: weakref.WeakSet[TapeEngine] = weakref.WeakSet()
 
 
 # --- augmented assignment while a tape records -------------------------------------------
@@ -249,7 +251,9 @@ class TapeEngine:
         ``torch.func.vmap``; an op without a batching rule makes torch fall back to a loop.
         """
         if not isinstance(target, torch.Tensor):
-            raise TypeError(f"GradientTape.jacobian (torch backend): target is a {type(target).__name__}, not a torch.Tensor")
+            raise TypeError(
+                f"GradientTape.jacobian (torch backend): target is a {type(target).__name__}, not a torch.Tensor"
+            )
         if not target.requires_grad:
             return [None] * len(sources)
         if not self._made_here(target):
@@ -306,7 +310,7 @@ class TapeEngine:
         if start is None:  # a leaf other than source
             return False
         if source.grad_fn is None:
-            def hit(node: Any, _nr: int) -> bool:
+            def hit(node: Any, nr: int) -> bool:  # source is a leaf: its node alone identifies it
                 return getattr(node, "variable", None) is source
         else:
             wanted = (source.grad_fn, source.output_nr)
@@ -368,7 +372,7 @@ class _CustomGradient(torch.autograd.Function):
     """``forward(*args) -> (outputs, grad_fn)`` as one autograd node whose backward is ``grad_fn``."""
 
     @staticmethod
-    def forward(ctx: Any, forward: Any, backward: Any, kwargs: dict, *args: Any) -> Any:  # type: ignore[override]
+    def forward(ctx: Any, forward: Any, backward: Any, kwargs: dict, *args: Any) -> Any:
         outputs, grad_fn = forward(*args, **kwargs)
         ctx.custom = (forward, backward, kwargs, grad_fn, args)
         positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
@@ -377,7 +381,7 @@ class _CustomGradient(torch.autograd.Function):
         return outputs
 
     @staticmethod
-    def backward(ctx: Any, *upstream: Any) -> tuple:  # type: ignore[override]
+    def backward(ctx: Any, *upstream: Any) -> tuple:
         forward, backward, kwargs, grad_fn, args = ctx.custom
         if torch.is_grad_enabled():
             # The gradient is differentiated again (create_graph): recompute the forward from
@@ -387,7 +391,7 @@ class _CustomGradient(torch.autograd.Function):
                 call[position] = tensor
             _, grad_fn = forward(*call, **kwargs)
         grads = backward(grad_fn, upstream[0] if len(upstream) == 1 else tuple(upstream), len(args))
-        out = []
+        out: list[torch.Tensor | None] = []
         for arg, g in zip(args, grads):
             if g is None or not isinstance(arg, torch.Tensor) or not _differentiable(arg):
                 out.append(None)

@@ -29,11 +29,13 @@ Layout conversions (Ember/Keras conventions -> torch's):
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from ember.backends._common import normalize_axes, normalize_axis
+from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
 from ember.backends.torch._base import (
     COMPLEX,
     FLOATING,
@@ -46,7 +48,6 @@ from ember.backends.torch._base import (
     native,
     to_float,
 )
-from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
 
 # ------------------------------------------------------------------------ activations
 
@@ -166,7 +167,9 @@ def _to_nlc(x: Tensor, nd: int) -> Tensor:
 def _rank(x: Tensor, op: str) -> int:
     nd = x.ndim - 2
     if nd not in (1, 2, 3):
-        raise ValueError(f"{op}: expected a (batch, *spatial, channels) input with 1-3 spatial axes, received shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{op}: expected a (batch, *spatial, channels) input with 1-3 spatial axes, received shape {tuple(x.shape)}"
+        )
     return nd
 
 
@@ -227,7 +230,7 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format="channels_last"
         raise ValueError(f"conv: output channels ({w.shape[-1]}) must be divisible by groups ({groups})")
     # Keras kernel (*k, in/groups, out) -> torch weight (out, in/groups, *k).
     wt = w.permute(nd + 1, nd, *range(nd))
-    pad_arg = 0
+    pad_arg: int | tuple[int, ...] = 0
     if mode == "same":
         effective = [(k - 1) * d + 1 for k, d in zip(wt.shape[2:], dilation)]
         pads = _same_pads(xc.shape[2:], effective, strides)
@@ -242,7 +245,8 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format="channels_last"
     return y if first else _to_nlc(y, nd)
 
 
-def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format="channels_last", dilation_rate=1):
+def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None, data_format="channels_last",
+                   dilation_rate=1):
     x, w, nd = _conv_operands(inputs, kernel, "conv_transpose")
     first = _channels_first(data_format, "conv_transpose")
     mode = _padding(padding, "conv_transpose")
@@ -370,7 +374,8 @@ def moments(x, axes, keepdims=False):
 
 def _rnn_operands(op, named):
     """Native tensors of one floating dtype (None stays None)."""
-    tensors = [None if value is None else native(value, name) for name, value in named]
+    # The first (the input) is a required argument: only later ones (bias, initial states) may be None.
+    tensors: list[Any] = [None if value is None else native(value, name) for name, value in named]
     dtype = tensors[0].dtype
     if dtype not in FLOATING or any(t is not None and t.dtype is not dtype for t in tensors):
         check_rnn_dtypes(op, [(n, dtype_name(t.dtype)) for (n, _), t in zip(named, tensors) if t is not None])

@@ -34,6 +34,7 @@ import torch
 from ember.backends.torch import _base
 
 Scalar = Any  # a Python float or a 0-d tensor on the parameters' device
+Tensors = list[torch.Tensor] | tuple[torch.Tensor, ...]  # a list, or the tuple a torch._foreach_* op returns
 
 
 def _scalar(value: Any) -> Scalar:
@@ -69,7 +70,7 @@ def _power(base: float, t: Scalar) -> Scalar:
     return torch.exp(t * math.log(base)) if _is_tensor(t) else math.exp(t * math.log(base))
 
 
-def _add_scaled_(targets: list, tensors: list, scale: Scalar) -> None:
+def _add_scaled_(targets: Tensors, tensors: Tensors, scale: Scalar) -> None:
     """``targets += scale * tensors``."""
     if _is_tensor(scale):
         torch._foreach_add_(targets, torch._foreach_mul(tensors, scale))
@@ -77,7 +78,7 @@ def _add_scaled_(targets: list, tensors: list, scale: Scalar) -> None:
         torch._foreach_add_(targets, tensors, alpha=scale)
 
 
-def _addcdiv_(targets: list, numerators: list, denominators: list, scale: Scalar) -> None:
+def _addcdiv_(targets: Tensors, numerators: Tensors, denominators: Tensors, scale: Scalar) -> None:
     """``targets += scale * numerators / denominators``."""
     if _is_tensor(scale):
         quotient = torch._foreach_div(numerators, denominators)
@@ -87,12 +88,12 @@ def _addcdiv_(targets: list, numerators: list, denominators: list, scale: Scalar
         torch._foreach_addcdiv_(targets, numerators, denominators, value=scale)
 
 
-def _ema_(averages: list, values: list, beta: float) -> None:
+def _ema_(averages: Tensors, values: Tensors, beta: float) -> None:
     """``averages += (values - averages) * (1 - beta)``."""
     torch._foreach_lerp_(averages, values, 1.0 - beta)
 
 
-def _decay_(averages: list, values: list, rho: float) -> None:
+def _decay_(averages: Tensors, values: Tensors, rho: float) -> None:
     """``averages = rho * averages + (1 - rho) * values**2``."""
     torch._foreach_mul_(averages, rho)
     torch._foreach_addcmul_(averages, values, values, value=1.0 - rho)
@@ -101,7 +102,7 @@ def _decay_(averages: list, values: list, rho: float) -> None:
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
-def _norms(tensors: list) -> list:
+def _norms(tensors: Tensors) -> Tensors:
     """L2 norm of each tensor (float16/bfloat16 accumulated in float32, as the generic path)."""
     if any([t.dtype in _LOW_PRECISION for t in tensors]):
         return [torch.linalg.vector_norm(t, dtype=torch.float32 if t.dtype in _LOW_PRECISION else None)
@@ -109,7 +110,7 @@ def _norms(tensors: list) -> list:
     return list(torch._foreach_norm(tensors))
 
 
-def _clip(optimizer: Any, grads: list) -> list:
+def _clip(optimizer: Any, grads: Tensors) -> Tensors:
     if optimizer.loss_scale_factor is not None:
         grads = torch._foreach_div(grads, optimizer.loss_scale_factor)
     if optimizer.clipnorm:
@@ -296,7 +297,8 @@ def _step_size(optimizer: Any, lr: Scalar, t: Scalar) -> Scalar:
 
 
 # The optimizers name their fused kernels (``Optimizer.fused_kernel``): this backend imports none of them.
-_KERNELS_INTO: dict[str, Callable] = {"sgd": _sgd_into, "adam": _adam_into}
+# Both tables are looked up by Optimizer.kernel_name (None: the optimizer has no kernel).
+_KERNELS_INTO: dict[str | None, Callable] = {"sgd": _sgd_into, "adam": _adam_into}
 
 
 def _kernel_name(optimizer: Any) -> str | None:
@@ -370,8 +372,8 @@ def apply_gradients_into(optimizer: Any, grads: list, params: list, slots: dict,
         raise ValueError(f"{type(optimizer).__name__}: no gradients provided for any variable (every grad is None)")
     kernel = _KERNELS_INTO[_kernel_name(optimizer)]
     with torch.no_grad():
-        g = [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype) for i in active]
-        g = _clip(optimizer, g)
+        g = _clip(optimizer, [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype)
+                              for i in active])
         lr_s, t = _scalar(lr), _scalar(step)
         step_size = _step_size(optimizer, lr_s, t)
         rate = optimizer.weight_decay
@@ -384,7 +386,7 @@ def apply_gradients_into(optimizer: Any, grads: list, params: list, slots: dict,
                    [values[i] for values in fresh_slots], lr_s, step_size)
 
 
-_KERNELS: dict[str, Callable] = {"sgd": _sgd, "adam": _adam, "adamax": _adamax, "nadam": _nadam, "lamb": _lamb,
+_KERNELS: dict[str | None, Callable] = {"sgd": _sgd, "adam": _adam, "adamax": _adamax, "nadam": _nadam, "lamb": _lamb,
                                   "rmsprop": _rmsprop, "adagrad": _adagrad, "adadelta": _adadelta, "lion": _lion}
 
 
@@ -420,10 +422,10 @@ def apply_gradients_inplace(optimizer: Any, grads: list, params: list, slots: di
         raise ValueError(f"{type(optimizer).__name__}: no gradients provided for any variable (every grad is None)")
     with torch.no_grad():
         p = [params[i] for i in active]
-        g = [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype) for i in active]
+        g = _clip(optimizer, [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype)
+                              for i in active])
         s = {name: [values[i] for i in active] for name, values in slots.items()}
         lr_s, t = _scalar(lr), _scalar(step)
-        g = _clip(optimizer, g)
         if optimizer.weight_decay is not None:
             decayed = [p[k] for k, i in enumerate(active) if decay is None or decay[i]]
             if decayed:
@@ -461,13 +463,14 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
     if not active:
         raise ValueError(f"{type(optimizer).__name__}: no gradients provided for any variable (every grad is None)")
     with torch.no_grad():
-        g = [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype) for i in active]
-        g = _clip(optimizer, g)
+        g = _clip(optimizer, [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype)
+                              for i in active])
     lr_s, t = _scalar(lr), _scalar(step)
     rate = optimizer.weight_decay
     shrink = [-lr_s * rate if rate is not None and (decay is None or decay[i]) else None for i in active]
     p = [params[i] for i in active]
     s = [[slots[name][i] for i in active] for name in names]
+    constants: tuple
     if _kernel_name(optimizer) == "sgd":
         constants = (lr_s, optimizer.momentum, bool(optimizer.nesterov))
         return ("sgd", p, g, s, None, shrink, constants, iterations)

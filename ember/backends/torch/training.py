@@ -38,7 +38,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optree
 import torch
@@ -99,7 +99,7 @@ def _sole_user(tensor: Any) -> bool:
         storage_users = torch._C._storage_Use_Count(tensor.untyped_storage()._cdata) - 1
     except (AttributeError, RuntimeError, TypeError):  # a tensor without storage, or another torch
         return False
-    return storage_users == 1 and tensor._use_count() == 1
+    return storage_users == 1 and tensor._use_count() == 1  # type: ignore[attr-defined]  # private, not in stubs
 
 
 def _detach(value: Any) -> Any:
@@ -160,7 +160,13 @@ def _copy_into(targets: list, sources: list) -> None:
         torch._foreach_copy_(targets, sources)
 
 
-class _TorchSteps:
+if TYPE_CHECKING:
+    from ember.backends._steps_base import GenericStepsBase as _StepsBase
+else:
+    _StepsBase = object  # the real base, the kit's GenericSteps, is mixed in by _steps_class
+
+
+class _TorchSteps(_StepsBase):
     """Autograd + fused in-place optimizer steps (see the module docstring), on the trainer's
     ``GenericSteps`` (given in the kit: :func:`make_steps`)."""
 

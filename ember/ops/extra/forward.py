@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 from ember import ops
 from ember.backends import _spec
@@ -32,7 +32,7 @@ def _forwarder(namespace: str, name: str) -> Callable:
 
     forward.__name__ = forward.__qualname__ = name
     forward.__doc__ = stub.__doc__
-    forward.__signature__ = inspect.signature(stub)
+    forward.__signature__ = inspect.signature(stub)  # type: ignore[attr-defined]  # read by inspect.signature
     return forward
 
 

@@ -36,9 +36,11 @@ from ember.serialization import deserialize, get_registered_class, registered_na
 
 # Keras's slot groups (Ember's slot names) of the optimizers whose state is carried; optional groups
 # are kept only when the optimizer has that slot (SGD/RMSprop momentum, centered RMSprop).
-SLOT_GROUPS = {"SGD": [("momentum",)], "Adam": [("momentum", "velocity")], "AdamW": [("momentum", "velocity")],
-               "Adamax": [("momentum", "norm")], "RMSprop": [("velocity",), ("momentum",), ("average_gradient",)],
-               "Adagrad": [("accumulator",)], "Lion": [("momentum",)]}
+SLOT_GROUPS: dict[str, list[tuple[str, ...]]] = {
+    "SGD": [("momentum",)], "Adam": [("momentum", "velocity")], "AdamW": [("momentum", "velocity")],
+    "Adamax": [("momentum", "norm")], "RMSprop": [("velocity",), ("momentum",), ("average_gradient",)],
+    "Adagrad": [("accumulator",)], "Lion": [("momentum",)],
+}
 
 
 def slot_groups(optimizer: Any) -> list[tuple[str, ...]] | None:
@@ -216,7 +218,7 @@ def optimizer_arrays(model: Any) -> list[np.ndarray] | None:
     groups = slot_groups(trainer.optimizer) if trainer is not None else None
     if opt_state is None or groups is None:
         return None
-    host = {}
+    host: dict[str, np.ndarray] = {}
     for key, value in opt_state.items():
         if isinstance(value, dict):
             for path in _flat_keys(value):
@@ -227,7 +229,8 @@ def optimizer_arrays(model: Any) -> list[np.ndarray] | None:
         else:
             host[key] = np.asarray(_arrays.to_host(value)[0])
     order = _keras_order(groups, [e[len("params/"):] for _, e in _trainable_paths(model)])
-    return [host["iterations"].astype(np.int64), host["learning_rate"].astype(np.float32)] + [host[p] for p in order]
+    counters: list[np.ndarray] = [host["iterations"].astype(np.int64), host["learning_rate"].astype(np.float32)]
+    return counters + [host[p] for p in order]
 
 
 def keras_optimizer(model: Any) -> tuple[str, list[np.ndarray]] | None:

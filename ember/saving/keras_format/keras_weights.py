@@ -134,7 +134,7 @@ def host_arrays(model: Any) -> list[tuple[str, np.ndarray]]:
     """
     if model.state is None:
         raise ValueError(f"the model {model.name!r} has no weights yet: build it, call it on data or fit it first")
-    flat = {}
+    flat: dict[str, Any] = {}
     for kind in ("params", "buffers"):
         _flatten(model.state[kind], kind, flat)
     pairs = []

@@ -55,8 +55,9 @@ MODEL_CLASSES = ("Sequential", "Functional", "Model")
 SUBLAYER_KEYS = ("layer", "backward_layer")
 
 
-def keras_layer_classes(entry: dict) -> list[str]:
-    """Every Keras layer class a layer entry uses (itself, sub-layers, nested models' layers)."""
+def keras_layer_classes(entry: dict) -> list[Any]:
+    """Every Keras layer class a layer entry uses (itself, sub-layers, nested models' layers), as the
+    file's JSON gives them (class names; None where an entry has none)."""
     names = [entry.get("class_name")]
     config = entry.get("config") or {}
     for key in SUBLAYER_KEYS:
@@ -118,7 +119,7 @@ def ember_layer_config(entry: dict) -> dict:
         raise KerasFormatError(f"{where}: Ember has no {class_name} layer")
     if issubclass(cls, InputLayer):
         return {"class_name": registered_name(cls), "config": _input_layer_config(config, where)}
-    converted = {}
+    converted: dict[str, Any] = {}
     for key, value in config.items():
         if key in SUBLAYER_KEYS and isinstance(value, dict):
             converted[key] = ember_layer_config(value)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
+
 import optree
 
 _MAX_HINTS = ("acc", "auc", "precision", "recall", "f1", "r2", "accuracy")

@@ -1,7 +1,7 @@
 """``BackupAndRestore``: resume an interrupted ``fit`` where it stopped (Keras's callback).
 
-At the end of every epoch (and every ``save_freq`` batches) the callback saves a full checkpoint (``model.save``: weights,
-optimizer state, step RNG, shuffling seed, next epoch) to ``backup_dir``. When ``fit``
+At the end of every epoch (and every ``save_freq`` batches) the callback saves a full checkpoint
+(``model.save``: weights, optimizer state, step RNG, shuffling seed, next epoch) to ``backup_dir``. When ``fit``
 starts with a backup present (the previous run was interrupted by an exception, a crash or
 a kill), the model, optimizer and RNG state are restored from it and training continues at
 the saved epoch: the finished run has the same weights as an uninterrupted one. A ``fit``
@@ -39,10 +39,10 @@ import os
 from typing import Any
 
 from ember import distribute
-from ember.training.callbacks.callback import Callback
 from ember.saving import CheckpointError
 from ember.saving.model_io import read_training_checkpoint
 from ember.saving.training_state import step_rng
+from ember.training.callbacks.callback import Callback
 
 
 class BackupAndRestore(Callback):

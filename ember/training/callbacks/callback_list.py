@@ -121,7 +121,7 @@ class CallbackList:
         for cb in callbacks:
             if not isinstance(cb, Callback):
                 raise TypeError(f"callbacks must be ember.callbacks.Callback instances, received {cb!r}")
-        self.callbacks = callbacks
+        self.callbacks: list[Callback] = callbacks
         self.history = next((cb for cb in callbacks if isinstance(cb, History)), None)
         if self.history is None and add_history:
             self.history = History()

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ember.training.callbacks.callback import Callback
 
@@ -45,18 +46,19 @@ class LambdaCallback(Callback):
 def _make(hook: str) -> Callable:
     takes_index = "batch" in hook or "epoch" in hook
 
-    if takes_index:
-        def method(self: LambdaCallback, index: int, logs: Any = None) -> None:
-            fn = self._hooks.get(hook)
-            if fn is not None:
-                fn(index, logs)
-            elif hook in ("on_train_batch_begin", "on_train_batch_end"):
-                getattr(Callback, hook)(self, index, logs)
-    else:
-        def method(self: LambdaCallback, logs: Any = None) -> None:
-            fn = self._hooks.get(hook)
-            if fn is not None:
-                fn(logs)
+    def with_index(self: LambdaCallback, index: int, logs: Any = None) -> None:
+        fn = self._hooks.get(hook)
+        if fn is not None:
+            fn(index, logs)
+        elif hook in ("on_train_batch_begin", "on_train_batch_end"):
+            getattr(Callback, hook)(self, index, logs)
+
+    def without_index(self: LambdaCallback, logs: Any = None) -> None:
+        fn = self._hooks.get(hook)
+        if fn is not None:
+            fn(logs)
+
+    method = with_index if takes_index else without_index
     method.__name__ = hook
     return method
 

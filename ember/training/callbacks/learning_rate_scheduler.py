@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ember.training.callbacks.callback import Callback
 from ember.training.callbacks.reduce_lr_on_plateau import current_learning_rate

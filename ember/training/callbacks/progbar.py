@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 def format_value(value: Any) -> str:

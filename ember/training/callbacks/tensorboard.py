@@ -65,11 +65,11 @@ def _check_histogram_freq(histogram_freq: Any) -> int:
 
 def _scalar(value: Any) -> float | None:
     """A log value as a float, or None when it is not a single number."""
-    if isinstance(value, numbers.Number) and not isinstance(value, bool):
-        return float(value)
     try:
         return float(value)
     except (TypeError, ValueError):
+        if isinstance(value, numbers.Number) and not isinstance(value, bool):
+            raise  # a number that is not real (complex): an error, not "not a number"
         return None
 
 

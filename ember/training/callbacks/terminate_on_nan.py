@@ -25,8 +25,9 @@ class TerminateOnNaN(Callback):
         >>> model.compile(optimizer="sgd", loss="mse")
         >>> x = np.array([[1.0], [np.nan]], dtype="float32")
         >>> history = model.fit(x, np.ones((2, 1)), batch_size=1, epochs=3, shuffle=False, verbose=0,
-        ...                     callbacks=[callbacks.TerminateOnNaN()])
-        TerminateOnNaN: invalid loss (nan) at epoch 1, batch 1 (training step 2); training stopped, weights restored to before that batch
+        ...                     callbacks=[callbacks.TerminateOnNaN()])  # doctest: +NORMALIZE_WHITESPACE
+        TerminateOnNaN: invalid loss (nan) at epoch 1, batch 1 (training step 2); training stopped,
+        weights restored to before that batch
         >>> bool(np.isfinite(model.layers[0].get_weights()[0]).all())
         True
     """

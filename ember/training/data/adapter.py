@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import optree
 
-from ember.validation import check_positive_int
-from ember.training.data.convert import flatten, is_array_like, num_samples, to_native
 from ember import ops
 from ember.training.data.batch import (  # noqa: F401  (re-exported: the old home of these names)
     DataAdapter,
@@ -35,9 +34,10 @@ from ember.training.data.batch import (  # noqa: F401  (re-exported: the old hom
     native_batch,
     unpack_batch,
 )
+from ember.training.data.convert import flatten, is_array_like, num_samples, to_native
 from ember.training.data.dataset import Dataset, DatasetAdapter
 from ember.training.data.generator_adapter import GeneratorAdapter
-
+from ember.validation import check_positive_int
 
 # The adapter protocol and batch plumbing live in .batch (the adapters below build on them).
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class DataAdapter:
 
 
 # ------------------------------------------------------------------------------- batches
-def unpack_batch(item: Any, where: str = "the data") -> tuple:
+def unpack_batch(item: Any, where: str = "the data") -> tuple[Any, Any, Any]:
     """``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)`` (tuple or list) -> ``(x, y, sw)``."""
     if isinstance(item, (tuple, list)) and not is_array_like(item):
         if len(item) == 1:

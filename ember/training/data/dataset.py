@@ -13,12 +13,13 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import numbers
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
-from ember.validation import check_positive_int
 from ember.training.data.batch import DataAdapter, native_batch, unpack_batch
+from ember.validation import check_positive_int
 
 
 class Dataset:
@@ -91,6 +92,8 @@ class DatasetAdapter(DataAdapter):
         >>> [ops.to_numpy(x)[0, 0].item() for x, y, w in adapter.batches(0)]
         [0.0, 1.0, 2.0]
     """
+
+    num_batches: int  # len(dataset), checked in __init__
 
     def __init__(self, dataset: Dataset, shuffle: bool = False, class_weight: dict | None = None,
                  seed: int = 0) -> None:

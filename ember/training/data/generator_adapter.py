@@ -11,7 +11,8 @@ spread it over several epochs.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ember.training.data.batch import DataAdapter, native_batch, unpack_batch
 

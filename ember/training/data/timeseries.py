@@ -110,7 +110,7 @@ def timeseries_dataset_from_array(data: Any, targets: Any, sequence_length: int,
     if count <= 0:
         raise ValueError(f"timeseries_dataset_from_array: no complete window of {sequence_length} steps (sampling "
                          f"rate {sampling_rate}) fits in data[{start}:{end}]"
-                         + ("" if targets is None else f" with {len(target_array)} targets"))
+                         + ("" if target_array is None else f" with {len(target_array)} targets"))
     starts = start + np.arange(0, count, sequence_stride)
     if shuffle:
         np.random.default_rng(seed).shuffle(starts)

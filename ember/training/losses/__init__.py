@@ -22,6 +22,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ember.serialization import deserialize as _deserialize
+from ember.serialization import serialize as _serialize
 from ember.training.losses.base import (
     EPSILON,
     REDUCTIONS,
@@ -39,6 +41,14 @@ from ember.training.losses.focal import (
     binary_focal_crossentropy,
     categorical_focal_crossentropy,
 )
+from ember.training.losses.hinge import (
+    CategoricalHinge,
+    Hinge,
+    SquaredHinge,
+    categorical_hinge,
+    hinge,
+    squared_hinge,
+)
 from ember.training.losses.overlap import (
     CategoricalGeneralizedCrossEntropy,
     Circle,
@@ -48,14 +58,6 @@ from ember.training.losses.overlap import (
     circle,
     dice,
     tversky,
-)
-from ember.training.losses.hinge import (
-    CategoricalHinge,
-    Hinge,
-    SquaredHinge,
-    categorical_hinge,
-    hinge,
-    squared_hinge,
 )
 from ember.training.losses.probabilistic import (
     BinaryCrossentropy,
@@ -85,8 +87,6 @@ from ember.training.losses.regression import (
     mean_squared_error,
     mean_squared_logarithmic_error,
 )
-from ember.serialization import serialize as _serialize
-from ember.serialization import deserialize as _deserialize
 
 _CLASSES = (
     MeanSquaredError, MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredLogarithmicError, Huber,

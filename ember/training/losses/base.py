@@ -18,7 +18,8 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -310,7 +311,7 @@ class Loss:
         return {"name": self.name, "reduction": self.reduction, "dtype": self.dtype}
 
     @classmethod
-    def from_config(cls, config: dict) -> "Loss":
+    def from_config(cls, config: dict) -> Loss:
         """Rebuild from :meth:`get_config`'s output."""
         return cls(**config)
 
@@ -366,7 +367,7 @@ class LossFunctionWrapper(Loss):
         return config
 
     @classmethod
-    def from_config(cls, config: dict) -> "Loss":
+    def from_config(cls, config: dict) -> Loss:
         config = dict(config)
         if "fn" in config:
             config["fn"] = deserialize(config["fn"])

@@ -93,7 +93,9 @@ def circle(y_true: Any, y_pred: Any, ref_labels: Any = None, ref_embeddings: Any
     reference = y_pred if ref_embeddings is None else ops.cast(ops.convert_to_tensor(ref_embeddings), ops.dtype(y_pred))
     reference_labels = labels if ref_labels is None else ops.cast(ops.convert_to_tensor(ref_labels), "int32")
     distances = ops.maximum(ops.subtract(1.0, ops.matmul(y_pred, ops.transpose(reference))), 0.0)
-    same = ops.equal(ops.expand_dims(ops.reshape(labels, (-1,)), 1), ops.expand_dims(ops.reshape(reference_labels, (-1,)), 0))
+    same = ops.equal(
+        ops.expand_dims(ops.reshape(labels, (-1,)), 1), ops.expand_dims(ops.reshape(reference_labels, (-1,)), 0)
+    )
     positive, negative = same, ops.logical_not(same)
     if remove_diagonal and ops.shape(distances)[0] == ops.shape(distances)[1]:
         off_diagonal = ops.logical_not(ops.cast(ops.eye(ops.shape(distances)[0]), "bool"))

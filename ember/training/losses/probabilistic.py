@@ -31,8 +31,8 @@ from ember.training.losses.base import (
     check_same_shape,
     concrete,
     labels_to_tensor,
-    values_checked,
     prepare,
+    values_checked,
 )
 
 _DEFAULT = "sum_over_batch_size"
@@ -325,7 +325,9 @@ class SparseCategoricalCrossentropy(LossFunctionWrapper):
 
     def __init__(self, from_logits: bool = False, ignore_class: int | None = None,
                  reduction: str | None = _DEFAULT, name: str = "sparse_categorical_crossentropy", dtype: Any = None):
-        if ignore_class is not None and (isinstance(ignore_class, bool) or not isinstance(ignore_class, (int, np.integer))):
+        if ignore_class is not None and (
+            isinstance(ignore_class, bool) or not isinstance(ignore_class, (int, np.integer))
+        ):
             raise TypeError(f"SparseCategoricalCrossentropy: ignore_class must be an int or None, "
                             f"received ignore_class={ignore_class!r}")
         super().__init__(sparse_categorical_crossentropy, reduction=reduction, name=name, dtype=dtype,

@@ -145,7 +145,8 @@ def cosine_similarity(y_true: Any, y_pred: Any, axis: int = -1) -> Any:
         >>> import ember
         >>> from ember import losses, ops
         >>> ember.set_backend("numpy")
-        >>> ops.to_numpy(losses.cosine_similarity([[0.0, 1.0], [1.0, 1.0]], [[0.0, 2.0], [-1.0, -1.0]])).round(6).tolist()
+        >>> loss = losses.cosine_similarity([[0.0, 1.0], [1.0, 1.0]], [[0.0, 2.0], [-1.0, -1.0]])
+        >>> ops.to_numpy(loss).round(6).tolist()
         [-1.0, 1.0]
     """
     axis = check_axis("cosine_similarity", axis)

@@ -23,6 +23,27 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ember.serialization import deserialize as _deserialize
+from ember.serialization import serialize as _serialize
+from ember.training import losses
+from ember.training.losses import (  # Keras's metrics module re-exports the loss functions
+    binary_crossentropy,
+    binary_focal_crossentropy,
+    categorical_crossentropy,
+    categorical_focal_crossentropy,
+    categorical_hinge,
+    hinge,
+    huber,
+    kl_divergence,
+    log_cosh,
+    mean_absolute_error,
+    mean_absolute_percentage_error,
+    mean_squared_error,
+    mean_squared_logarithmic_error,
+    poisson,
+    sparse_categorical_crossentropy,
+    squared_hinge,
+)
 from ember.training.losses.base import to_snake_case
 from ember.training.metrics.accuracy import (
     Accuracy,
@@ -45,13 +66,6 @@ from ember.training.metrics.at_threshold import (
     SpecificityAtSensitivity,
 )
 from ember.training.metrics.auc import AUC
-from ember.training.metrics.correlation import (
-    ConcordanceCorrelation,
-    PearsonCorrelation,
-    concordance_correlation,
-    pearson_correlation,
-)
-from ember.training.metrics.iou import BinaryIoU, IoU, MeanIoU, OneHotIoU, OneHotMeanIoU
 from ember.training.metrics.base import Metric, StatefulMetric
 from ember.training.metrics.confusion import (
     FalseNegatives,
@@ -61,7 +75,14 @@ from ember.training.metrics.confusion import (
     TrueNegatives,
     TruePositives,
 )
+from ember.training.metrics.correlation import (
+    ConcordanceCorrelation,
+    PearsonCorrelation,
+    concordance_correlation,
+    pearson_correlation,
+)
 from ember.training.metrics.fscore import F1Score, FBetaScore
+from ember.training.metrics.iou import BinaryIoU, IoU, MeanIoU, OneHotIoU, OneHotMeanIoU
 from ember.training.metrics.probabilistic import (
     BinaryCrossentropy,
     CategoricalCrossentropy,
@@ -84,27 +105,6 @@ from ember.training.metrics.regression import (
     RootMeanSquaredError,
     cosine_similarity,
 )
-from ember.training.losses import (  # Keras's metrics module re-exports the loss functions
-    binary_focal_crossentropy,
-    categorical_focal_crossentropy,
-    huber,
-    binary_crossentropy,
-    categorical_crossentropy,
-    categorical_hinge,
-    hinge,
-    kl_divergence,
-    log_cosh,
-    mean_absolute_error,
-    mean_absolute_percentage_error,
-    mean_squared_error,
-    mean_squared_logarithmic_error,
-    poisson,
-    sparse_categorical_crossentropy,
-    squared_hinge,
-)
-from ember.training import losses
-from ember.serialization import serialize as _serialize
-from ember.serialization import deserialize as _deserialize
 
 _CLASSES = (
     Mean, Sum, MeanMetricWrapper, Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,

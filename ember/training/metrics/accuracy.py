@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from ember.validation import check_positive_int
 from ember import dtypes, ops
 from ember.serialization import register_serializable
 from ember.training.losses.base import (
@@ -28,6 +27,7 @@ from ember.training.losses.base import (
     squeeze_or_expand_to_same_rank,
 )
 from ember.training.metrics.reduction import MeanMetricWrapper
+from ember.validation import check_positive_int
 
 
 def _matches(x1: Any, x2: Any) -> Any:

@@ -76,7 +76,7 @@ class _AtConstraint(Metric):
         return config
 
     @classmethod
-    def from_config(cls, config: dict) -> "Metric":
+    def from_config(cls, config: dict) -> Metric:
         config = dict(config)
         return cls(config.pop(cls._argument), **config)
 

@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ember.validation import check_positive_int
 from ember import ops
 from ember.serialization import register_serializable
 from ember.training.losses.base import EPSILON, divide_no_nan
 from ember.training.metrics.base import Metric
 from ember.training.metrics.confusion import prepare_confusion_inputs
+from ember.validation import check_positive_int
 
 CURVES = ("ROC", "PR")
 SUMMATION_METHODS = ("interpolation", "minoring", "majoring")
@@ -93,7 +93,8 @@ class AUC(Metric):
             self.num_thresholds = len(values) + 2
             inner = values
         else:
-            if isinstance(num_thresholds, bool) or not isinstance(num_thresholds, (int, np.integer)) or num_thresholds <= 1:
+            if (isinstance(num_thresholds, bool) or not isinstance(num_thresholds, (int, np.integer))
+                    or num_thresholds <= 1):
                 raise ValueError(f"AUC: num_thresholds must be an int > 1, received num_thresholds={num_thresholds!r}")
             self.num_thresholds = int(num_thresholds)
             inner = [(i + 1) / (self.num_thresholds - 1) for i in range(self.num_thresholds - 2)]
@@ -129,7 +130,7 @@ class AUC(Metric):
         return int(y_pred_shape[-1])
 
     def init_state(self, y_pred_shape: tuple | None = None) -> dict:
-        shape = (self.num_thresholds,)
+        shape: tuple[int, ...] = (self.num_thresholds,)
         if self.multi_label:
             shape += (self._labels_from_shape(y_pred_shape),)
         return {key: ops.zeros(shape, dtype=self.dtype) for key in _KEYS}

@@ -46,6 +46,12 @@ from ember.training.losses.base import float_dtype, to_snake_case
 from ember.training.metrics import metric_variables
 
 
+def _install(cls: type, **methods: Any) -> None:
+    """Set ``methods`` on ``cls`` (a subclass's update_state/result, sorted into the pure or Keras form)."""
+    for name, method in methods.items():
+        setattr(cls, name, method)
+
+
 def _first_parameter(function: Any) -> str | None:
     """The name of ``function``'s first parameter after ``self`` (None when it has none)."""
     names = [p.name for p in inspect.signature(function).parameters.values()
@@ -73,7 +79,7 @@ def _update_dispatch(pure: Any) -> Any:
         return self._accumulate(args, kwargs)
 
     update_state.__doc__ = pure.__doc__ or Metric.update_state.__doc__
-    update_state._dispatches = True  # type: ignore[attr-defined]
+    update_state._dispatches = True  # type: ignore[attr-defined]  # a marker on the function object
     return update_state
 
 
@@ -84,7 +90,7 @@ def _result_dispatch(pure: Any) -> Any:
         return self.stateless_result(self._current_state())
 
     result.__doc__ = pure.__doc__ or Metric.result.__doc__
-    result._dispatches = True  # type: ignore[attr-defined]
+    result._dispatches = True  # type: ignore[attr-defined]  # a marker on the function object
     return result
 
 
@@ -142,21 +148,16 @@ class Metric:
         update = cls.__dict__.get("update_state")
         if update is not None and not getattr(update, "_dispatches", False):
             if _first_parameter(update) == "state":
-                cls.stateless_update_state = update
-                cls.update_state = _update_dispatch(update)
+                _install(cls, stateless_update_state=update, update_state=_update_dispatch(update))
             else:
-                cls._keras_update_state = update
-                cls.stateless_update_state = Metric._variables_update_state
-                cls.update_state = Metric.update_state
+                _install(cls, _keras_update_state=update, stateless_update_state=Metric._variables_update_state,
+                         update_state=Metric.update_state)
         result = cls.__dict__.get("result")
         if result is not None and not getattr(result, "_dispatches", False):
             if _first_parameter(result) == "state":
-                cls.stateless_result = result
-                cls.result = _result_dispatch(result)
+                _install(cls, stateless_result=result, result=_result_dispatch(result))
             else:
-                cls._keras_result = result
-                cls.stateless_result = Metric._variables_result
-                cls.result = Metric.result
+                _install(cls, _keras_result=result, stateless_result=Metric._variables_result, result=Metric.result)
 
     def __init__(self, name: str | None = None, dtype: Any = None):
         owner = type(self).__name__
@@ -235,8 +236,8 @@ class Metric:
             return self.stateless_result(*state)
         return self.stateless_result(self._current_state())
 
-    update_state._dispatches = True  # type: ignore[attr-defined]
-    result._dispatches = True  # type: ignore[attr-defined]
+    update_state._dispatches = True  # type: ignore[attr-defined]  # a marker on the function object
+    result._dispatches = True  # type: ignore[attr-defined]  # a marker on the function object
 
     def reset_state(self) -> None:
         """Start over: the metric's own state returns to its initial value (a data-shaped state keeps
@@ -305,7 +306,7 @@ class Metric:
         self._stateful_state = state["buffers"]
 
     # ------------------------------------------------------------- conveniences
-    def stateful(self) -> "StatefulMetric":
+    def stateful(self) -> StatefulMetric:
         """A :class:`StatefulMetric` handle with Keras's stateful methods."""
         return StatefulMetric(self)
 
@@ -340,7 +341,7 @@ class Metric:
         return {"name": self.name, "dtype": self._dtype}
 
     @classmethod
-    def from_config(cls, config: dict) -> "Metric":
+    def from_config(cls, config: dict) -> Metric:
         """Rebuild from :meth:`get_config`'s output."""
         return cls(**config)
 

@@ -38,7 +38,8 @@ def parse_thresholds(owner: str, thresholds: Any, default: float) -> list[float]
     if not values:
         raise ValueError(f"{owner}: thresholds must not be empty")
     for value in values:
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not 0 <= value <= 1:
+        is_number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+        if not is_number or not 0 <= value <= 1:
             raise ValueError(f"{owner}: threshold values must be in [0, 1], received thresholds={thresholds!r}")
     return [float(v) for v in values]
 
@@ -130,8 +131,8 @@ class _ConfusionMetric(Metric):
         for argument, value in (("top_k", top_k), ("class_id", class_id)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0
                                       or (argument == "top_k" and value < 1)):
-                raise ValueError(f"{owner}: {argument} must be a {'positive' if argument == 'top_k' else 'non-negative'} "
-                                 f"int or None, received {argument}={value!r}")
+                kind = "positive" if argument == "top_k" else "non-negative"
+                raise ValueError(f"{owner}: {argument} must be a {kind} int or None, received {argument}={value!r}")
         self.top_k = None if top_k is None else int(top_k)
         self.class_id = None if class_id is None else int(class_id)
         self.thresholds = parse_thresholds(owner, thresholds, 0.5 if top_k is None else NEG_INF)

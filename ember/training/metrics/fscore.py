@@ -61,8 +61,8 @@ class FBetaScore(Metric):
             raise ValueError(f"{owner}: invalid average={average!r}; expected one of {AVERAGES}")
         if isinstance(beta, bool) or not isinstance(beta, (int, float, np.floating)) or not beta > 0:
             raise ValueError(f"{owner}: beta must be a float > 0, received beta={beta!r}")
-        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating))
-                                      or not 0 < threshold <= 1):
+        threshold_is_number = isinstance(threshold, (int, float, np.floating)) and not isinstance(threshold, bool)
+        if threshold is not None and (not threshold_is_number or not 0 < threshold <= 1):
             raise ValueError(f"{owner}: threshold must be a float in (0, 1] or None, received threshold={threshold!r}")
         self.average = average
         self.beta = float(beta)
@@ -70,6 +70,7 @@ class FBetaScore(Metric):
         self.state_needs_shape = average != "micro"
 
     def init_state(self, y_pred_shape: tuple | None = None) -> dict:
+        shape: tuple[int, ...]
         if self.average == "micro":
             shape = ()
         else:

@@ -14,7 +14,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -154,7 +155,10 @@ class MeanMetricWrapper(Mean):
         self.fn = fn
         self._fn_kwargs = dict(kwargs)
 
-    def update_state(self, state: dict, y_true: Any, y_pred: Any, sample_weight: Any = None) -> dict:
+    # Keras's MeanMetricWrapper is a Mean whose update takes (y_true, y_pred), not values.
+    def update_state(  # type: ignore[override]  # the (y_true, y_pred) form of Keras's class tree
+        self, state: dict, y_true: Any, y_pred: Any, sample_weight: Any = None
+    ) -> dict:
         return self.accumulate(state, self.fn(y_true, y_pred, **self._fn_kwargs), sample_weight)
 
     def get_config(self) -> dict:
@@ -165,7 +169,7 @@ class MeanMetricWrapper(Mean):
         return config
 
     @classmethod
-    def from_config(cls, config: dict) -> "Metric":
+    def from_config(cls, config: dict) -> Metric:
         config = dict(config)
         if "fn" in config:
             config["fn"] = deserialize(config["fn"])

@@ -164,7 +164,9 @@ class RootMeanSquaredError(Mean):
     def __init__(self, name: str = "root_mean_squared_error", dtype: Any = None):
         super().__init__(name=name, dtype=dtype)
 
-    def update_state(self, state: dict, y_true: Any, y_pred: Any, sample_weight: Any = None) -> dict:
+    def update_state(  # type: ignore[override]  # a Mean of squared errors, updated from (y_true, y_pred) as Keras's
+        self, state: dict, y_true: Any, y_pred: Any, sample_weight: Any = None
+    ) -> dict:
         y_true, y_pred = prepare(y_true, y_pred, self.name)
         check_broadcastable(self.name, y_true, y_pred)
         return self.accumulate(state, ops.square(ops.subtract(y_pred, y_true)), sample_weight)
@@ -205,8 +207,11 @@ class R2Score(Metric):
     def __init__(self, class_aggregation: str | None = "uniform_average", num_regressors: int = 0,
                  name: str = "r2_score", dtype: Any = None):
         super().__init__(name=name, dtype=dtype)
-        if not (class_aggregation is None or isinstance(class_aggregation, str)) or class_aggregation not in AGGREGATIONS:
-            raise ValueError(f"R2Score: invalid class_aggregation={class_aggregation!r}; expected one of {AGGREGATIONS}")
+        known = class_aggregation is None or isinstance(class_aggregation, str)
+        if not known or class_aggregation not in AGGREGATIONS:
+            raise ValueError(
+                f"R2Score: invalid class_aggregation={class_aggregation!r}; expected one of {AGGREGATIONS}"
+            )
         if isinstance(num_regressors, bool) or not isinstance(num_regressors, (int, np.integer)) or num_regressors < 0:
             raise ValueError(f"R2Score: num_regressors must be a non-negative int, received {num_regressors!r}")
         self.class_aggregation = class_aggregation

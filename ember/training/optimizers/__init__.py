@@ -16,25 +16,29 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
+from ember.serialization import deserialize as _deserialize
+from ember.serialization import serialize as _serialize
 from ember.training.optimizers import schedules
 from ember.training.optimizers.adam import Adam, Adamax, AdamW, Lamb, Nadam
 from ember.training.optimizers.adaptive import Adadelta, Adagrad, RMSprop
 from ember.training.optimizers.base import Optimizer
-from ember.training.optimizers.factored import Adafactor, Ftrl
 from ember.training.optimizers.clipping import clip_by_global_norm, clip_by_norm, global_norm
+from ember.training.optimizers.factored import Adafactor, Ftrl
 from ember.training.optimizers.lion import Lion
 from ember.training.optimizers.loss_scale import LossScaleOptimizer
 from ember.training.optimizers.schedules import LearningRateSchedule
 from ember.training.optimizers.sgd import SGD
-from ember.serialization import serialize as _serialize
-from ember.serialization import deserialize as _deserialize
 
 ALL_OPTIMIZERS = (SGD, Adam, AdamW, Adamax, Nadam, Lamb, RMSprop, Adagrad, Adadelta, Lion, Adafactor, Ftrl)
 _BY_NAME = {cls.__name__.lower(): cls for cls in ALL_OPTIMIZERS}
 
 
+@overload
+def get(identifier: None) -> None: ...
+@overload
+def get(identifier: Any) -> Optimizer: ...
 def get(identifier: Any) -> Optimizer | None:
     """Resolve an optimizer: a name (``"adam"``, ``"Adam"``, any case), a config dict, or an instance.
 
@@ -48,10 +52,11 @@ def get(identifier: Any) -> Optimizer | None:
         >>> from ember import optimizers
         >>> optimizers.get({"class_name": "SGD", "config": {"learning_rate": 0.1, "momentum": 0.9}}).momentum
         0.9
-        >>> optimizers.get("adamm")
+        >>> optimizers.get("adamm")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ValueError: unknown optimizer 'adamm'; expected one of ['adadelta', 'adafactor', 'adagrad', 'adam', 'adamax', 'adamw', 'ftrl', 'lamb', 'lion', 'nadam', 'rmsprop', 'sgd']
+        ValueError: unknown optimizer 'adamm'; expected one of ['adadelta', 'adafactor', 'adagrad', 'adam',
+        'adamax', 'adamw', 'ftrl', 'lamb', 'lion', 'nadam', 'rmsprop', 'sgd']
     """
     if identifier is None or isinstance(identifier, Optimizer):
         return identifier
@@ -100,7 +105,7 @@ def deserialize(config: dict) -> Optimizer:
 
 
 __all__ = [
-    "ALL_OPTIMIZERS", "SGD", "Adadelta", "Adafactor", "Ftrl", "Adagrad", "Adam", "AdamW", "Adamax", "Lamb", "LearningRateSchedule",
-    "Lion", "LossScaleOptimizer", "Nadam", "Optimizer", "RMSprop", "clip_by_global_norm", "clip_by_norm", "deserialize", "get",
-    "global_norm", "schedules", "serialize",
+    "ALL_OPTIMIZERS", "SGD", "Adadelta", "Adafactor", "Ftrl", "Adagrad", "Adam", "AdamW", "Adamax", "Lamb",
+    "LearningRateSchedule", "Lion", "LossScaleOptimizer", "Nadam", "Optimizer", "RMSprop", "clip_by_global_norm",
+    "clip_by_norm", "deserialize", "get", "global_norm", "schedules", "serialize",
 ]

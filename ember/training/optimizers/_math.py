@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from typing import Any
+
 from ember import ops
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import ops
 from ember.serialization import register_serializable
 from ember.training.optimizers._math import check_number, one_minus_power, power
 from ember.training.optimizers.base import Optimizer
-from ember import ops
 
 
 def _moments(owner: str, beta_1: float, beta_2: float, epsilon: float) -> tuple[float, float, float]:

@@ -43,17 +43,15 @@ import importlib
 import inspect
 import math
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 import optree
 
-from ember import backends, dtypes
+from ember import backends, dtypes, ops
+from ember.serialization import deserialize, serialize
 from ember.training.optimizers import variable_updates
 from ember.training.optimizers._math import check_number, is_number
 from ember.training.optimizers.clipping import clip_by_global_norm, clip_by_norm
-from ember import ops
-from ember.serialization import serialize
-from ember.serialization import deserialize
 
 _KERAS_FORM = object()  # apply_gradients called with one argument: Keras's zip(grads, variables)
 _UNSUPPORTED = {
@@ -113,6 +111,8 @@ class Optimizer:
     default_name = "optimizer"
     # The name of the backends' fused kernels for this exact class's math (None: no kernel).
     fused_kernel: str | None = None
+    # Per class, cached by _accepted: the step scalars its update_variable takes (True: all of them).
+    _ember_update_keywords: ClassVar[bool | frozenset[str]]
 
     def __init__(self, learning_rate: Any = 0.001, weight_decay: float | None = None, clipnorm: float | None = None,
                  clipvalue: float | None = None, global_clipnorm: float | None = None, use_ema: bool = False,
@@ -291,8 +291,11 @@ class Optimizer:
         """
         return shared
 
-    def update_variable(self, grad: Any, param: Any, slots: dict, lr: Any, step: Any, **scalars: Any) -> tuple:
+    def update_variable(self, grad: Any, param: Any, slots: dict, lr: Any, step: Any) -> tuple:
         """One parameter's update: ``(new_param, new_slots)``.
+
+        A subclass adds a keyword argument for each entry of :meth:`step_scalars` it uses (or
+        ``**scalars`` for all of them): the step passes it only the entries its signature names.
 
         Args:
             grad: the (clipped) gradient, in ``param``'s dtype.
@@ -300,7 +303,6 @@ class Optimizer:
             slots: ``{slot_name: array}`` for this parameter.
             lr: the learning rate, a 0-d array of ``param``'s dtype.
             step: the 1-based step number ``iterations + 1``, a 0-d array of ``param``'s dtype.
-            **scalars: the output of :meth:`step_scalars` for this dtype.
         """
         raise NotImplementedError(f"{type(self).__name__} must implement update_variable")
 
@@ -316,7 +318,7 @@ class Optimizer:
                 accepted = frozenset(p.name for p in parameters if p.kind in (
                     inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD))
             cls._ember_update_keywords = accepted
-        if accepted is True:
+        if not isinstance(accepted, frozenset):  # True: update_variable takes **scalars
             return scalars
         return {k: v for k, v in scalars.items() if k in accepted}
 
@@ -631,7 +633,7 @@ class Optimizer:
         }
 
     @classmethod
-    def from_config(cls, config: dict) -> "Optimizer":
+    def from_config(cls, config: dict) -> Optimizer:
         """Rebuild an optimizer from :meth:`get_config` output (no state)."""
         config = dict(config)
         if isinstance(config.get("learning_rate"), dict):

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import dtypes
-from ember import ops
+from ember import dtypes, ops
 
 _LOW_PRECISION = ("float16", "bfloat16")
 

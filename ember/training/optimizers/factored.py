@@ -105,7 +105,9 @@ class Adafactor(Optimizer):
                                     ops.expand_dims(column, -2))
             new_slots.update(row=row, column=column)
         else:
-            velocity = ops.add(ops.multiply(beta_2, slots["velocity"]), ops.multiply(ops.subtract(1.0, beta_2), squared))
+            velocity = ops.add(
+                ops.multiply(beta_2, slots["velocity"]), ops.multiply(ops.subtract(1.0, beta_2), squared)
+            )
         new_slots["velocity"] = velocity
         update = ops.divide(grad, ops.sqrt(velocity))
         update = ops.divide(update, ops.maximum(1.0, ops.divide(_rms(update), self.clip_threshold)))

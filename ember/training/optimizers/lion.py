@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import ops
 from ember.serialization import register_serializable
 from ember.training.optimizers._math import check_number
 from ember.training.optimizers.base import Optimizer
-from ember import ops
 
 
 @register_serializable("ember")

@@ -68,6 +68,9 @@ class LossScaleOptimizer(Optimizer):
     """
 
     default_name = "loss_scale_optimizer"
+    inner_optimizer: Optimizer
+    initial_scale: float
+    dynamic_growth_steps: int
 
     def __init__(self, inner_optimizer: Any, initial_scale: float = 2.0 ** 15, dynamic_growth_steps: int = 2000,
                  name: str | None = None, **kwargs: Any) -> None:

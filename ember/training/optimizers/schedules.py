@@ -20,12 +20,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ember import dtypes
-from ember.serialization import register_serializable
-from ember.training.optimizers._math import check_number, is_number, power
-from ember import ops
-from ember.serialization import serialize as _serialize
+from ember import dtypes, ops
 from ember.serialization import deserialize as _deserialize
+from ember.serialization import register_serializable
+from ember.serialization import serialize as _serialize
+from ember.training.optimizers._math import check_number, is_number, power
 
 
 def _as_float(step: Any) -> Any:
@@ -63,7 +62,7 @@ class LearningRateSchedule:
         raise NotImplementedError(f"Learning rate schedule '{type(self).__name__}' must override get_config()")
 
     @classmethod
-    def from_config(cls, config: dict) -> "LearningRateSchedule":
+    def from_config(cls, config: dict) -> LearningRateSchedule:
         """Rebuild from :meth:`get_config` output."""
         return cls(**config)
 
@@ -403,7 +402,9 @@ def deserialize(config: dict) -> LearningRateSchedule:
         >>> from ember.optimizers import schedules
         >>> schedules.deserialize({"class_name": "ExponentialDecay",
         ...                        "config": {"initial_learning_rate": 0.1, "decay_steps": 5, "decay_rate": 0.9}})
-        ExponentialDecay(initial_learning_rate=0.1, decay_steps=5, decay_rate=0.9, staircase=False, name='ExponentialDecay')
+        ... # doctest: +NORMALIZE_WHITESPACE
+        ExponentialDecay(initial_learning_rate=0.1, decay_steps=5, decay_rate=0.9, staircase=False,
+        name='ExponentialDecay')
     """
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"schedules.deserialize: expected {{'class_name': ..., 'config': ...}}, received {config!r}")
