@@ -20,9 +20,11 @@ and the minimum of the runs.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -119,7 +121,7 @@ def main() -> None:
     for solver in args.solvers.split(","):
         k = args.components if solver == "randomized" else None
         sk_model = SklearnPCA(k, svd_solver=solver, random_state=0)
-        cases: list[tuple[str, Callable[[], Any]]] = [("scikit-learn (numpy)", lambda: sk_model.fit(x))]
+        cases: list[tuple[str, Callable[[], Any]]] = [("scikit-learn (numpy)", functools.partial(sk_model.fit, x))]
         raw_index = {}
         for name in installed:
             cases.append((f"ember {name}", _ember_fit(name, natives[name], solver, k)))

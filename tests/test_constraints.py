@@ -109,7 +109,8 @@ def test_apply_constraints_nested_and_pure(backend):
 
 
 @pytest.mark.parametrize("make, error, message", [
-    (lambda: constraints.MaxNorm(-1.0), ValueError, r"MaxNorm: max_value must be a finite number >= 0.0, received -1.0"),
+    (lambda: constraints.MaxNorm(-1.0), ValueError,
+     r"MaxNorm: max_value must be a finite number >= 0.0, received -1.0"),
     (lambda: constraints.MaxNorm(1.0, axis="0"), TypeError, r"MaxNorm: axis must be an int or a non-empty list"),
     (lambda: constraints.UnitNorm(axis=[0, 0]), ValueError, r"UnitNorm: axis must not repeat"),
     (lambda: constraints.MinMaxNorm(2.0, 1.0), ValueError, r"max_value \(1.0\) must be >= min_value \(2.0\)"),

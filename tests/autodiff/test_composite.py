@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import ember
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import ember
 from ember import ops
 from ember.autodiff import GradientTape, value_and_grad
 

@@ -65,19 +65,22 @@ def test_created_arrays_land_on_default_device(backend, label):
     assert ops.get_device(value) == default, f"{label}: {ops.get_device(value)} != {default}"
 
 
-@pytest.mark.parametrize("creator", ["zeros", "ones", "full", "eye", "arange", "linspace", "convert_to_tensor"])
+# Each creator with an explicit device= argument.
+CREATORS_ON_DEVICE = {
+    "zeros": lambda device: ops.zeros((2,), device=device),
+    "ones": lambda device: ops.ones((2,), device=device),
+    "full": lambda device: ops.full((2,), 1.0, device=device),
+    "eye": lambda device: ops.eye(2, device=device),
+    "arange": lambda device: ops.arange(3, device=device),
+    "linspace": lambda device: ops.linspace(0, 1, 3, device=device),
+    "convert_to_tensor": lambda device: ops.convert_to_tensor([1.0, 2.0], device=device),
+}
+
+
+@pytest.mark.parametrize("creator", list(CREATORS_ON_DEVICE))
 def test_explicit_device_argument(backend, creator):
     for device in ember.available_devices():
-        calls = {
-            "zeros": lambda: ops.zeros((2,), device=device),
-            "ones": lambda: ops.ones((2,), device=device),
-            "full": lambda: ops.full((2,), 1.0, device=device),
-            "eye": lambda: ops.eye(2, device=device),
-            "arange": lambda: ops.arange(3, device=device),
-            "linspace": lambda: ops.linspace(0, 1, 3, device=device),
-            "convert_to_tensor": lambda: ops.convert_to_tensor([1.0, 2.0], device=device),
-        }
-        assert ops.get_device(calls[creator]()) == device
+        assert ops.get_device(CREATORS_ON_DEVICE[creator](device)) == device
 
 
 def test_to_device_round_trip(backend):

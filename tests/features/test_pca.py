@@ -49,7 +49,7 @@ _LOADERS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _dataset(name):
     data = _LOADERS[name]()
     data.setflags(write=False)
@@ -76,7 +76,7 @@ def _component_tolerances(reference, eps):
     return unit * full[0] / np.maximum(gaps, np.finfo(float).tiny) + unit
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cached_reference(name, **kwargs):
     return _reference(_dataset(name), **kwargs)
 

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 import optree
@@ -103,6 +104,15 @@ def _loss(outputs: Any) -> Any:
     return total
 
 
+def _apply_loss(layer: Layer, buffers: Any, **call_kwargs: Any) -> Callable[[Any, Any], Any]:
+    """``(params, inputs) -> _loss(layer.apply(...))``: what the gradient checks differentiate."""
+
+    def loss(params: Any, inputs: Any) -> Any:
+        return _loss(layer.apply({"params": params, "buffers": buffers}, inputs, **call_kwargs)[0])
+
+    return loss
+
+
 def _reference_loss(reference: Callable, params: Any, x: Any) -> float:
     out = reference(params, x)
     return float(sum(np.sum(np.square(np.asarray(leaf, dtype=np.float64)))
@@ -167,7 +177,8 @@ def _check_config(layer: Layer) -> Layer:
     config = layer.get_config()
     rebuilt = type(layer).from_config(config)
     assert type(rebuilt) is type(layer)
-    assert _json_round_trip(rebuilt.get_config()) == _json_round_trip(config), "from_config(get_config()) changed the config"
+    assert _json_round_trip(rebuilt.get_config()) == _json_round_trip(config), (
+        "from_config(get_config()) changed the config")
     through_json = _json_round_trip(config)
     rebuilt_json = type(layer).from_config(through_json)
     assert _json_round_trip(rebuilt_json.get_config()) == through_json, "config did not survive json.dumps/loads"
@@ -189,7 +200,7 @@ def _check_immutable(layer: Layer) -> None:
         current = getattr(layer, field.name)
         if field.name == "trainable":  # Keras's one switchable flag: a bool only
             try:
-                setattr(layer, "trainable", "yes")
+                layer.trainable = "yes"
             except TypeError:
                 continue
             raise AssertionError(f"{type(layer).__name__}.trainable accepted a non-bool")
@@ -352,7 +363,8 @@ def run_layer_test(
             out, new_state = layer.apply(state, x, **kw)
             out_np = _tree_to_numpy(out)
             got_shape = _map_shapes(tuple, optree.tree_map(lambda a: a.shape, out_np, none_is_leaf=False))
-            assert got_shape == expected_shape, f"{where} output shape {got_shape} != compute_output_shape {expected_shape}"
+            assert got_shape == expected_shape, (
+                f"{where} output shape {got_shape} != compute_output_shape {expected_shape}")
             if expected_output_dtype is not None:
                 for leaf in optree.tree_leaves(out, none_is_leaf=False):
                     assert ops.dtype(leaf) == expected_output_dtype, f"{where} output dtype {ops.dtype(leaf)}"
@@ -393,12 +405,8 @@ def run_layer_test(
             # --- gradients ----------------------------------------------------------------------
             grads_np = grad_x_np = None
             if check_gradients and (has_params or x_is_float):
-                buffers = state["buffers"]
-
-                def loss(params: Any, inputs: Any) -> Any:
-                    return _loss(layer.apply({"params": params, "buffers": buffers}, inputs, **kw)[0])
-
                 argnums = (0, 1) if x_is_float else (0,)
+                loss = _apply_loss(layer, state["buffers"], **kw)
                 value, grads = value_and_grad(loss, argnums=argnums)(state["params"], x)
                 np.testing.assert_allclose(float(ops.to_numpy(value)),
                                            float(sum(np.sum(np.square(a.astype(np.float64)))
@@ -406,9 +414,8 @@ def run_layer_test(
                                            rtol=rtol, err_msg=f"{where} loss value")
                 # The training path under a tape sees the same randomness (e.g. the same
                 # dropout mask for the same rng) as the plain call above.
-                train_value, _ = value_and_grad(
-                    lambda params: _loss(layer.apply({"params": params, "buffers": buffers}, x,
-                                                     training=True, rng=seed + 7, **kw)[0]))(state["params"])
+                train_loss = _apply_loss(layer, state["buffers"], training=True, rng=seed + 7, **kw)
+                train_value, _ = value_and_grad(train_loss)(state["params"], x)  # argnums=0: params only
                 np.testing.assert_allclose(float(ops.to_numpy(train_value)),
                                            float(sum(np.sum(np.square(a.astype(np.float64)))
                                                      for a in optree.tree_leaves(train_np))),

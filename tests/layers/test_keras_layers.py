@@ -63,7 +63,8 @@ def test_prelu():
     ("leaky", lambda: layers.LeakyReLU(), lambda: keras.layers.LeakyReLU()),
     ("elu", lambda: layers.ELU(alpha=0.7), lambda: keras.layers.ELU(alpha=0.7)),
     ("softmax", lambda: layers.Softmax(axis=1), lambda: keras.layers.Softmax(axis=1)),
-    ("adaptive_avg2d", lambda: layers.AdaptiveAveragePooling2D((3, 2)), lambda: keras.layers.AdaptiveAveragePooling2D((3, 2))),
+    ("adaptive_avg2d", lambda: layers.AdaptiveAveragePooling2D((3, 2)),
+     lambda: keras.layers.AdaptiveAveragePooling2D((3, 2))),
     ("adaptive_max2d", lambda: layers.AdaptiveMaxPooling2D(3), lambda: keras.layers.AdaptiveMaxPooling2D(3)),
 ])
 def test_layers_match_keras(backend, name, ours, theirs):

@@ -147,7 +147,8 @@ def test_dot_bad_input(backend):
     with pytest.raises(ValueError, match="pair of ints"):
         layers.Dot(axes=(1, 1, 1))
     layer = layers.Dot(axes=1, name="dot_bad")
-    with pytest.raises(ValueError, match=r"'dot_bad'.*size 3 at axis 1.*size 4 at axis 1.*\[\(None, 3\), \(None, 4\)\]"):
+    with pytest.raises(ValueError,
+                       match=r"'dot_bad'.*size 3 at axis 1.*size 4 at axis 1.*\[\(None, 3\), \(None, 4\)\]"):
         layer([ember.Input((3,)), ember.Input((4,))])
     with pytest.raises(ValueError, match=r"'dot_bad'.*\[\(2, 3\), \(2, 4\)\]"):
         layer.apply({"params": {}, "buffers": {}}, [ops.ones((2, 3)), ops.ones((2, 4))])

@@ -180,21 +180,21 @@ def test_dropout_on_probabilities():
     )
 
 
-def test_two_sequence_axes_attend_jointly():
+@pytest.mark.parametrize("axes", [None, (1, 2), (-3, -2)], ids=["None", "(1,2)", "(-3,-2)"])
+def test_two_sequence_axes_attend_jointly(axes):
     # attention_axes=None on (B, H, W, dim) attends over (H, W) together (Keras's default);
     # attention_axes=(1, 2) is the same thing.
-    for axes in (None, (1, 2), (-3, -2)):
-        run_layer_test(
-            lambda: layers.MultiHeadAttention(num_heads=2, key_dim=2, attention_axes=axes, name="mha"),
-            [(2, 2, 3, 4), (2, 3, 2, 4)],
-            call_kwargs={"return_attention_scores": True},
-            reference=lambda p, xs: mha_reference(p, xs[0], xs[1], return_scores=True),
-            expected_output_shape=((2, 2, 3, 4), (2, 2, 2, 3, 3, 2)),
-            supports_masking=True,
-            check_gradients=axes is None,  # the same computation three times: check gradients once
-            expect_zero_grad={"key/bias"},
-            backend_names=["numpy", "torch"] if axes is not None else None,
-        )
+    run_layer_test(
+        lambda: layers.MultiHeadAttention(num_heads=2, key_dim=2, attention_axes=axes, name="mha"),
+        [(2, 2, 3, 4), (2, 3, 2, 4)],
+        call_kwargs={"return_attention_scores": True},
+        reference=lambda p, xs: mha_reference(p, xs[0], xs[1], return_scores=True),
+        expected_output_shape=((2, 2, 3, 4), (2, 2, 2, 3, 3, 2)),
+        supports_masking=True,
+        check_gradients=axes is None,  # the same computation three times: check gradients once
+        expect_zero_grad={"key/bias"},
+        backend_names=["numpy", "torch"] if axes is not None else None,
+    )
 
 
 # --- torch references ---------------------------------------------------------------------------

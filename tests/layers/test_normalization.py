@@ -147,7 +147,8 @@ def test_batch_normalization_training_matches_torch(backend, shape, axis):
     assert_close(new_state["buffers"]["moving_variance"], var_np)
     # torch's running variance is the same average of the unbiased batch variance.
     n = x.size // shape[axis]
-    torch_biased = (running_var.numpy() - momentum * b64["moving_variance"]) * (n - 1) / n + momentum * b64["moving_variance"]
+    kept = momentum * b64["moving_variance"]  # the old average's share of the new one
+    torch_biased = (running_var.numpy() - kept) * (n - 1) / n + kept
     np.testing.assert_allclose(ops.to_numpy(new_state["buffers"]["moving_variance"]), torch_biased, rtol=1e-5)
 
     # Nothing was changed in place: the old state dict and its arrays keep their values.
@@ -295,7 +296,8 @@ def test_batch_normalization_bad_input(backend):
         layers.BatchNormalization(axis=1, name="bn_axis").build((None, None, 3))
     layer = layers.BatchNormalization(name="bn_shape")
     state = layer.build((None, 3))
-    with pytest.raises(ValueError, match=r"'bn_shape' was built for 3 features on axis -1, received inputs of shape \(2, 4\)"):
+    with pytest.raises(ValueError,
+                       match=r"'bn_shape' was built for 3 features on axis -1, received inputs of shape \(2, 4\)"):
         layer.apply(state, ops.ones((2, 4)), training=True)
     with pytest.raises(TypeError, match=r"'bn_shape' expects floating-point inputs, received dtype int32"):
         layer.apply(state, ops.ones((2, 3), dtype="int32"))
@@ -384,7 +386,8 @@ def test_layer_normalization_bad_input(backend):
         layer.build((None, 3, 4))
     layer = layers.LayerNormalization(name="ln_shape")
     state = layer.build((None, 4))
-    with pytest.raises(ValueError, match=r"'ln_shape' was built for sizes \(4,\) on axis -1, received inputs of shape \(2, 5\)"):
+    with pytest.raises(ValueError,
+                       match=r"'ln_shape' was built for sizes \(4,\) on axis -1, received inputs of shape \(2, 5\)"):
         layer.apply(state, ops.ones((2, 5)))
     with pytest.raises(ValueError, match=r"'ln_shape' expects inputs of rank >= 2"):
         layer.compute_output_shape((None,))
@@ -468,7 +471,8 @@ def test_group_normalization_bad_input(backend):
 # ------------------------------------------------------------------ RMS / Unit normalization
 
 
-@pytest.mark.parametrize("input_shape, axis, epsilon", [((3, 4), -1, 1e-6), ((2, 3, 4), (1, 2), 1e-2), ((2, 3, 4), 1, 0.1)])
+@pytest.mark.parametrize("input_shape, axis, epsilon",
+                         [((3, 4), -1, 1e-6), ((2, 3, 4), (1, 2), 1e-2), ((2, 3, 4), 1, 0.1)])
 def test_rms_normalization_layer_test(input_shape, axis, epsilon):
     axes = tuple(sorted(a % len(input_shape) for a in (axis if isinstance(axis, tuple) else (axis,))))
 

@@ -116,7 +116,8 @@ def test_discretization_and_category_encoding(backend):
     for mode in ("multi_hot", "count"):
         expected = keras.ops.convert_to_numpy(keras.layers.CategoryEncoding(num_tokens=5, output_mode=mode)(ids))
         np.testing.assert_array_equal(_apply(layers.CategoryEncoding(num_tokens=5, output_mode=mode), ids), expected)
-    expected = keras.ops.convert_to_numpy(keras.layers.CategoryEncoding(num_tokens=5, output_mode="one_hot")(ids[:, :1]))
+    expected = keras.ops.convert_to_numpy(
+        keras.layers.CategoryEncoding(num_tokens=5, output_mode="one_hot")(ids[:, :1]))
     np.testing.assert_array_equal(_apply(layers.CategoryEncoding(num_tokens=5, output_mode="one_hot"), ids[:, :1]),
                                   expected)
 
@@ -152,7 +153,8 @@ def test_preprocessing_inside_a_model_trains_and_saves(backend, tmp_path):
     norm = layers.Normalization(axis=None).adapt(x / 255.0)
     model = ember.Sequential([
         ember.Input((6, 6, 1)), layers.Rescaling(1 / 255.0), norm, layers.RandomFlip(seed=0),
-        layers.RandomRotation(0.05, seed=0), layers.Resizing(4, 4), layers.Flatten(), layers.Dense(1, activation="sigmoid"),
+        layers.RandomRotation(0.05, seed=0), layers.Resizing(4, 4), layers.Flatten(),
+        layers.Dense(1, activation="sigmoid"),
     ])
     model.compile(optimizer="adam", loss="binary_crossentropy")
     model.fit(x, y, epochs=2, batch_size=8, verbose=0)

@@ -135,13 +135,15 @@ def test_gaussian_dropout_statistics(backend):
 def test_gaussian_noise_gradient_is_identity(backend):
     layer = layers.GaussianNoise(1.0, name="noise")
     x = ops.convert_to_tensor(RNG.normal(size=(3, 4)).astype(np.float32))
-    _, grad = value_and_grad(lambda v: ops.sum(layer.apply({"params": {}, "buffers": {}}, v, training=True, rng=1)[0]))(x)
+    _, grad = value_and_grad(
+        lambda v: ops.sum(layer.apply({"params": {}, "buffers": {}}, v, training=True, rng=1)[0]))(x)
     np.testing.assert_array_equal(ops.to_numpy(grad), 1.0)
 
 
 def test_gaussian_layers_bad_input(backend):
     for layer in (layers.GaussianNoise(0.1, name="noise_int"), layers.GaussianDropout(0.1, name="noise_int")):
-        with pytest.raises(TypeError, match=r"'noise_int' adds Gaussian noise to floating-point inputs, received dtype int32"):
+        with pytest.raises(TypeError,
+                           match=r"'noise_int' adds Gaussian noise to floating-point inputs, received dtype int32"):
             layer.apply({"params": {}, "buffers": {}}, ops.ones((2, 2), dtype="int32"), training=True)
     with pytest.raises(ValueError, match=r"noise_bad: stddev must be a finite number >= 0, received -0.1"):
         layers.GaussianNoise(-0.1, name="noise_bad")

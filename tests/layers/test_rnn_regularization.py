@@ -176,8 +176,8 @@ def test_config_round_trip(kind):
     assert config["bias_regularizer"] is None
     assert config["activity_regularizer"] == {"class_name": "ember>L1", "config": {"l1": 0.2}}
     assert config["bias_constraint"] == {"class_name": "ember>NonNeg", "config": {}}
-    assert config["kernel_constraint"] == json.loads(json.dumps(
-        layers.Dense(1, kernel_constraint=constraints.MinMaxNorm(0.5, 1.0, rate=0.5)).get_config()["kernel_constraint"]))
+    dense = layers.Dense(1, kernel_constraint=constraints.MinMaxNorm(0.5, 1.0, rate=0.5))
+    assert config["kernel_constraint"] == json.loads(json.dumps(dense.get_config()["kernel_constraint"]))
     rebuilt = LAYERS[kind].from_config(config)
     assert rebuilt.get_config() == layer.get_config()
     assert rebuilt.kernel_regularizer == regularizers.L1L2(0.01, 0.01)

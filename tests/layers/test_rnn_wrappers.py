@@ -142,7 +142,8 @@ def test_time_distributed_rank4_and_masks(backend):
     mask = np.random.default_rng(5).random((2, 3, 4)) < 0.6
     state = td.build((None, 3, 4, 2), seed=0)
     got = td.apply(state, ops.convert_to_tensor(x), mask=ops.convert_to_tensor(mask))[0]
-    flat = inner.apply(state, ops.convert_to_tensor(x.reshape(6, 4, 2)), mask=ops.convert_to_tensor(mask.reshape(6, 4)))[0]
+    flat = inner.apply(state, ops.convert_to_tensor(x.reshape(6, 4, 2)),
+                       mask=ops.convert_to_tensor(mask.reshape(6, 4)))[0]
     assert_close(got, ops.to_numpy(flat).reshape(2, 3, 2))
     with pytest.raises(ValueError, match="td_bad.*rank >= 3"):
         layers.TimeDistributed(layers.Dense(2), name="td_bad")(ember.Input((4,)))
@@ -214,7 +215,8 @@ def test_functional_embedding_mask_reaches_bidirectional(backend):
     expected = top.apply({"params": p["top"], "buffers": {}}, seq, mask=mask)[0]
     assert_close(got, ops.to_numpy(expected))
     # Without the mask the padded rows would come out differently.
-    unmasked = top.apply({"params": p["top"], "buffers": {}}, bi.apply({"params": p["bi"], "buffers": {}}, vectors)[0])[0]
+    unmasked_seq = bi.apply({"params": p["bi"], "buffers": {}}, vectors)[0]
+    unmasked = top.apply({"params": p["top"], "buffers": {}}, unmasked_seq)[0]
     assert not np.allclose(ops.to_numpy(got)[:2], ops.to_numpy(unmasked)[:2])
     assert_close(ops.getitem(got, 2), ops.to_numpy(unmasked)[2])  # the unpadded row agrees
 
@@ -266,7 +268,8 @@ def test_wrappers_pass_the_inner_penalties(backend):
 
     ember.clear_session()
     bi = layers.Bidirectional(layers.LSTM(2, return_sequences=True, bias_initializer="random_normal",
-                                          kernel_regularizer=regularizers.L2(0.1), bias_regularizer=regularizers.L1(0.2),
+                                          kernel_regularizer=regularizers.L2(0.1),
+                                          bias_regularizer=regularizers.L1(0.2),
                                           activity_regularizer=regularizers.L2(0.5), name="lstm"), name="bi")
     td = layers.TimeDistributed(layers.Dense(2, kernel_regularizer=regularizers.L2(0.3), name="dense"), name="td")
     model = ember.Sequential([ember.Input((4, 3)), bi, td])
@@ -312,7 +315,8 @@ def test_conv_lstm_matches_keras_with_the_same_weights(backend, cls_name, kwargs
     x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
     theirs = getattr(keras.layers, cls_name)(**kwargs, bias_initializer="random_normal")
     expected = theirs(keras.ops.convert_to_tensor(x))
-    expected = [keras.ops.convert_to_numpy(e) for e in (expected if isinstance(expected, (list, tuple)) else [expected])]
+    expected = [keras.ops.convert_to_numpy(e)
+                for e in (expected if isinstance(expected, (list, tuple)) else [expected])]
     layer = getattr(ember_layers, cls_name)(**kwargs)
     state = layer.build((None,) + shape[1:], seed=0)
     for variable in theirs.weights:

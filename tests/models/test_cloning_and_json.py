@@ -39,8 +39,8 @@ def test_clone_has_new_layers_the_same_graph_and_the_same_seeded_weights(backend
 
 def test_clone_function_input_tensors_and_recursive():
     model = _functional()
-    widened = clone_model(model, clone_function=lambda l: l.replace(units=8) if l.name == "proj" else
-                          type(l).from_config(l.get_config()))
+    widened = clone_model(model, clone_function=lambda layer: layer.replace(units=8) if layer.name == "proj" else
+                          type(layer).from_config(layer.get_config()))
     assert widened.get_layer("proj").units == 8 and widened.get_layer("cat").compute_output_shape(
         [(None, 4), (None, 8)]) == (None, 12)
     new_a, new_b = ember.Input((4,), name="a2"), ember.Input((3,), name="b2")
@@ -49,13 +49,14 @@ def test_clone_function_input_tensors_and_recursive():
     outer_in = ember.Input((4,), name="o")
     outer = ember.Model(outer_in, ember.Sequential([layers.Dense(2, name="s")], name="seq")(outer_in))
     calls = []
-    deep = clone_model(outer, clone_function=lambda l: calls.append(l.name) or type(l).from_config(l.get_config()),
-                       recursive=True)
+    deep = clone_model(
+        outer, clone_function=lambda layer: calls.append(layer.name) or type(layer).from_config(layer.get_config()),
+        recursive=True)
     assert "s" in calls and "seq" not in calls and deep.layers[1].layers[0] is not outer.layers[1].layers[0]
     with pytest.raises(ValueError, match="input_tensors"):
         clone_model(model, input_tensors=[new_a])
     with pytest.raises(TypeError, match="must return a Layer"):
-        clone_model(model, clone_function=lambda l: None)
+        clone_model(model, clone_function=lambda layer: None)
 
 
 def test_sequential_clone_and_json_round_trip():

@@ -196,8 +196,8 @@ def test_two_inputs_two_outputs_summary():
     for name, shape, count, inbound in [
             ("a (InputLayer)", "(None, 4)", "0", "-"), ("b (InputLayer)", "(None, 5)", "0", "-"),
             ("branch_a (Dense)", "(None, 3)", "15", "a"), ("branch_b (Dense)", "(None, 3)", "18", "b"),
-            ("merge (Concatenate)", "(None, 6)", "0", "branch_a, branch_b"), ("score (Dense)", "(None, 1)", "7", "merge"),
-            ("probs (Dense)", "(None, 2)", "14", "merge")]:
+            ("merge (Concatenate)", "(None, 6)", "0", "branch_a, branch_b"),
+            ("score (Dense)", "(None, 1)", "7", "merge"), ("probs (Dense)", "(None, 2)", "14", "merge")]:
         assert cells(lines, name) == [shape, count, inbound]
     assert "Total params: 54" in lines and "Trainable params: 54" in lines
 
@@ -294,7 +294,8 @@ def test_config_round_trip(backend, make, n_inputs):
     config = json.loads(json.dumps(model.get_config()))
     rebuilt = ember.Model.from_config(config)
     assert json.loads(json.dumps(rebuilt.get_config())) == config
-    assert [(type(l).__name__, l.name) for l in rebuilt.layers] == [(type(l).__name__, l.name) for l in model.layers]
+    assert [(type(layer).__name__, layer.name) for layer in rebuilt.layers] == [
+        (type(layer).__name__, layer.name) for layer in model.layers]
     assert [len(n.input_tensors()) for n in rebuilt._nodes] == [len(n.input_tensors()) for n in model._nodes]
     inputs = [ops.convert_to_tensor(XA), ops.convert_to_tensor(XB if make is not make_siamese else XC)]
     if make is make_dict_model:
@@ -358,7 +359,8 @@ def test_disconnected_graph_and_unreachable_outputs():
     a = ember.Input((4,), name="a")
     b = ember.Input((4,), name="b")
     merged = layers.Add(name="sum")([layers.Dense(2, name="da")(a), layers.Dense(2, name="db")(b)])
-    with pytest.raises(ValueError, match=r"graph disconnected: layer 'db' needs input 'b' \(shape \(None, 4\)\).*\['a'\]"):
+    with pytest.raises(ValueError,
+                       match=r"graph disconnected: layer 'db' needs input 'b' \(shape \(None, 4\)\).*\['a'\]"):
         ember.Model(a, merged)
     only_b = layers.Dense(2, name="from_b")(b)
     with pytest.raises(ValueError, match=r"graph disconnected: layer 'from_b' needs input 'b'"):

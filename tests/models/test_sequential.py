@@ -71,12 +71,12 @@ def test_add_and_pop():
     model.add(ember.Input((4,)))
     model.add(layers.Dense(3, name="first"))
     model.add(layers.Dense(2, name="second"))
-    assert [l.name for l in model.layers] == ["first", "second"]
+    assert [layer.name for layer in model.layers] == ["first", "second"]
     model.build(seed=0)
     popped = model.pop()
     assert popped.name == "second"
     assert model.state is None  # the architecture changed: the state is dropped
-    assert [l.name for l in model.layers] == ["first"]
+    assert [layer.name for layer in model.layers] == ["first"]
     model.add(layers.Dense(6, name="third"))
     assert model.compute_output_shape() == (None, 6)
     assert sorted(model.build(seed=1)["params"]) == ["first", "third"]
@@ -104,7 +104,8 @@ def test_config_round_trip(backend, with_input):
     config = json.loads(json.dumps(model.get_config()))
     rebuilt = ember.Sequential.from_config(config)
     assert json.loads(json.dumps(rebuilt.get_config())) == config
-    assert [(type(l).__name__, l.name) for l in rebuilt.layers] == [(type(l).__name__, l.name) for l in model.layers]
+    assert [(type(layer).__name__, layer.name) for layer in rebuilt.layers] == [
+        (type(layer).__name__, layer.name) for layer in model.layers]
     assert rebuilt.compute_output_shape() == (None, 2)
     np.testing.assert_array_equal(ops.to_numpy(rebuilt.apply(state, ops.convert_to_tensor(X))[0]),
                                   ops.to_numpy(model.apply(state, ops.convert_to_tensor(X))[0]))
@@ -143,7 +144,7 @@ def test_add_bad_input():
     with pytest.raises(ValueError, match=r"layer 'rv' expects inputs of rank 2, received shape \(None, 3, 1\)"):
         model.add(layers.Reshape((3, 1)))
         model.add(layers.RepeatVector(2, name="rv"))
-    assert [l.name for l in model.layers][-1] != "rv"  # a rejected layer is not added
+    assert [layer.name for layer in model.layers][-1] != "rv"  # a rejected layer is not added
 
 
 def test_wrong_input_shape_eager(backend):

@@ -43,13 +43,16 @@ NUMPY_CASES = [
     ("fmax", (NAN, Y), {}, None), ("fmin", (NAN, Y), {}, None), ("fmod", (X * 5, POS), {}, None),
     ("heaviside", (np.round(X), Y), {}, None), ("hypot", (X, Y), {}, None), ("isneginf", (SPECIAL,), {}, None),
     ("isposinf", (SPECIAL,), {}, None), ("isreal", (X,), {}, None), ("logaddexp", (X * 30, Y), {}, None),
-    ("logaddexp2", (X, Y * 40), {}, None), ("nan_to_num", (SPECIAL,), {"nan": 1.0, "posinf": 9.0, "neginf": -9.0}, None),
+    ("logaddexp2", (X, Y * 40), {}, None),
+    ("nan_to_num", (SPECIAL,), {"nan": 1.0, "posinf": 9.0, "neginf": -9.0}, None),
     ("ptp", (X,), {"axis": 1}, None), ("signbit", (SPECIAL[:-1],), {}, None), ("sinc", (np.append(X, 0),), {}, None),
-    ("trunc", (X * 3,), {}, None), ("angle", (X,), {}, None), ("ldexp", (X, np.arange(12, dtype=np.int32).reshape(3, 4) % 5 - 2), {}, None),
+    ("trunc", (X * 3,), {}, None), ("angle", (X,), {}, None),
+    ("ldexp", (X, np.arange(12, dtype=np.int32).reshape(3, 4) % 5 - 2), {}, None),
     ("average", (X,), {"axis": 1, "weights": POS[0]}, None), ("nansum", (NAN,), {"axis": 1}, None),
     ("nanprod", (NAN,), {"axis": 0}, None), ("nanmean", (NAN[:2],), {"axis": 1}, None),
     ("nanvar", (NAN[:2],), {"axis": 1}, None), ("nanstd", (NAN[:2],), {"axis": 1}, None),
-    ("nanmax", (NAN[:2],), {"axis": 1}, None), ("nanmin", (NAN,), {}, None), ("nanargmax", (NAN[:2],), {"axis": 1}, None),
+    ("nanmax", (NAN[:2],), {"axis": 1}, None), ("nanmin", (NAN,), {}, None),
+    ("nanargmax", (NAN[:2],), {"axis": 1}, None),
     ("nanargmin", (NAN[:2],), {"axis": 1}, None), ("nancumsum", (NAN,), {"axis": 1}, None),
     ("nancumprod", (NAN,), {"axis": 0}, None), ("nanmedian", (NAN[:2],), {"axis": 1}, None),
     ("nanquantile", (NAN[:2],), {"q": 0.3, "axis": 1, "keepdims": True}, None),
@@ -57,7 +60,8 @@ NUMPY_CASES = [
     ("append", (X, Y), {"axis": 0}, None), ("append", (X, V), {}, None), ("hstack", ([X, Y],), {}, None),
     ("vstack", ([V, V],), {}, None), ("dstack", ([X, Y],), {}, None), ("diagflat", (W,), {"k": 1}, None),
     ("fliplr", (X,), {}, None), ("flipud", (X,), {}, None), ("roll", (X,), {"shift": 2, "axis": 1}, None),
-    ("roll", (X,), {"shift": -5}, None), ("rot90", (X,), {}, None), ("rot90", (IMG[0],), {"k": 3, "axes": (1, 2)}, None),
+    ("roll", (X,), {"shift": -5}, None), ("rot90", (X,), {}, None),
+    ("rot90", (IMG[0],), {"k": 3, "axes": (1, 2)}, None),
     ("rot90", (X,), {"k": 2}, None), ("tril", (X,), {"k": 1}, None), ("triu", (X,), {"k": -1}, None),
     ("vander", (W,), {"N": 4}, None), ("vander", (W,), {"increasing": True}, None), ("diff", (X,), {"n": 2}, None),
     ("diff", (X,), {"axis": 0}, None), ("trapezoid", (X,), {"dx": 0.5}, None),
@@ -84,8 +88,9 @@ def _numpy_reference(name, args, kwargs):
               for a in args64]
     if name == "nextafter":  # the next float32, not float64
         return np.nextafter(*args)
-    function = {"bitwise_invert": np.invert, "erfc": np.vectorize(math.erfc), "trapezoid": getattr(np, "trapezoid", None) or np.trapz}.get(
-        name, getattr(np, name, None))
+    renamed = {"bitwise_invert": np.invert, "erfc": np.vectorize(math.erfc),
+               "trapezoid": getattr(np, "trapezoid", None) or np.trapz}
+    function = renamed.get(name, getattr(np, name, None))
     return function(*args64, **kwargs)
 
 
@@ -138,7 +143,8 @@ KERAS_CASES = [
     ("rms_normalization", (X,), {"scale": POS[0], "epsilon": 1e-6}),
     ("binary_crossentropy", (np.abs(np.sign(X)) * (X > 0), 1 / (1 + np.exp(-Y))), {}),
     ("binary_crossentropy", ((X > 0).astype(np.float32), Y), {"from_logits": True}),
-    ("categorical_crossentropy", (np.eye(4, dtype=np.float32)[[0, 2, 3]], np.exp(X) / np.exp(X).sum(1, keepdims=True)), {}),
+    ("categorical_crossentropy",
+     (np.eye(4, dtype=np.float32)[[0, 2, 3]], np.exp(X) / np.exp(X).sum(1, keepdims=True)), {}),
     ("categorical_crossentropy", (np.eye(4, dtype=np.float32)[[0, 2, 3]], X), {"from_logits": True}),
     ("sparse_categorical_crossentropy", (np.array([1, 0, 3]), X), {"from_logits": True}),
     ("multi_hot", (INTS,), {"num_classes": 5}), ("one_hot", (INTS[0],), {"num_classes": 5}),

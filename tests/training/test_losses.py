@@ -271,8 +271,10 @@ def test_sklearn_agrees_on_weighted_means(backend):
     t, p = rng.normal(size=(20, 1)), rng.normal(size=(20, 1))
     yt, yp = _f32(t, p)
     mws = "mean_with_sample_weight"
-    assert_close(losses.MeanSquaredError(reduction=mws)(yt, yp, weight), skm.mean_squared_error(t, p, sample_weight=weight))
-    assert_close(losses.MeanAbsoluteError(reduction=mws)(yt, yp, weight), skm.mean_absolute_error(t, p, sample_weight=weight))
+    assert_close(losses.MeanSquaredError(reduction=mws)(yt, yp, weight),
+                 skm.mean_squared_error(t, p, sample_weight=weight))
+    assert_close(losses.MeanAbsoluteError(reduction=mws)(yt, yp, weight),
+                 skm.mean_absolute_error(t, p, sample_weight=weight))
     assert_close(losses.MeanAbsolutePercentageError(reduction=mws)(yt, yp, weight),
                  100 * skm.mean_absolute_percentage_error(t, p, sample_weight=weight))
     labels = rng.integers(0, 2, 20)
@@ -287,8 +289,8 @@ def test_sklearn_agrees_on_weighted_means(backend):
                  skm.log_loss(classes, probs, sample_weight=weight, labels=[0, 1, 2]))
     signs = 2 * labels - 1
     scores = rng.uniform(-2, 2, 20)
-    assert_close(losses.Hinge(reduction=mws)(signs[:, None].astype(np.float32), scores[:, None].astype(np.float32), weight),
-                 skm.hinge_loss(signs, scores, sample_weight=weight))
+    hinge = losses.Hinge(reduction=mws)(signs[:, None].astype(np.float32), scores[:, None].astype(np.float32), weight)
+    assert_close(hinge, skm.hinge_loss(signs, scores, sample_weight=weight))
 
 
 # ---------------------------------------------------------------- gradients

@@ -27,10 +27,12 @@ REAL_PRED = (REAL_TRUE + rng.normal(scale=0.5, size=(2, 3, 5))).astype(np.float3
 
 CASES = [
     ("IoU", {"num_classes": 4, "target_class_ids": [0, 2]}, CLASSES, SCORES.argmax(-1), True),
-    ("IoU", {"num_classes": 4, "target_class_ids": [1], "sparse_y_pred": False, "ignore_class": 3}, CLASSES, SCORES, True),
+    ("IoU", {"num_classes": 4, "target_class_ids": [1], "sparse_y_pred": False, "ignore_class": 3},
+     CLASSES, SCORES, True),
     ("MeanIoU", {"num_classes": 4}, CLASSES, SCORES.argmax(-1), True),
     ("MeanIoU", {"num_classes": 4, "sparse_y_true": False, "sparse_y_pred": False}, ONE_HOT, SCORES, False),
-    ("BinaryIoU", {}, BINARY, PROB, True), ("BinaryIoU", {"target_class_ids": [1], "threshold": 0.3}, BINARY, PROB, True),
+    ("BinaryIoU", {}, BINARY, PROB, True),
+    ("BinaryIoU", {"target_class_ids": [1], "threshold": 0.3}, BINARY, PROB, True),
     ("OneHotIoU", {"num_classes": 4, "target_class_ids": [0, 3]}, ONE_HOT, SCORES, False),
     ("OneHotMeanIoU", {"num_classes": 4}, ONE_HOT, SCORES, False),
     ("PearsonCorrelation", {}, REAL_TRUE, REAL_PRED, False),
@@ -59,7 +61,8 @@ def test_metric_matches_keras_over_two_batches(backend, name, kwargs, y_true, y_
     assert type(rebuilt) is type(metric) and rebuilt.get_config() == metric.get_config()
 
 
-@pytest.mark.parametrize("name", ["pearson_correlation", "concordance_correlation", "binary_focal_crossentropy", "huber"])
+@pytest.mark.parametrize("name",
+                         ["pearson_correlation", "concordance_correlation", "binary_focal_crossentropy", "huber"])
 def test_metric_functions_match_keras(backend, name):
     y_true, y_pred = (BINARY, PROB) if name == "binary_focal_crossentropy" else (REAL_TRUE[0], REAL_PRED[0])
     expected = keras.ops.convert_to_numpy(getattr(keras.metrics, name)(y_true, y_pred))

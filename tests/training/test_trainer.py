@@ -4,7 +4,6 @@ regularization and constraints, purity of train_step, evaluate/predict/on_batch 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import ember
 from ember import layers, ops
@@ -139,7 +138,8 @@ def test_regularization_and_activity_losses_are_added(backend):
 
 
 def test_constraints_are_applied_after_each_step(backend):
-    model = ember.Sequential([ember.Input((3,)), layers.Dense(4, name="d", kernel_constraint=ember.constraints.NonNeg())])
+    model = ember.Sequential([ember.Input((3,)),
+                              layers.Dense(4, name="d", kernel_constraint=ember.constraints.NonNeg())])
     model.build(seed=0)
     model.compile(ember.optimizers.SGD(1.0), "mse")
     x = np.random.default_rng(0).normal(size=(16, 3)).astype(np.float32)
