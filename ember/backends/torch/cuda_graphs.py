@@ -183,8 +183,8 @@ class GraphedFitStep:
         self._rng = state["rng"]
         leaves: list[Any]
         batch_leaves: list[Any]
-        leaves, spec = optree.tree_flatten(rest, none_is_leaf=True)  # type: ignore[arg-type]
-        batch_leaves, batch_spec = optree.tree_flatten(tuple(batch), none_is_leaf=True)  # type: ignore[arg-type]
+        leaves, spec = optree.tree_flatten(rest, none_is_leaf=True)
+        batch_leaves, batch_spec = optree.tree_flatten(tuple(batch), none_is_leaf=True)
         if not self._checked:
             self._check(state, batch)
         signature = _signature(leaves)
