@@ -65,6 +65,15 @@ _UNSUPPORTED = {
 }
 
 
+def _update_keywords(cls: type) -> Any:
+    """True when ``cls.update_variable`` takes ``**kwargs``, else the names of the keywords it takes."""
+    parameters = inspect.signature(cls.update_variable).parameters.values()  # type: ignore[attr-defined]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return True
+    return frozenset(p.name for p in parameters if p.kind in (
+        inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD))
+
+
 class Optimizer:
     """Base class: pure ``init`` / ``apply_gradients`` over a parameter pytree.
 
@@ -304,18 +313,18 @@ class Optimizer:
         """
         raise NotImplementedError(f"{type(self).__name__} must implement update_variable")
 
+    # The keywords update_variable takes (or True for **kwargs): set on each class when it is made.
+    _ember_update_keywords: Any = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Read from update_variable's signature when the class is made, not inside a step (where
+        # torch.compile could not trace inspect, nor the first step's write of the cache).
+        cls._ember_update_keywords = _update_keywords(cls)
+
     def _accepted(self, scalars: dict) -> dict:
         """The entries of ``scalars`` this class's update_variable takes (a subclass may override it narrower)."""
-        cls = type(self)
-        accepted = cls.__dict__.get("_ember_update_keywords")
-        if accepted is None:
-            parameters = inspect.signature(cls.update_variable).parameters.values()
-            if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-                accepted = True
-            else:
-                accepted = frozenset(p.name for p in parameters if p.kind in (
-                    inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD))
-            cls._ember_update_keywords = accepted
+        accepted = type(self)._ember_update_keywords  # each subclass's own (__init_subclass__)
         if accepted is True:
             return scalars
         return {k: v for k, v in scalars.items() if k in accepted}
