@@ -185,6 +185,7 @@ def ember_runner(workload: str, backend: str, x, y, batch: int, policy: str | No
         history = model.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, shuffle=True)
         return history.history["loss"][-1]
 
+    run.model = model  # type: ignore[attr-defined]
     return run
 
 
@@ -470,6 +471,9 @@ def timing_child(backend: str, workloads: list[str]) -> None:
                 c.append(time.process_time() - start_cpu)
         steps = STEPS[backend] * EPOCHS
         row = {"workload": workload, "steps": steps}
+        if "jit" in names:  # a compile that failed trains eagerly (ember.backends.torch.compiled_step): say so
+            reason = getattr(fns[names.index("jit")].model._training.trainer.steps, "fallback_reason", None)
+            row["jit_fallback"] = reason
         for name, w, c, first in zip(names, wall, cpu, warm_up):
             row[f"{name}_med"] = statistics.median(w) / steps * 1e3
             row[f"{name}_min"] = min(w) / steps * 1e3
@@ -539,7 +543,8 @@ def main() -> None:
                                 f"{row['jit_med'] / row['raw_med']:8.2f}x {row['jit_min'] / row['raw_min']:6.2f}x "
                                 f"{row['jit_med'] / row['rawc_med']:8.2f}x {row['jit_min'] / row['rawc_min']:6.2f}x "
                                 f"{row['jit_cpu'] / row['rawc_cpu']:6.2f}x {row['jit_warm_s']:7.1f} "
-                                f"{row['rawc_warm_s']:7.1f}")
+                                f"{row['rawc_warm_s']:7.1f}"
+                                + (f"  (eager: {row['jit_fallback'][:80]})" if row.get("jit_fallback") else ""))
             if "bf16_med" in row:
                 mixed.append(f"{backend:7} {row['workload']:4} {row['ember_min']:8.2f} {row['bf16_min']:8.2f} "
                              f"{row['bf16_med'] / row['ember_med']:7.2f}x {row['f16_min']:8.2f} "

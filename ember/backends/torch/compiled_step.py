@@ -4,7 +4,10 @@ The whole step is one pure function of the TrainState and a batch: the forward p
 losses, the gradients (``torch.func.grad``, traced into the same graph), the optimizer's
 functional update, constraints, the metric updates and the next step seed. ``torch.compile``
 (Inductor) turns it into one graph with ``fullgraph=True``, so a graph break is never
-silently accepted: it is reported and the step runs eagerly instead (below).
+silently accepted: it is reported and the step runs eagerly instead (below). Dense, convolution,
+pooling, normalization and dropout layers compile as one graph; torch's fused LSTM/GRU kernels
+cannot be differentiated by ``torch.func.grad`` inside a graph (torch 2.13 fails in their
+backward), so recurrent models take the eager fallback.
 
 * **Warm-up.** The first step compiles (Dynamo traces, AOTAutograd builds the joint graph,
   Inductor generates and builds C++/Triton kernels): seconds to tens of seconds per model
