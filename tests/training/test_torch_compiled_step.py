@@ -111,9 +111,6 @@ def test_cnn_with_dropout_compiled_equals_its_eager_fallback(torch_backend, monk
         compiled.fit(IMAGES, Y, batch_size=BATCH, epochs=EPOCHS, verbose=0)
     _assert_one_graph(counters, compiled._training.trainer.steps)
     _assert_close(compiled.state, fallback.state)
-    again = _cnn(False)  # the eager fused step draws other masks (an int-seeded torch.Generator)
-    again.fit(IMAGES, Y, batch_size=BATCH, epochs=1, verbose=0)
-    assert np.isfinite(ops.to_numpy(again.state["params"]["dense"]["kernel"])).all()
 
 
 def test_a_model_error_is_raised_not_hidden_by_the_fallback(torch_backend):

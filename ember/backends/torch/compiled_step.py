@@ -10,10 +10,11 @@ cannot be differentiated by ``torch.func.grad`` inside a graph (torch 2.13 fails
 backward), so recurrent models take the eager fallback.
 
 * **Warm-up.** The first step compiles (Dynamo traces, AOTAutograd builds the joint graph,
-  Inductor generates and builds C++/Triton kernels): seconds to tens of seconds per model
-  (measured with ``benchmarks/training.py``: ~10-30 s for W1/W3 on a 2-core CPU) before the
-  first step returns; :attr:`CompiledSteps.compile_seconds` holds what it took. It pays only
-  for long runs, which is why ``jit_compile="auto"`` keeps torch eager (as Keras does).
+  Inductor generates and builds C++/Triton kernels) before it returns:
+  :attr:`CompiledSteps.compile_seconds` holds what it took (``benchmarks/training.py`` reports
+  it apart; W1: 19-92 s on a shared 2-core CPU, one thread; the small test models 8-40 s). It
+  pays only for long runs (W1 saves ~0.7 ms of CPU per step here: tens of thousands of steps),
+  which is why ``jit_compile="auto"`` keeps torch eager (as Keras does).
 * **Batch sizes.** The batch dimension of every input is marked dynamic
   (``torch._dynamo.maybe_mark_dynamic``), so the last, smaller batch of an epoch reuses the
   graph instead of compiling again (no padding: a padded batch would change BatchNorm's
