@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes
-from ember import ops
+from ember import dtypes, ops
 
 
 def is_seed_array(value: Any) -> bool:

@@ -60,7 +60,8 @@ from typing import Any
 
 import numpy as np
 
-from ember import backends, distribute
+from ember import backends, distribute, ops
+from ember.training import optimizers
 from ember.training.compile_utils import CompileLoss, CompileMetrics, output_names
 from ember.training.data.adapter import native_batch, unpack_batch
 from ember.training.data.convert import to_native
@@ -68,8 +69,6 @@ from ember.training.distributed import StepSync
 from ember.training.label_check import SparseLabelCheck
 from ember.training.loss_scaling import LossScaleSteps
 from ember.training.steps import STEP_KIT, StepCore, batch_size_of
-from ember import ops
-from ember.training import optimizers
 
 
 def _output_shapes(model: Any, names: list[str]) -> list | None:

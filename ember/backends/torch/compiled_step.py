@@ -129,8 +129,9 @@ class CompiledSteps:
         """The step seed as a 0-d int64 tensor on the device: new seeds do not recompile."""
         return torch.tensor(self.kit.initial_rng(seed), dtype=torch.int64, device=DEVICE.torch)
 
-    def own(self, state: dict) -> dict:
-        """The state as it is (never written; the step seed as a tensor): no copy at fit start."""
+    def own(self, state: dict, donated: frozenset = frozenset()) -> dict:
+        """The state as it is (never written, so ``donated`` changes nothing; the step seed as a tensor):
+        no copy at fit start."""
         rng = state["rng"]
         if not isinstance(rng, torch.Tensor):
             rng = self.rng_tensor(rng)

@@ -152,14 +152,16 @@ def randint(shape, minval, maxval, dtype="int32", seed=None):
     if high <= low:
         raise ValueError(f"random.randint: maxval ({high}) must be greater than minval ({low})")
     device = DEVICE.torch
-    sample = torch.randint(low, high, _shape(shape), generator=_generator(seed, device), dtype=torch.int64, device=device)
+    sample = torch.randint(low, high, _shape(shape), generator=_generator(seed, device), dtype=torch.int64,
+                           device=device)
     return sample.to(target)
 
 
 def categorical(logits, num_samples, dtype="int32", seed=None):
     target = torch_dtype(dtype)
     if target not in INTEGER:
-        raise TypeError(f"random.categorical: dtype must be an integer dtype, received {_dt.standardize_dtype(dtype)!r}")
+        raise TypeError("random.categorical: dtype must be an integer dtype, received "
+                        f"{_dt.standardize_dtype(dtype)!r}")
     x = native(logits, "logits")
     if x.ndim != 2:
         raise ValueError(f"random.categorical: logits must be (batch, classes), received shape {tuple(x.shape)}")

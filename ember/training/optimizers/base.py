@@ -47,13 +47,11 @@ from typing import Any
 
 import optree
 
-from ember import backends, dtypes
+from ember import backends, dtypes, ops
+from ember.serialization import deserialize, serialize
 from ember.training.optimizers import variable_updates
 from ember.training.optimizers._math import check_number, is_number
 from ember.training.optimizers.clipping import clip_by_global_norm, clip_by_norm
-from ember import ops
-from ember.serialization import serialize
-from ember.serialization import deserialize
 
 _KERAS_FORM = object()  # apply_gradients called with one argument: Keras's zip(grads, variables)
 _UNSUPPORTED = {
@@ -640,7 +638,7 @@ class Optimizer:
         }
 
     @classmethod
-    def from_config(cls, config: dict) -> "Optimizer":
+    def from_config(cls, config: dict) -> Optimizer:
         """Rebuild an optimizer from :meth:`get_config` output (no state)."""
         config = dict(config)
         if isinstance(config.get("learning_rate"), dict):
