@@ -23,6 +23,14 @@ cross-entropy on logits):
   same MLP, so the ratio is the overhead of running a user's eager step instead of the fused
   pure one (reported, no target: an override trades speed for control, as in Keras).
 
+On torch, W1-W3 also run Ember's ``fit`` with ``compile(jit_compile=True)`` (the whole step
+under ``torch.compile``, :mod:`ember.backends.torch.compiled_step`) and the hand-written loop
+compiled the way PyTorch's tutorials do it (``torch.compile`` of the forward pass and loss, whose
+backward AOTAutograd compiles too, and of ``optimizer.step``), in the same rotation; a third
+table gives their times and ratios, and the compile (warm-up) time of each apart: the first
+``fit``/epoch's wall time minus a steady epoch's. Targets: compiled Ember beats the raw eager
+loop on W1 and W3 and is <= 1.05x the raw compiled loop.
+
 A workload whose Ember layers do not exist yet is listed as "n/a". Hand-written loops:
 
 * torch: ``torch.nn`` modules, ``torch.optim.Adam(eps=1e-7)``, ``loss.backward()``;
@@ -74,6 +82,8 @@ REPEAT = 9
 STEPS = {"torch": 30, "numpy": 30, "mlx": 6}
 WORKLOADS = ("W1", "W2", "W3", "S1", "C1")
 VS_BUILT_IN = ("S1", "C1")  # workloads whose "raw" column is Ember's built-in W1 fit
+# torch workloads also timed with jit_compile=True and against a torch.compile'd hand-written loop.
+COMPILED_WORKLOADS = ("W1", "W2", "W3")
 # Workloads also timed under mixed_bfloat16 (the backend's own step) and mixed_float16 (a
 # LossScaleOptimizer: the generic loss-scaled step, ember.training.loss_scaling).
 MIXED_WORKLOADS = ("W1", "W3")
@@ -96,17 +106,17 @@ def make_data(workload: str, backend: str) -> tuple:
     return x, y, batch
 
 
-def ember_model(workload: str, policy: str | None = None):
+def ember_model(workload: str, policy: str | None = None, jit_compile: object = "auto"):
     import ember
 
     ember.mixed_precision.set_global_policy(policy)  # None: float32 (the layers record the policy)
     try:
-        return _ember_model(workload)
+        return _ember_model(workload, jit_compile)
     finally:
         ember.mixed_precision.set_global_policy(None)
 
 
-def _ember_model(workload: str):
+def _ember_model(workload: str, jit_compile: object = "auto"):
     import ember
     from ember import layers
 
@@ -161,12 +171,13 @@ def _ember_model(workload: str):
     model = ember.Sequential(stack)
     model.build(seed=0)
     model.compile(optimizer=ember.optimizers.Adam(1e-3, epsilon=1e-7),
-                  loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=0)
+                  loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=0, jit_compile=jit_compile)
     return model
 
 
-def ember_runner(workload: str, backend: str, x, y, batch: int, policy: str | None = None):
-    model = ember_model(workload, policy)
+def ember_runner(workload: str, backend: str, x, y, batch: int, policy: str | None = None,
+                 jit_compile: object = "auto"):
+    model = ember_model(workload, policy, jit_compile)
     if model is None:
         return None
 
@@ -174,11 +185,12 @@ def ember_runner(workload: str, backend: str, x, y, batch: int, policy: str | No
         history = model.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, shuffle=True)
         return history.history["loss"][-1]
 
+    run.model = model  # type: ignore[attr-defined]
     return run
 
 
 # --------------------------------------------------------------------------- raw: torch
-def torch_runner(workload: str, x, y, batch: int):
+def torch_runner(workload: str, x, y, batch: int, compiled: bool = False):
     import torch
 
     torch.manual_seed(0)
@@ -204,6 +216,14 @@ def torch_runner(workload: str, x, y, batch: int):
     generator = torch.Generator().manual_seed(0)
     n = x.shape[0]
 
+    def forward_loss(xb, yb):
+        return loss_fn(forward(xb), yb)
+
+    update = optimizer.step
+    if compiled:  # PyTorch's recipe: the forward pass and loss (AOTAutograd compiles their backward), the step
+        forward_loss = torch.compile(forward_loss)
+        update = torch.compile(optimizer.step)
+
     def run(epochs: int = EPOCHS) -> float:
         for _ in range(epochs):
             order = torch.randperm(n, generator=generator)
@@ -212,9 +232,9 @@ def torch_runner(workload: str, x, y, batch: int):
                 index = order[start:start + batch]
                 xb, yb = x[index], y[index]
                 optimizer.zero_grad(set_to_none=True)
-                loss = loss_fn(forward(xb), yb)
+                loss = forward_loss(xb, yb)
                 loss.backward()
-                optimizer.step()
+                update()
                 total += loss.detach() * len(index)
         return float(total / n)
 
@@ -430,8 +450,17 @@ def timing_child(backend: str, workloads: list[str]) -> None:
             for policy, name in (("mixed_bfloat16", "bf16"), ("mixed_float16", "f16")):
                 fns.append(ember_runner(workload, backend, x, y, batch, policy))
                 names.append(name)
+        if backend == "torch" and workload in COMPILED_WORKLOADS:  # torch.compile: Ember's whole step, raw recipe
+            x, y, batch = make_data(workload, backend)
+            x, y = native_data(backend, x, y)
+            fns += [ember_runner(workload, backend, x, y, batch, jit_compile=True),
+                    torch_runner(workload, x, y, batch, compiled=True)]
+            names += ["jit", "rawc"]
+        warm_up = []
         for fn in fns:  # warm-up: traces, compiles, caches
+            start = time.perf_counter()
             fn(1)
+            warm_up.append(time.perf_counter() - start)
         wall: list[list[float]] = [[] for _ in fns]
         cpu: list[list[float]] = [[] for _ in fns]
         for _ in range(REPEAT):
@@ -442,10 +471,14 @@ def timing_child(backend: str, workloads: list[str]) -> None:
                 c.append(time.process_time() - start_cpu)
         steps = STEPS[backend] * EPOCHS
         row = {"workload": workload, "steps": steps}
-        for name, w, c in zip(names, wall, cpu):
+        if "jit" in names:  # a compile that failed trains eagerly (ember.backends.torch.compiled_step): say so
+            reason = getattr(fns[names.index("jit")].model._training.trainer.steps, "fallback_reason", None)
+            row["jit_fallback"] = reason
+        for name, w, c, first in zip(names, wall, cpu, warm_up):
             row[f"{name}_med"] = statistics.median(w) / steps * 1e3
             row[f"{name}_min"] = min(w) / steps * 1e3
             row[f"{name}_cpu"] = statistics.median(c) / steps * 1e3
+            row[f"{name}_warm_s"] = first - statistics.median(w) / EPOCHS  # the first epoch's extra time
         rows.append(row)
     print(json.dumps(rows))
 
@@ -481,6 +514,7 @@ def main() -> None:
     print(f"{'backend':7} {'work':4} {'steps':>5} {'raw ms':>8} {'ember ms':>8} {'med':>6} {'min':>6} {'cpu':>6} "
           f"{'target':>6} {'raw MiB':>8} {'ember MiB':>9} {'ratio':>6}")
     mixed: list[str] = []
+    compiled: list[str] = []
     for backend in names:
         rows = json.loads(_child(["timing", backend, *workloads]))
         for row in rows:
@@ -503,10 +537,27 @@ def main() -> None:
                 else:
                     line += f" {'-':>8} {ember_mem:9.1f}"
             print(line, flush=True)
+            if "jit_med" in row:
+                compiled.append(f"{row['workload']:4} {row['raw_min']:8.2f} {row['rawc_min']:8.2f} "
+                                f"{row['ember_min']:8.2f} {row['jit_min']:8.2f} "
+                                f"{row['jit_med'] / row['raw_med']:8.2f}x {row['jit_min'] / row['raw_min']:6.2f}x "
+                                f"{row['jit_med'] / row['rawc_med']:8.2f}x {row['jit_min'] / row['rawc_min']:6.2f}x "
+                                f"{row['jit_cpu'] / row['rawc_cpu']:6.2f}x {row['jit_warm_s']:7.1f} "
+                                f"{row['rawc_warm_s']:7.1f}"
+                                + (f"  (eager: {row['jit_fallback'][:80]})" if row.get("jit_fallback") else ""))
             if "bf16_med" in row:
                 mixed.append(f"{backend:7} {row['workload']:4} {row['ember_min']:8.2f} {row['bf16_min']:8.2f} "
                              f"{row['bf16_med'] / row['ember_med']:7.2f}x {row['f16_min']:8.2f} "
                              f"{row['f16_med'] / row['ember_med']:7.2f}x")
+    if compiled:
+        print("\ntorch.compile (same process, same rotation): ms per step (min wall time); ratios of Ember "
+              "jit_compile=True to the raw eager loop (target < 1 on W1, W3) and to the raw torch.compile'd loop "
+              "(target <= 1.05x), of median wall / min wall (/ median CPU) times; warm-up: the first epoch's extra "
+              "seconds (compiling)")
+        print(f"{'work':4} {'raw ms':>8} {'rawc ms':>8} {'ember ms':>8} {'jit ms':>8} {'jit/raw':>9} {'min':>7} "
+              f"{'jit/rawc':>9} {'min':>7} {'cpu':>7} {'jit s':>7} {'rawc s':>7}")
+        for line in compiled:
+            print(line)
     if mixed:
         print("\nMixed precision (same process, same rotation): Ember fit ms per step (min wall time) and the ratio "
               "of median wall times to Ember float32; mixed_float16 runs the generic loss-scaled step")

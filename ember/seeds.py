@@ -41,6 +41,21 @@ def is_seed_array(value: Any) -> bool:
     return ops.is_array(value) and ops.ndim(value) == 0 and dtypes.is_integer(ops.dtype(value))
 
 
+def _crc32(text: str) -> int:
+    """``zlib.crc32(text.encode())`` in plain Python, which ``torch.compile`` traces (a C builtin breaks its graph).
+
+    Example:
+        >>> _crc32("dense/dropout") == zlib.crc32(b"dense/dropout")
+        True
+    """
+    crc = 0xFFFFFFFF
+    for byte in text.encode():
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0xEDB88320 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
 def derive_seed(seed: Any, *names: Any) -> Any:
     """A stable seed for a named sub-part (same on every run and platform).
 
@@ -63,7 +78,7 @@ def derive_seed(seed: Any, *names: Any) -> Any:
         text = "/".join(str(n) for n in (seed, *names)).encode()
         return zlib.crc32(text) & 0x7FFFFFFF
 
-    salt = zlib.crc32("/".join(str(n) for n in names).encode()) & 0x7FFFFFFF
+    salt = _crc32("/".join(str(n) for n in names)) & 0x7FFFFFFF
     wide = seed if ops.dtype(seed) == "int64" else ops.cast(seed, "int64")
     return ops.mod(ops.add(ops.multiply(wide, 1000003), salt), 2**31)
 

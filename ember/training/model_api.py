@@ -200,7 +200,10 @@ class TrainingAPI:
             weighted_metrics: metrics that take the sample weights into account.
             run_eagerly: no compilation (MLX runs op by op; for debugging).
             steps_per_execution: must be 1 (several steps per call are not offered).
-            jit_compile: ``"auto"``/True/False: whether MLX compiles the step with ``mx.compile``.
+            jit_compile: True compiles the train step (``mx.compile`` on MLX, ``torch.compile`` of the
+                whole step on torch, after a warm-up of seconds to tens of seconds); ``"auto"`` compiles
+                on MLX only (torch runs its fused eager step, as Keras); NumPy has no compiler (True
+                warns and runs eagerly); False runs eagerly.
             auto_scale_loss: when the model (or the global policy) is ``mixed_float16``, wrap the
                 optimizer in a :class:`~ember.optimizers.LossScaleOptimizer` (dynamic loss scaling), as Keras.
             seed: Ember extension: the base seed of shuffling and dropout in ``fit`` (None: drawn

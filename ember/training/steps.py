@@ -42,6 +42,7 @@ from ember.constraints import apply_constraints
 from ember.layers.layer import collect_losses
 from ember.training.compile_utils import flatten_outputs
 from ember.training.losses import SparseCategoricalCrossentropy
+from ember.training.losses.base import unchecked_values
 from ember.training.step_buffers import StepBuffers
 
 # Park-Miller "minimal standard" generator: the step seeds s_{k+1} = 48271 s_k mod (2^31 - 1).
@@ -368,6 +369,8 @@ class StepKit:
         initial_rng: the first step seed for an int seed (:func:`initial_rng`).
         fusable_sparse_crossentropy: whether the compiled loss is the one a backend may fuse
             (:func:`fusable_sparse_crossentropy`).
+        unchecked_values: a context in which the losses skip their host-side label value checks
+            (:func:`ember.training.losses.base.unchecked_values`; a compiled step runs in it).
 
     Example:
         >>> from ember.training.steps import STEP_KIT
@@ -381,8 +384,9 @@ class StepKit:
     advance_rng: Callable[[Any], Any]
     initial_rng: Callable[[int], int]
     fusable_sparse_crossentropy: Callable[[Any], bool]
+    unchecked_values: Callable[[], Any]
 
 
 STEP_KIT = StepKit(GenericSteps=GenericSteps, StepBuffers=StepBuffers, GradientTape=GradientTape,
                    advance_rng=advance_rng, initial_rng=initial_rng,
-                   fusable_sparse_crossentropy=fusable_sparse_crossentropy)
+                   fusable_sparse_crossentropy=fusable_sparse_crossentropy, unchecked_values=unchecked_values)

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import importlib
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -141,11 +142,15 @@ class Trainer:
         metrics: metrics (names, :class:`ember.metrics.Metric`, functions), a list per output or a dict.
         loss_weights: per-output loss weights (list/dict), or a number.
         weighted_metrics: metrics that receive the sample weights.
-        jit_compile: ``"auto"``/True compiles the step where the backend can (``mx.compile`` on MLX);
-            False runs it eagerly. torch and NumPy always run eagerly (torch's speed comes from its
-            fused kernels; ``torch.compile`` is not used). With a ``LossScaleOptimizer`` every backend
-            runs the generic eager step (:mod:`ember.training.loss_scaling`).
-        run_eagerly: True is ``jit_compile=False`` (for debugging with prints and breakpoints).
+        jit_compile: True compiles the train step: ``mx.compile`` on MLX, ``torch.compile`` of the whole
+            step on torch (:mod:`ember.backends.torch.compiled_step`: seconds to tens of seconds of
+            warm-up, then faster steps). ``"auto"`` compiles where it pays without a warm-up worth
+            noticing: MLX compiles, torch runs its fused eager step (as Keras's ``"auto"`` on torch).
+            NumPy has no compiler: True warns and runs eagerly. False runs eagerly everywhere. With a
+            ``LossScaleOptimizer`` every backend runs the generic eager step
+            (:mod:`ember.training.loss_scaling`).
+        run_eagerly: True is ``jit_compile=False`` (for debugging with prints and breakpoints); with
+            ``jit_compile=True`` it warns (as Keras) and runs eagerly.
         cuda_graphs: replay ``fit``'s whole torch step (forward, backward, optimizer, metrics) from one
             CUDA graph (:mod:`ember.backends.torch.cuda_graphs`): for small models, whose steps are
             bound by kernel launches. Torch on a CUDA device only; ``NotImplementedError`` elsewhere,
@@ -194,7 +199,10 @@ class Trainer:
         self.compile_loss = CompileLoss(loss, loss_weights, self.output_names)
         self.compile_metrics = CompileMetrics(metrics, weighted_metrics, self.output_names, self.compile_loss)
         self.loss = loss
-        self.jit_compile = bool(jit_compile) and not run_eagerly
+        if jit_compile is True and run_eagerly:
+            warnings.warn("Trainer: run_eagerly=True and jit_compile=True: running eagerly (jit_compile ignored)",
+                          UserWarning, stacklevel=2)
+        self.jit_compile: Any = False if run_eagerly else jit_compile  # "auto", True or False
         self.seed = None if seed is None else int(seed)
         self._fits = 0
         self.core = StepCore(model, self.optimizer, self.compile_loss, self.compile_metrics, self.output_names)

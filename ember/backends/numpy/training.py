@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -227,7 +228,13 @@ def _steps_class(generic: type) -> type:
     return type("NumpySteps", (_NumpySteps, generic), {"__module__": __name__, "__doc__": _NumpySteps.__doc__})
 
 
-def make_steps(core: Any, kit: Any, jit: bool = True) -> Any:
-    """The NumPy steps for ``core`` (a ``StepCore``), built on the trainer's ``kit`` (a ``StepKit``);
-    ``jit`` has no meaning here: NumPy runs eagerly."""
+def make_steps(core: Any, kit: Any, jit: Any = "auto") -> Any:
+    """The NumPy steps for ``core`` (a ``StepCore``), built on the trainer's ``kit`` (a ``StepKit``).
+
+    NumPy has no compiler: ``jit=True`` runs the eager step with a warning (as Keras proceeds with
+    ``jit_compile=False`` on a backend that cannot compile); ``"auto"`` and False run it silently.
+    """
+    if jit is True:
+        warnings.warn("jit_compile=True: the NumPy backend has no compiler; proceeding with the eager step "
+                      "(jit_compile compiles on torch and MLX)", UserWarning, stacklevel=4)
     return _steps_class(kit.GenericSteps)(core, kit, jit=jit)

@@ -8,12 +8,22 @@
 
 Sampling happens on the default device with that device's generator, so CPU and
 CUDA give different (but each reproducible) streams for one seed.
+
+A 0-d integer *tensor* seed is read on the host and gives the numbers of the same int seed,
+except inside :func:`counter_draws` (the ``torch.compile``d train step,
+:mod:`ember.backends.torch.compiled_step`): there ``dropout`` draws its mask from a
+counter-based generator written in tensor ops (a 32-bit integer hash of the seed and each
+element's index), which ``torch.compile`` traces into the graph without reading the seed on
+the host, so a new seed per step neither breaks the graph nor recompiles. The same seed gives
+the same mask compiled or eager, on every device.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
+from collections.abc import Iterator
 
 import torch
 
@@ -179,6 +189,59 @@ def shuffle(x, axis=0, seed=None):
     return torch.index_select(t, axis_, order)
 
 
+_LOW32 = 0xFFFFFFFF
+_COUNTER_DRAWS = [0]  # > 0 inside counter_draws()
+
+
+@contextlib.contextmanager
+def counter_draws() -> Iterator[None]:
+    """Inside the block, ``dropout`` with a tensor seed draws from the counter-based generator.
+
+    Example:
+        >>> x = torch.ones(2, 4)
+        >>> with counter_draws():
+        ...     a = dropout(x, 0.5, seed=torch.tensor(3))
+        >>> b = dropout(x, 0.5, seed=torch.tensor(3))   # outside: the mask of the int seed 3
+        >>> bool(torch.equal(b, dropout(x, 0.5, seed=3)))
+        True
+    """
+    _COUNTER_DRAWS[0] += 1
+    try:
+        yield
+    finally:
+        _COUNTER_DRAWS[0] -= 1
+
+
+def _mul32(a: torch.Tensor, constant: int) -> torch.Tensor:
+    """``a * constant mod 2**32`` for int64 ``a`` in [0, 2**32), without int64 overflow (halves of 16 bits)."""
+    low, high = a & 0xFFFF, a >> 16
+    return (low * constant + ((high * (constant & 0xFFFF)) << 16)) & _LOW32
+
+
+def _hash32(h: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer finaliser (xor-shift-multiply rounds; every input bit affects every output bit)."""
+    h = h ^ (h >> 16)
+    h = _mul32(h, 0x7FEB352D)
+    h = h ^ (h >> 15)
+    h = _mul32(h, 0x846CA68B)
+    return h ^ (h >> 16)
+
+
+def _counter_uniform(seed: torch.Tensor, shape: tuple, device: torch.device) -> torch.Tensor:
+    """Uniform float32 draws in [0, 1) from a tensor ``seed``: hash(seed, hash(element index)).
+
+    Example:
+        >>> a = _counter_uniform(torch.tensor(7), (2, 3), torch.device("cpu"))
+        >>> b = _counter_uniform(torch.tensor(7), (2, 3), torch.device("cpu"))
+        >>> bool(torch.equal(a, b)), tuple(a.shape), bool(((a >= 0) & (a < 1)).all())
+        (True, (2, 3), True)
+    """
+    key = _hash32(seed.to(device=device, dtype=torch.int64) & _LOW32)
+    index = torch.arange(math.prod(shape), device=device, dtype=torch.int64)
+    bits = _hash32(_hash32(index) ^ key)
+    return ((bits >> 8).to(torch.float32) * (1.0 / (1 << 24))).reshape(shape)
+
+
 def dropout(x, rate, noise_shape=None, seed=None):
     t = native(x)
     if t.dtype not in FLOATING:
@@ -195,7 +258,10 @@ def dropout(x, rate, noise_shape=None, seed=None):
         if len(dims) != t.ndim:
             raise ValueError(f"random.dropout: noise_shape {dims} does not match input rank {t.ndim}")
         mask_shape = tuple(t.shape[i] if d is None else int(d) for i, d in enumerate(dims))
-    keep = torch.rand(mask_shape, generator=_generator(seed, t.device), device=t.device) >= rate
+    if _COUNTER_DRAWS[0] and isinstance(seed, torch.Tensor):  # a compiled step's seed: tensor ops (module docstring)
+        keep = _counter_uniform(seed, mask_shape, t.device) >= rate
+    else:
+        keep = torch.rand(mask_shape, generator=_generator(seed, t.device), device=t.device) >= rate
     if rate == 1.0:
         return torch.zeros_like(t)
     return torch.where(keep, t / (1.0 - rate), torch.zeros((), dtype=t.dtype, device=t.device))

@@ -46,6 +46,7 @@ import torch.nn.functional as F
 
 from ember.backends._held_signals import HeldSignals
 from ember.backends.torch import _base, optim
+from ember.backends.torch.compiled_step import CompiledSteps
 
 
 class _FusedLoss:
@@ -369,6 +370,20 @@ def _steps_class(generic: type) -> type:
     return type("TorchSteps", (_TorchSteps, generic), {"__module__": __name__, "__doc__": _TorchSteps.__doc__})
 
 
-def make_steps(core: Any, kit: Any, jit: bool = True) -> Any:
-    """The torch steps for ``core`` (a ``StepCore``), built on the trainer's ``kit`` (a ``StepKit``)."""
+@functools.cache
+def _compiled_steps_class(generic: type) -> type:
+    """The torch steps with the train step under ``torch.compile`` (:mod:`.compiled_step`)."""
+    return type("CompiledTorchSteps", (CompiledSteps, _steps_class(generic)),
+                {"__module__": __name__, "__doc__": CompiledSteps.__doc__})
+
+
+def make_steps(core: Any, kit: Any, jit: Any = "auto") -> Any:
+    """The torch steps for ``core`` (a ``StepCore``), built on the trainer's ``kit`` (a ``StepKit``).
+
+    ``jit=True`` compiles the train step with ``torch.compile`` (:mod:`.compiled_step`); ``"auto"``
+    and False run the fused eager step (compiling costs seconds to tens of seconds before the first
+    step, which only long runs win back).
+    """
+    if jit is True:
+        return _compiled_steps_class(kit.GenericSteps)(core, kit, jit=jit)
     return _steps_class(kit.GenericSteps)(core, kit, jit=jit)

@@ -63,6 +63,15 @@ _UNSUPPORTED = {
 }
 
 
+def _update_keywords(cls: type) -> Any:
+    """True when ``cls.update_variable`` takes ``**kwargs``, else the names of the keywords it takes."""
+    parameters = inspect.signature(cls.update_variable).parameters.values()  # type: ignore[attr-defined]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return True
+    return frozenset(p.name for p in parameters if p.kind in (
+        inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD))
+
+
 class Optimizer:
     """Base class: pure ``init`` / ``apply_gradients`` over a parameter pytree.
 
@@ -111,8 +120,9 @@ class Optimizer:
     default_name = "optimizer"
     # The name of the backends' fused kernels for this exact class's math (None: no kernel).
     fused_kernel: str | None = None
-    # Per class, cached by _accepted: the step scalars its update_variable takes (True: all of them).
-    _ember_update_keywords: ClassVar[bool | frozenset[str]]
+    # Per class, set by __init_subclass__ when the class is made: the step scalars its update_variable
+    # takes (True: all of them).
+    _ember_update_keywords: ClassVar[bool | frozenset[str]] = True
 
     def __init__(self, learning_rate: Any = 0.001, weight_decay: float | None = None, clipnorm: float | None = None,
                  clipvalue: float | None = None, global_clipnorm: float | None = None, use_ema: bool = False,
@@ -306,18 +316,15 @@ class Optimizer:
         """
         raise NotImplementedError(f"{type(self).__name__} must implement update_variable")
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Read from update_variable's signature when the class is made, not inside a step (where
+        # torch.compile could not trace inspect, nor the first step's write of the cache).
+        cls._ember_update_keywords = _update_keywords(cls)
+
     def _accepted(self, scalars: dict) -> dict:
         """The entries of ``scalars`` this class's update_variable takes (a subclass may override it narrower)."""
-        cls = type(self)
-        accepted = cls.__dict__.get("_ember_update_keywords")
-        if accepted is None:
-            parameters = inspect.signature(cls.update_variable).parameters.values()
-            if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-                accepted = True
-            else:
-                accepted = frozenset(p.name for p in parameters if p.kind in (
-                    inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD))
-            cls._ember_update_keywords = accepted
+        accepted = type(self)._ember_update_keywords  # each subclass's own (__init_subclass__)
         if not isinstance(accepted, frozenset):  # True: update_variable takes **scalars
             return scalars
         return {k: v for k, v in scalars.items() if k in accepted}

@@ -1,0 +1,259 @@
+"""``compile(jit_compile=True)`` on torch: the whole train step under ``torch.compile``.
+
+torch.compile takes seconds to tens of seconds per model on a CPU, so these tests are few and
+each compiles one small model: the compiled fit gives the eager fit's weights after 20 steps
+(Adam + BatchNorm against the fused eager step; SGD with momentum + BatchNorm + Dropout against
+the same step run eagerly, the fallback a failed compile takes), with zero graph breaks and one
+graph for all batch sizes; an interrupt anywhere leaves whole steps; checkpoints round-trip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import sys
+
+import numpy as np
+import optree
+import pytest
+
+import ember
+from ember import layers, ops
+
+X = np.random.default_rng(0).normal(size=(70, 12)).astype("float32")  # batches of 16: the last has 6 rows
+Y = np.random.default_rng(1).integers(0, 4, 70)
+IMAGES = np.random.default_rng(2).normal(size=(70, 6, 6, 1)).astype("float32")
+BATCH, EPOCHS = 16, 4  # 5 steps per epoch: 20 steps
+
+
+def _loss():
+    return ember.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def _mlp(jit_compile, optimizer=None):
+    """W1's shape of model (Dense-ReLU stack, sparse cross-entropy from logits, accuracy), with BatchNorm."""
+    model = ember.Sequential([ember.Input((12,)), layers.Dense(16, activation="relu"), layers.BatchNormalization(),
+                              layers.Dense(4)])
+    model.build(seed=0)
+    model.compile(optimizer=optimizer or ember.optimizers.Adam(0.01), loss=_loss(), metrics=["accuracy"],
+                  jit_compile=jit_compile, seed=5)
+    return model
+
+
+def _cnn(jit_compile):
+    """W3's shape of model (Conv-Pool-Dense), with BatchNorm and Dropout, SGD with momentum."""
+    model = ember.Sequential([ember.Input((6, 6, 1)), layers.Conv2D(4, 3, activation="relu"),
+                              layers.BatchNormalization(), layers.MaxPooling2D(2), layers.Flatten(),
+                              layers.Dropout(0.3), layers.Dense(4)])
+    model.build(seed=0)
+    model.compile(optimizer=ember.optimizers.SGD(0.05, momentum=0.9), loss=_loss(), metrics=["accuracy"],
+                  jit_compile=jit_compile, seed=5)
+    return model
+
+
+def _numpy(tree):
+    return optree.tree_map(lambda a: np.array(ops.to_numpy(a)), tree)
+
+
+def _assert_close(got, want):
+    """float32 after 20 steps: 1e-5 of each tensor's scale (Inductor fuses and reorders the sums)."""
+    for path, a, b in zip(optree.tree_paths(want), optree.tree_leaves(_numpy(got)), optree.tree_leaves(_numpy(want))):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * max(float(np.abs(b).max()), 1.0), err_msg=str(path))
+
+
+@contextlib.contextmanager
+def _dynamo_counters():
+    import torch
+
+    torch._dynamo.utils.counters.clear()
+    yield torch._dynamo.utils.counters
+
+
+def _assert_one_graph(counters, steps):
+    assert dict(counters["graph_break"]) == {}, f"graph breaks: {dict(counters['graph_break'])}"
+    assert counters["stats"]["unique_graphs"] == 1  # the last, smaller batch reused the graph
+    assert steps.fallback_reason is None and steps.compile_seconds > 0
+
+
+def test_compiled_fit_matches_the_eager_fit_with_one_graph(torch_backend):
+    eager = _mlp(False)
+    eager.fit(X, Y, batch_size=BATCH, epochs=EPOCHS, verbose=0)
+    compiled = _mlp(True)
+    with _dynamo_counters() as counters:
+        history = compiled.fit(X, Y, batch_size=BATCH, epochs=EPOCHS, verbose=0)
+    steps = compiled._training.trainer.steps
+    assert type(steps).__name__ == "CompiledTorchSteps"
+    _assert_one_graph(counters, steps)
+    assert int(ops.to_numpy(compiled._training.opt_state["iterations"])) == 20
+    _assert_close(compiled.state, eager.state)
+    _assert_close({k: v for k, v in compiled._training.opt_state.items() if k != "iterations"},
+                  {k: v for k, v in eager._training.opt_state.items() if k != "iterations"})
+    np.testing.assert_allclose(history.history["loss"], eager.history.history["loss"], rtol=1e-5)
+    np.testing.assert_allclose(compiled.predict(X, verbose=0), eager.predict(X, verbose=0), rtol=1e-5, atol=1e-6)
+
+
+def test_cnn_with_dropout_compiled_equals_its_eager_fallback(torch_backend, monkeypatch):
+    """A compile that fails (a backend that raises) warns and trains eagerly with the same step: the same
+    dropout masks from the same seeds, so the same weights as the compiled CNN after 20 steps."""
+    from ember.backends.torch import compiled_step
+
+    def failing_backend(graph, example_inputs):
+        raise RuntimeError("no compiler here")
+
+    monkeypatch.setattr(compiled_step, "_BACKEND", failing_backend)
+    fallback = _cnn(True)
+    with pytest.warns(RuntimeWarning, match=r"jit_compile=True: torch.compile could not compile.*no compiler here"):
+        fallback.fit(IMAGES, Y, batch_size=BATCH, epochs=EPOCHS, verbose=0)
+    assert "no compiler here" in fallback._training.trainer.steps.fallback_reason
+    monkeypatch.undo()
+    compiled = _cnn(True)
+    with _dynamo_counters() as counters:
+        compiled.fit(IMAGES, Y, batch_size=BATCH, epochs=EPOCHS, verbose=0)
+    _assert_one_graph(counters, compiled._training.trainer.steps)
+    _assert_close(compiled.state, fallback.state)
+
+
+def test_a_model_error_is_raised_not_hidden_by_the_fallback(torch_backend):
+    """An error of the model itself (here a batch of the wrong width, given past fit's eager checks) fails
+    the compile and then the eager step: the eager step's error is raised, with no fallback warning."""
+    import warnings
+
+    model = ember.Sequential([ember.Input((4,)), layers.Dense(3)])
+    model.build(seed=0)
+    trainer = ember.Trainer(model, optimizer="sgd", loss=_loss(), jit_compile=True)
+    state = trainer.init_state(seed=0)
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(ValueError, match="4"):
+        warnings.simplefilter("always")
+        trainer.steps.fit_step(state, (np.zeros((8, 5), "float32"), Y[:8] % 3, None))
+    assert not [w for w in caught if "could not compile" in str(w.message)]
+    assert trainer.steps.fallback_reason is None
+
+
+@contextlib.contextmanager
+def _traced(tracer):
+    """``sys.settrace(tracer)`` with the cyclic GC off (a collection would run others' callbacks)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(None)
+        if enabled:
+            gc.enable()
+
+
+def test_interrupts_leave_whole_steps_and_checkpoints_round_trip(torch_backend, tmp_path):
+    """A KeyboardInterrupt on entering any n-th Python function of a compiled fit (6 steps) leaves the
+    weights and optimizer state of a whole number of steps; a checkpoint keeps the step seed."""
+    model = ember.Sequential([ember.Input((4,)), layers.Dense(5, activation="relu"), layers.Dense(3)])
+    model.build(seed=0)
+    model.compile(optimizer=ember.optimizers.Adam(0.05), loss=_loss(), jit_compile=True, seed=1)
+    initial = model.state
+    x, y = X[:24, :4], Y[:24] % 3
+
+    def fit():
+        model.state, model._training.opt_state = initial, None  # the same start; the compiled step is kept
+        model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0, callbacks=[recorder])
+
+    class Recorder(ember.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            live = self.model._training.live_state.state
+            reference.append(_numpy((live["model"], _slots(live["optimizer"]))))
+
+    reference = [_numpy((initial, None))]
+    recorder = Recorder()
+    fit()  # compiles, and records the state after each of the 6 steps
+    assert len(reference) == 7
+    states, calls = list(reference), 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        calls += 1
+
+    with _traced(count):
+        fit()
+    total = calls
+    for n in np.linspace(1, total, 15).astype(int):
+        reference[:] = [states[0]]
+        calls = 0
+
+        def interrupt(frame, event, arg, n=n):
+            nonlocal calls
+            calls += 1
+            if calls == n:
+                raise KeyboardInterrupt(f"injected at call {n}")
+
+        with pytest.raises(KeyboardInterrupt), _traced(interrupt):
+            fit()
+            raise KeyboardInterrupt("fit ended first")
+        opt_state = model._training.opt_state
+        got = _numpy((model.state, None if opt_state is None else _slots(opt_state)))
+        taken = [k for k, state in enumerate(states) if _equal(state[0], got[0])
+                 and (_equal(state[1], got[1]) or k == 0 and int(got[1]["iterations"]) == 0)]
+        assert taken, f"a torn state after an interrupt at call {n} of {total}"
+    fit()
+    path = str(tmp_path / "compiled.h5")
+    model.save(path)
+    loaded = ember.load_model(path)
+    _assert_close(loaded.state, model.state)
+    assert loaded._training.resume["rng"] == int(ops.to_numpy(model._training.last_fit["rng"]))
+
+
+def _slots(opt_state):
+    return {k: v for k, v in opt_state.items() if k != "learning_rate"}
+
+
+def _equal(a, b) -> bool:
+    leaves_a, spec_a = optree.tree_flatten(a, none_is_leaf=True)
+    leaves_b, spec_b = optree.tree_flatten(b, none_is_leaf=True)
+    return spec_a == spec_b and all(np.array_equal(p, q) for p, q in zip(leaves_a, leaves_b))
+
+
+def test_jit_compile_true_on_numpy_warns_and_trains_eagerly():
+    model = _mlp(True, optimizer=ember.optimizers.SGD(0.1))
+    with pytest.warns(UserWarning, match="NumPy backend has no compiler"):
+        model.fit(X, Y, batch_size=BATCH, epochs=1, verbose=0)
+    reference = _mlp(False, optimizer=ember.optimizers.SGD(0.1))
+    reference.fit(X, Y, batch_size=BATCH, epochs=1, verbose=0)
+    _assert_close(model.state, reference.state)
+
+
+def test_jit_compile_with_run_eagerly_warns_and_runs_eagerly(torch_backend):
+    model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+    with pytest.warns(UserWarning, match="run_eagerly=True and jit_compile=True"):
+        model.compile(optimizer="sgd", loss="mse", jit_compile=True, run_eagerly=True)
+    assert type(model._training.trainer.steps).__name__ == "TorchSteps"
+    model.compile(optimizer="sgd", loss="mse")  # "auto": torch's fused eager step (compiling does not pay)
+    assert type(model._training.trainer.steps).__name__ == "TorchSteps"
+
+
+def test_compiled_step_under_ember_distribute_is_not_implemented(torch_backend):
+    model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+    model.build(seed=0)
+    trainer = ember.Trainer(model, optimizer="sgd", loss="mse", jit_compile=True)
+    state = trainer.init_state(seed=0)
+    trainer.steps.sync = object()  # what the Trainer sets under ember.distribute
+    with pytest.raises(NotImplementedError, match="jit_compile=False for data-parallel"):
+        trainer.steps.fit_step(state, (np.ones((2, 2), "float32"), np.zeros((2, 1), "float32"), None))
+
+
+def test_counter_dropout_of_a_tensor_seed(torch_backend):
+    """The tensor-seeded dropout (compiled steps): reproducible, seed-dependent, keeps ~1-rate, scales kept."""
+    import torch
+
+    from ember.backends.torch.random import counter_draws
+
+    x = torch.ones(200, 50)
+    with counter_draws():
+        a = ops.random.dropout(x, 0.3, seed=torch.tensor(11))
+        b = ops.random.dropout(x, 0.3, seed=torch.tensor(11))
+        c = ops.random.dropout(x, 0.3, seed=torch.tensor(12))
+        compiled = torch.compile(lambda t, s: ops.random.dropout(t, 0.3, seed=s), fullgraph=True, backend="eager")
+        assert torch.equal(compiled(x, torch.tensor(11)), a)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    kept = (a != 0).double().mean().item()
+    assert abs(kept - 0.7) < 4 * (0.3 * 0.7 / x.numel()) ** 0.5  # binomial: 4 standard deviations
+    np.testing.assert_allclose(a[a != 0].numpy(), 1 / 0.7, rtol=1e-6)
+    outside = ops.random.dropout(x, 0.3, seed=torch.tensor(11))  # the int seed's mask (the backends' contract)
+    assert torch.equal(outside, ops.random.dropout(x, 0.3, seed=11)) and not torch.equal(outside, a)
