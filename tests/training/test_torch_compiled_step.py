@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import sys
 
 import numpy as np
@@ -174,7 +175,7 @@ def test_interrupts_leave_whole_steps_and_checkpoints_round_trip(torch_backend, 
     with _traced(count):
         fit()
     total = calls
-    for n in np.linspace(1, total, 15).astype(int):
+    for n in np.linspace(1, total, int(os.environ.get("EMBER_SWEEP", 15))).astype(int):
         reference[:] = [states[0]]
         calls = 0
 
@@ -184,11 +185,16 @@ def test_interrupts_leave_whole_steps_and_checkpoints_round_trip(torch_backend, 
             if calls == n:
                 raise KeyboardInterrupt(f"injected at call {n}")
 
-        with pytest.raises(KeyboardInterrupt), _traced(interrupt):
+        with pytest.raises(KeyboardInterrupt) as raised, _traced(interrupt):
             fit()
             raise KeyboardInterrupt("fit ended first")
         opt_state = model._training.opt_state
         got = _numpy((model.state, None if opt_state is None else _slots(opt_state)))
+        if "fit ended first" in str(raised.value):
+            # torch swallowed the injected interrupt (it landed in Dynamo's guard evaluation, which
+            # catches it and runs that step eagerly, rounding differently): the fit ran whole.
+            _assert_close(got, states[-1])
+            continue
         taken = [k for k, state in enumerate(states) if _equal(state[0], got[0])
                  and (_equal(state[1], got[1]) or k == 0 and int(got[1]["iterations"]) == 0)]
         assert taken, f"a torn state after an interrupt at call {n} of {total}"
