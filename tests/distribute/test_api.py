@@ -173,3 +173,36 @@ def test_file_writing_callbacks_write_on_the_main_rank_only(tmp_path):
         finally:
             distribute.set_strategy(None)
         assert sorted(p.name for p in directory.iterdir()) == expected
+
+
+@pytest.mark.parametrize("method", ["fit", "evaluate", "predict"])
+def test_overridden_steps_are_refused_under_a_strategy(method):
+    """A custom train/test/predict step has no gradient all-reduce: refused by name, nothing trained."""
+
+    class Custom(ember.Sequential):
+        def train_step(self, data):
+            raise AssertionError("never reached")
+
+        def test_step(self, data):
+            raise AssertionError("never reached")
+
+        def predict_step(self, data):
+            raise AssertionError("never reached")
+
+    ember.set_backend("numpy")
+    model = Custom([ember.Input((3,)), ember.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    before = model.get_weights()
+    x, y = np.ones((8, 3), np.float32), np.ones((8, 1), np.float32)
+    step = {"fit": "train_step", "evaluate": "test_step", "predict": "predict_step"}[method]
+    distribute.set_strategy(_FakeStrategy(0))
+    try:
+        with pytest.raises(NotImplementedError, match=f"an overridden {step} does not run under ember.distribute"):
+            if method == "predict":
+                model.predict(x, batch_size=4, verbose=0)
+            else:
+                getattr(model, method)(x, y, batch_size=4, verbose=0)
+    finally:
+        distribute.set_strategy(None)
+    for a, b in zip(before, model.get_weights()):
+        np.testing.assert_array_equal(a, b)
