@@ -16,17 +16,19 @@ NumPy view, a torch alias) is the backend's question (its ``own(state, donated)`
 this module answers the Python-level one.
 
 Example:
+    (In a function, as ``fit`` uses it: a module-level name may have holders a session adds.)
+
     >>> import numpy as np
-    >>> state = {"params": {"w": np.zeros(3), "b": np.zeros(1)}}
-    >>> len(unshared_leaves(state, holders=1))     # ``state`` is held only by the name ``state``
-    2
-    >>> kept = state["params"]["w"]                # someone else holds one array
-    >>> unshared = unshared_leaves(state, holders=1)
-    >>> [key for key in state["params"] if id(state["params"][key]) in unshared]
-    ['b']
-    >>> mine = state                               # a second, unaccounted holder of the root
-    >>> unshared_leaves(state, holders=1)
-    frozenset()
+    >>> def adoptable():
+    ...     state = {"params": {"w": np.zeros(3), "b": np.zeros(1)}}
+    ...     alone = len(unshared_leaves(state, holders=1))   # held only by the name ``state``
+    ...     kept = state["params"]["w"]                       # someone else holds one array
+    ...     unshared = unshared_leaves(state, holders=1)
+    ...     one_held = [key for key in state["params"] if id(state["params"][key]) in unshared]
+    ...     mine = state                                      # a second, unaccounted holder of the root
+    ...     return alone, one_held, unshared_leaves(state, holders=1)
+    >>> adoptable()
+    (2, ['b'], frozenset())
 """
 
 from __future__ import annotations
