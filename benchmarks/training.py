@@ -31,6 +31,12 @@ table gives their times and ratios, and the compile (warm-up) time of each apart
 ``fit``/epoch's wall time minus a steady epoch's. Targets: compiled Ember beats the raw eager
 loop on W1 and W3 and is <= 1.05x the raw compiled loop.
 
+On a GPU (``--device cuda``, torch only) both sides get their data already on the device, the
+hand-written loop's model lives there, and Ember's ``fit`` runs with torch's default device set to
+it; W1 and W3 also run ``compile(cuda_graphs=True)`` (``graphs`` in the mixed-precision table).
+``--batch N`` replaces every workload's batch size (a tiny batch measures kernel launches on a GPU,
+not arithmetic). A variant that raises is reported with its error instead of a time.
+
 A workload whose Ember layers do not exist yet is listed as "n/a". Hand-written loops:
 
 * torch: ``torch.nn`` modules, ``torch.optim.Adam(eps=1e-7)``, ``loss.backward()``;
@@ -67,6 +73,7 @@ hand-written NumPy BPTT).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -87,6 +94,10 @@ COMPILED_WORKLOADS = ("W1", "W2", "W3")
 # Workloads also timed under mixed_bfloat16 (the backend's own step) and mixed_float16 (a
 # LossScaleOptimizer: the generic loss-scaled step, ember.training.loss_scaling).
 MIXED_WORKLOADS = ("W1", "W3")
+# Where torch trains (--device; children read it from the environment) and a batch-size override.
+DEVICE = os.environ.get("EMBER_BENCH_DEVICE", "cpu")
+BATCH = int(os.environ.get("EMBER_BENCH_BATCH", "0"))
+NO_COMPILE = bool(os.environ.get("EMBER_BENCH_NO_COMPILE"))
 
 
 # ------------------------------------------------------------------------------------ data
@@ -102,21 +113,36 @@ def make_data(workload: str, backend: str) -> tuple:
     else:
         batch = 64
         x = rng.normal(size=(batch * steps, 28, 28, 1)).astype(np.float32)
+    if BATCH:
+        x = np.resize(x, (BATCH * steps,) + x.shape[1:])
+        batch = BATCH
     y = rng.integers(0, 10, size=len(x)).astype(np.int64)
     return x, y, batch
 
 
-def ember_model(workload: str, policy: str | None = None, jit_compile: object = "auto"):
+def ember_optimizer():
+    import ember
+
+    return ember.optimizers.Adam(1e-3, epsilon=1e-7)
+
+
+def ember_loss():
+    import ember
+
+    return ember.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def ember_model(workload: str, policy: str | None = None, jit_compile: object = "auto", cuda_graphs: bool = False):
     import ember
 
     ember.mixed_precision.set_global_policy(policy)  # None: float32 (the layers record the policy)
     try:
-        return _ember_model(workload, jit_compile)
+        return _ember_model(workload, jit_compile, cuda_graphs)
     finally:
         ember.mixed_precision.set_global_policy(None)
 
 
-def _ember_model(workload: str, jit_compile: object = "auto"):
+def _ember_model(workload: str, jit_compile: object = "auto", cuda_graphs: bool = False):
     import ember
     from ember import layers
 
@@ -134,8 +160,7 @@ def _ember_model(workload: str, jit_compile: object = "auto"):
 
         model = MLP()
         model.build((None, 784), seed=0)
-        model.compile(optimizer=ember.optimizers.Adam(1e-3, epsilon=1e-7),
-                      loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=0)
+        model.compile(optimizer=ember_optimizer(), loss=ember_loss(), seed=0)
         return model
     if workload == "C1":
         class StandardStep(ember.Model):
@@ -153,8 +178,7 @@ def _ember_model(workload: str, jit_compile: object = "auto"):
         hidden = layers.Dense(256, activation="relu")(layers.Dense(256, activation="relu")(inputs))
         model = StandardStep(inputs, layers.Dense(10)(hidden))
         model.build(seed=0)
-        model.compile(optimizer=ember.optimizers.Adam(1e-3, epsilon=1e-7),
-                      loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=0)
+        model.compile(optimizer=ember_optimizer(), loss=ember_loss(), seed=0)
         return model
     if workload == "W1":
         stack = [ember.Input((784,)), layers.Dense(256, activation="relu"), layers.Dense(256, activation="relu"),
@@ -170,14 +194,14 @@ def _ember_model(workload: str, jit_compile: object = "auto"):
                  layers.Conv2D(64, 3, activation="relu"), layers.GlobalAveragePooling2D(), layers.Dense(10)]
     model = ember.Sequential(stack)
     model.build(seed=0)
-    model.compile(optimizer=ember.optimizers.Adam(1e-3, epsilon=1e-7),
-                  loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=0, jit_compile=jit_compile)
+    extra = {"cuda_graphs": True} if cuda_graphs else {}
+    model.compile(optimizer=ember_optimizer(), loss=ember_loss(), seed=0, jit_compile=jit_compile, **extra)
     return model
 
 
 def ember_runner(workload: str, backend: str, x, y, batch: int, policy: str | None = None,
-                 jit_compile: object = "auto"):
-    model = ember_model(workload, policy, jit_compile)
+                 jit_compile: object = "auto", cuda_graphs: bool = False):
+    model = ember_model(workload, policy, jit_compile, cuda_graphs)
     if model is None:
         return None
 
@@ -211,6 +235,7 @@ def torch_runner(workload: str, x, y, batch: int, compiled: bool = False):
 
         def forward(xb):  # the data is channels_last like Ember's; torch convolves channels_first
             return model(xb.permute(0, 3, 1, 2))
+    model.to(DEVICE)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
     generator = torch.Generator().manual_seed(0)
@@ -226,8 +251,8 @@ def torch_runner(workload: str, x, y, batch: int, compiled: bool = False):
 
     def run(epochs: int = EPOCHS) -> float:
         for _ in range(epochs):
-            order = torch.randperm(n, generator=generator)
-            total = torch.zeros(())
+            order = torch.randperm(n, generator=generator).to(DEVICE)
+            total = torch.zeros((), device=DEVICE)
             for start in range(0, n, batch):
                 index = order[start:start + batch]
                 xb, yb = x[index], y[index]
@@ -372,7 +397,7 @@ def native_data(backend: str, x, y):
     if backend == "torch":
         import torch
 
-        return torch.from_numpy(x), torch.from_numpy(y)
+        return torch.from_numpy(x).to(DEVICE), torch.from_numpy(y).to(DEVICE)
     if backend == "mlx":
         import mlx.core as mx
 
@@ -384,6 +409,8 @@ def runners(backend: str, workload: str):
     import ember
 
     ember.set_backend(backend)
+    if backend == "torch":
+        ember.backends.set_default_device(DEVICE)
     x, y, batch = make_data(workload, backend)
     x, y = native_data(backend, x, y)
     if workload in VS_BUILT_IN:  # subclassed / overridden step vs the built-in fit, both Ember
@@ -444,22 +471,36 @@ def timing_child(backend: str, workloads: list[str]) -> None:
             continue
         fns = [raw_run, ember_run] if raw_run is not None else [ember_run]
         names = ["raw", "ember"] if raw_run is not None else ["ember"]
-        if workload in MIXED_WORKLOADS:  # the same model under the mixed policies, in the same rotation
-            x, y, batch = make_data(workload, backend)
-            x, y = native_data(backend, x, y)
+        x, y, batch = make_data(workload, backend)
+        x, y = native_data(backend, x, y)
+        extra = []  # (name, factory): variants in the same rotation; one that raises is reported, not timed
+        if workload in MIXED_WORKLOADS:  # the same model under the mixed policies
             for policy, name in (("mixed_bfloat16", "bf16"), ("mixed_float16", "f16")):
-                fns.append(ember_runner(workload, backend, x, y, batch, policy))
+                extra.append((name, functools.partial(ember_runner, workload, backend, x, y, batch, policy)))
+            if backend == "torch" and DEVICE.startswith("cuda"):
+                extra.append(("graphs", functools.partial(ember_runner, workload, backend, x, y, batch,
+                                                          cuda_graphs=True)))
+        if backend == "torch" and workload in COMPILED_WORKLOADS and not NO_COMPILE:
+            # torch.compile: Ember's whole step, the raw recipe
+            extra.append(("jit", functools.partial(ember_runner, workload, backend, x, y, batch, jit_compile=True)))
+            extra.append(("rawc", functools.partial(torch_runner, workload, x, y, batch, compiled=True)))
+        errors = {}
+        for name, factory in extra:
+            try:
+                fns.append(factory())
                 names.append(name)
-        if backend == "torch" and workload in COMPILED_WORKLOADS:  # torch.compile: Ember's whole step, raw recipe
-            x, y, batch = make_data(workload, backend)
-            x, y = native_data(backend, x, y)
-            fns += [ember_runner(workload, backend, x, y, batch, jit_compile=True),
-                    torch_runner(workload, x, y, batch, compiled=True)]
-            names += ["jit", "rawc"]
+            except Exception as error:  # noqa: BLE001 - a benchmark reports what failed and goes on
+                errors[name] = f"{type(error).__name__}: {error}"[:300]
         warm_up = []
-        for fn in fns:  # warm-up: traces, compiles, caches
+        for name, fn in list(zip(names, fns)):  # warm-up: traces, compiles, caches
             start = time.perf_counter()
-            fn(1)
+            try:
+                fn(1)
+            except Exception as error:  # noqa: BLE001
+                errors[name] = f"{type(error).__name__}: {error}"[:300]
+                index = names.index(name)
+                del names[index], fns[index]
+                continue
             warm_up.append(time.perf_counter() - start)
         wall: list[list[float]] = [[] for _ in fns]
         cpu: list[list[float]] = [[] for _ in fns]
@@ -470,7 +511,7 @@ def timing_child(backend: str, workloads: list[str]) -> None:
                 w.append(time.perf_counter() - start)
                 c.append(time.process_time() - start_cpu)
         steps = STEPS[backend] * EPOCHS
-        row = {"workload": workload, "steps": steps}
+        row = {"workload": workload, "steps": steps, "errors": errors}
         if "jit" in names:  # a compile that failed trains eagerly (ember.backends.torch.compiled_step): say so
             reason = getattr(fns[names.index("jit")].model._training.trainer.steps, "fallback_reason", None)
             row["jit_fallback"] = reason
@@ -496,8 +537,15 @@ def main() -> None:
     parser.add_argument("--backend", action="append", help="backend(s) to run (default: every installed one)")
     parser.add_argument("--workload", action="append", choices=WORKLOADS, help="workload(s) (default: all)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
+    parser.add_argument("--device", help="torch's device, e.g. cuda (default: cpu); sets EMBER_BENCH_DEVICE")
+    parser.add_argument("--batch", type=int, help="every workload's batch size (sets EMBER_BENCH_BATCH)")
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile variants")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    for name, value in (("EMBER_BENCH_DEVICE", args.device), ("EMBER_BENCH_BATCH", args.batch),
+                        ("EMBER_BENCH_NO_COMPILE", args.no_compile or None)):
+        if value:
+            os.environ[name] = str(value)
     if args.child:
         if args.child[0] == "memory":
             memory_child(*args.child[1:])
@@ -509,7 +557,8 @@ def main() -> None:
     names = args.backend or ember.backends.available()
     workloads = args.workload or list(WORKLOADS)
     targets = {"torch": 1.05, "mlx": 1.05, "numpy": 1.2}
-    print(f"Ember fit vs a hand-written loop, Adam, {EPOCHS} epochs per timed call, {REPEAT} calls; ms per step "
+    print(f"Ember fit vs a hand-written loop on {args.device or 'cpu'}, Adam, {EPOCHS} epochs per timed call, "
+          f"{REPEAT} calls; ms per step "
           "(min wall time); ratios Ember/raw of the median wall time, the min wall time and the median CPU time")
     print(f"{'backend':7} {'work':4} {'steps':>5} {'raw ms':>8} {'ember ms':>8} {'med':>6} {'min':>6} {'cpu':>6} "
           f"{'target':>6} {'raw MiB':>8} {'ember MiB':>9} {'ratio':>6}")
@@ -544,11 +593,14 @@ def main() -> None:
                                 f"{row['jit_med'] / row['rawc_med']:8.2f}x {row['jit_min'] / row['rawc_min']:6.2f}x "
                                 f"{row['jit_cpu'] / row['rawc_cpu']:6.2f}x {row['jit_warm_s']:7.1f} "
                                 f"{row['rawc_warm_s']:7.1f}"
-                                + (f"  (eager: {row['jit_fallback'][:80]})" if row.get("jit_fallback") else ""))
-            if "bf16_med" in row:
-                mixed.append(f"{backend:7} {row['workload']:4} {row['ember_min']:8.2f} {row['bf16_min']:8.2f} "
-                             f"{row['bf16_med'] / row['ember_med']:7.2f}x {row['f16_min']:8.2f} "
-                             f"{row['f16_med'] / row['ember_med']:7.2f}x")
+                                + (f"  (eager: {row['jit_fallback'][:600]})" if row.get("jit_fallback") else ""))
+            if row["workload"] in MIXED_WORKLOADS:
+                mixed.append(f"{backend:7} {row['workload']:4} {row['ember_min']:8.2f}"
+                             + "".join(f" {row[name + '_min']:8.2f} {row[name + '_med'] / row['ember_med']:7.2f}x"
+                                       if name + "_med" in row else f" {'-':>8} {'-':>8}"
+                                       for name in ("bf16", "f16", "graphs")))
+            for name, error in row.get("errors", {}).items():
+                print(f"        {row['workload']:4} {name}: failed: {error}", flush=True)
     if compiled:
         print("\ntorch.compile (same process, same rotation): ms per step (min wall time); ratios of Ember "
               "jit_compile=True to the raw eager loop (target < 1 on W1, W3) and to the raw torch.compile'd loop "
@@ -561,7 +613,8 @@ def main() -> None:
     if mixed:
         print("\nMixed precision (same process, same rotation): Ember fit ms per step (min wall time) and the ratio "
               "of median wall times to Ember float32; mixed_float16 runs the generic loss-scaled step")
-        print(f"{'backend':7} {'work':4} {'f32 ms':>8} {'bf16 ms':>8} {'bf16/f32':>8} {'f16 ms':>8} {'f16/f32':>8}")
+        print(f"{'backend':7} {'work':4} {'f32 ms':>8} {'bf16 ms':>8} {'bf16/f32':>8} {'f16 ms':>8} {'f16/f32':>8} "
+              f"{'graph ms':>8} {'grph/f32':>8}")
         for line in mixed:
             print(line)
 
