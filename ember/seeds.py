@@ -41,18 +41,34 @@ def is_seed_array(value: Any) -> bool:
     return ops.is_array(value) and ops.ndim(value) == 0 and dtypes.is_integer(ops.dtype(value))
 
 
+def _utf8(code: int) -> tuple[int, ...]:
+    """The UTF-8 bytes of one code point, by arithmetic."""
+    if code < 0x80:
+        return (code,)
+    if code < 0x800:
+        return (0xC0 | code >> 6, 0x80 | code & 0x3F)
+    if code < 0x10000:
+        return (0xE0 | code >> 12, 0x80 | (code >> 6) & 0x3F, 0x80 | code & 0x3F)
+    return (0xF0 | code >> 18, 0x80 | (code >> 12) & 0x3F, 0x80 | (code >> 6) & 0x3F, 0x80 | code & 0x3F)
+
+
 def _crc32(text: str) -> int:
-    """``zlib.crc32(text.encode())`` in plain Python, which ``torch.compile`` traces (a C builtin breaks its graph).
+    """``zlib.crc32(text.encode())`` in plain Python, which ``torch.compile`` traces: a C builtin would
+    break its graph, and iterating a ``bytes`` object is unsupported by some versions' Dynamo
+    (torch 2.11), so the UTF-8 bytes come from the characters by arithmetic.
 
     Example:
         >>> _crc32("dense/dropout") == zlib.crc32(b"dense/dropout")
         True
+        >>> _crc32("capa/día/层") == zlib.crc32("capa/día/层".encode())
+        True
     """
     crc = 0xFFFFFFFF
-    for byte in text.encode():
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0xEDB88320 & -(crc & 1))
+    for char in text:
+        for byte in _utf8(ord(char)):
+            crc ^= byte
+            for _ in range(8):
+                crc = (crc >> 1) ^ (0xEDB88320 & -(crc & 1))
     return crc ^ 0xFFFFFFFF
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import zlib
 
+import hypothesis
 import numpy as np
 import pytest
 
 import ember
-from ember import layers, ops
+from ember import layers, ops, seeds
 from ember.initializers import derive_seed, is_seed_array
 from ember.models.model import _child_rng
 from ember.training.steps import advance_rng, initial_rng
@@ -119,3 +120,10 @@ def test_mlx_key_from_an_array_seed(mlx_backend):
 
     for value in (0, 5, 2**31 - 1, 2**40 + 3):
         assert _key(mx.array(value, dtype=mx.int64), "test").tolist() == mx.random.key(value).tolist()
+
+
+@hypothesis.given(hypothesis.strategies.text(alphabet=hypothesis.strategies.characters(blacklist_categories=("Cs",))))
+def test_the_traceable_crc32_equals_zlib_on_any_name(name):
+    """Seeds derived from layer names (any Unicode) are the ones zlib's CRC-32 gives: checkpoints and
+    runs keep their random streams (the pure-Python CRC exists so torch.compile can trace it)."""
+    assert seeds._crc32(name) == zlib.crc32(name.encode())
