@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import ember
 from ember import ops, optimizers
 from ember.optimizers import schedules
 from tests.training import optimizer_reference as ref
@@ -102,3 +103,22 @@ def test_schedule_drives_the_optimizer(backend):
     for _ in range(3):
         params, state = opt.apply_gradients({"w": ops.ones((1,))}, state, params)
     np.testing.assert_allclose(ops.to_numpy(params["w"]), [-(1.0 + 1.0 + 0.5)])  # steps 0, 1 at 1.0; step 2 at 0.5
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_period_boundaries_survive_a_reciprocal_division(case, monkeypatch):
+    """CUDA divides by a scalar as a multiplication by its reciprocal (90 * (1/30) is not exactly 3 in
+    float32): the staircase, cycle and restart boundaries stay exact. Simulated on NumPy."""
+    ember.set_backend("numpy")
+    divide = ops.divide
+
+    def reciprocal_divide(x, y):
+        if isinstance(y, float):
+            return ops.multiply(x, np.float32(1.0) / np.float32(y))
+        return divide(x, y)
+
+    monkeypatch.setattr(ops, "divide", reciprocal_divide)
+    cls, formula, config = CASES[case]
+    expected = np.array([formula(float(s), **config) for s in STEPS])
+    got = np.array([ops.to_numpy(cls(**config)(ops.convert_to_tensor(s, dtype="int64"))) for s in STEPS])
+    np.testing.assert_allclose(got, expected, rtol=2e-5, atol=1e-6 * max(abs(v) for v in expected))

@@ -104,9 +104,9 @@ class ExponentialDecay(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step: Any) -> Any:
-        p = ops.divide(_as_float(step), float(self.decay_steps))
-        if self.staircase:
-            p = ops.floor(p)
+        step = _as_float(step)
+        period = float(self.decay_steps)
+        p = _whole_periods(step, period) if self.staircase else ops.divide(step, period)
         return ops.multiply(power(self.decay_rate, p), self.initial_learning_rate)
 
     def get_config(self) -> dict:
@@ -163,6 +163,24 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         return {"boundaries": self.boundaries, "values": self.values, "name": self.name}
 
 
+def _whole_periods(step: Any, period: float) -> Any:
+    """``floor(step / period)``, exact at multiples of ``period`` on every device.
+
+    CUDA divides by a scalar as a multiplication by its reciprocal: ``90 / 30`` can come out a
+    hair off 3, which ``floor``/``ceil`` would turn into 2 or 4. The remainder is exact, the
+    quotient of the exact multiple ``step - remainder`` is within an ulp of an integer, and
+    rounding recovers it.
+    """
+    return ops.round(ops.divide(ops.subtract(step, ops.mod(step, period)), period))
+
+
+def _cycles(step: Any, period: float) -> Any:
+    """``ceil(step / period)``, 1 at step 0 (exact as :func:`_whole_periods`)."""
+    whole = _whole_periods(step, period)
+    cycles = ops.add(whole, ops.cast(ops.greater(ops.mod(step, period), 0.0), ops.dtype(whole)))
+    return ops.where(ops.equal(step, 0.0), 1.0, cycles)
+
+
 @register_serializable("ember")
 class PolynomialDecay(LearningRateSchedule):
     """Polynomial decay from ``initial_learning_rate`` to ``end_learning_rate`` over ``decay_steps``.
@@ -201,8 +219,7 @@ class PolynomialDecay(LearningRateSchedule):
         step = _as_float(step)
         decay_steps = float(self.decay_steps)
         if self.cycle:
-            multiplier = ops.where(ops.equal(step, 0.0), 1.0, ops.ceil(ops.divide(step, decay_steps)))
-            decay = ops.multiply(multiplier, decay_steps)
+            decay = ops.multiply(_cycles(step, decay_steps), decay_steps)
         else:
             step = ops.minimum(step, decay_steps)
             decay = decay_steps
@@ -246,9 +263,9 @@ class InverseTimeDecay(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step: Any) -> Any:
-        p = ops.divide(_as_float(step), float(self.decay_steps))
-        if self.staircase:
-            p = ops.floor(p)
+        step = _as_float(step)
+        period = float(self.decay_steps)
+        p = _whole_periods(step, period) if self.staircase else ops.divide(step, period)
         return ops.divide(self.initial_learning_rate, ops.add(ops.multiply(p, self.decay_rate), 1.0))
 
     def get_config(self) -> dict:
@@ -364,10 +381,11 @@ class CosineDecayRestarts(LearningRateSchedule):
         return ops.divide(ops.subtract(1.0, ops.power(self.t_mul, index)), 1.0 - self.t_mul)
 
     def __call__(self, step: Any) -> Any:
-        fraction = ops.divide(_as_float(step), float(self.first_decay_steps))
+        step = _as_float(step)
+        fraction = ops.divide(step, float(self.first_decay_steps))
         if self.t_mul == 1.0:
-            restart = ops.floor(fraction)
-            fraction = ops.subtract(fraction, restart)
+            restart = _whole_periods(step, float(self.first_decay_steps))
+            fraction = ops.divide(ops.mod(step, float(self.first_decay_steps)), float(self.first_decay_steps))
         else:
             t = self.t_mul
             guess = ops.floor(ops.divide(ops.log(ops.subtract(1.0, ops.multiply(fraction, 1.0 - t))), math.log(t)))
