@@ -320,13 +320,15 @@ class TapeEngine:
 
             if start is source.grad_fn and target.output_nr == source.output_nr:
                 return True
-        seen: set[int] = set()
+        # next_functions hands out fresh Python wrappers of the C++ nodes: the ones visited are kept
+        # alive here, or a freed wrapper's id could be reused by another node and prune the walk.
+        seen: dict[int, Any] = {}
         stack = [start]
         while stack:
             node = stack.pop()
             if id(node) in seen:
                 continue
-            seen.add(id(node))
+            seen[id(node)] = node
             for child, nr in node.next_functions:
                 if child is None:
                     continue
