@@ -598,6 +598,7 @@ class TrainingAPI:
             check = trainer.label_check("train_on_batch")
             if check is not None:  # the step may be compiled or fused: check the labels here
                 check(None, 0, batch[1])
+                check.flush()  # on an accelerator too: the results are read below anyway, and nothing changes
             new = trainer.steps.train_step(state, batch)
         except BaseException:
             self._restore(saved)
@@ -625,6 +626,7 @@ class TrainingAPI:
             check = trainer.label_check("test_on_batch")
             if check is not None:
                 check(None, 0, batch[1])
+                check.flush()
             new = trainer.steps.test_step(state, batch)
         except BaseException:
             self._restore(saved)

@@ -66,6 +66,7 @@ def _getitem_slow(x: Tensor, key):
     if not isinstance(key, tuple):
         key = (key,)
     items: list[Any] = []  # None, Ellipsis, slices, bools, ints and index tensors
+    host_indices: dict[int, Tensor] = {}  # position in items: the index tensor's host copy (bounds checked)
     consumed = 0
     for k in key:
         if k is None or k is Ellipsis:
@@ -84,7 +85,7 @@ def _getitem_slow(x: Tensor, key):
         else:
             if getattr(type(k), "__ember_tensor__", False):
                 k = tensor_native(k, "torch")
-            t = native(k, "key", x.device)
+            t = native(k, "key", None if _on_accelerator(k) else _HOST)
             if t.dtype is torch.bool:
                 consumed += t.ndim
             elif t.dtype in INTEGER:
@@ -94,6 +95,8 @@ def _getitem_slow(x: Tensor, key):
                 raise IndexError(
                     f"getitem: arrays used as indices must be integer or bool, received dtype {dtype_name(t.dtype)}"
                 )
+            if t.dtype is torch.int64 and t.device.type == "cpu" and t.numel():
+                host_indices[len(items)] = t  # read on the host before it is sent: no device sync
             if t.device != x.device:
                 t = t.to(x.device)
             items.append(t)
@@ -125,8 +128,8 @@ def _getitem_slow(x: Tensor, key):
         else:
             if type(item) is int and not -x.shape[dim] <= item < x.shape[dim]:
                 raise IndexError(f"getitem: index {item} is out of bounds for axis {dim} with size {x.shape[dim]}")
-            if isinstance(item, Tensor) and _base.host_reads_free(x.device) and item.numel():
-                _check_bounds(item, x.shape[dim], "getitem", dim)
+            if position in host_indices:
+                _check_bounds(host_indices[position], x.shape[dim], "getitem", dim)
             dim += 1
     if flips:
         x = torch.flip(x, flips)
@@ -135,6 +138,31 @@ def _getitem_slow(x: Tensor, key):
 
 def sum_ellipsis(items) -> int:
     return len([i for i in items if i is Ellipsis])
+
+
+_HOST = torch.device("cpu")
+
+
+def _on_accelerator(indices: Any) -> bool:
+    """Whether ``indices`` are a tensor on an accelerator (reading them would wait for its queue)."""
+    if getattr(type(indices), "__ember_tensor__", False):
+        indices = tensor_native(indices, "torch")
+    return isinstance(indices, Tensor) and not _base.host_reads_free(indices.device)
+
+
+def _checked_indices(indices: Any, device: torch.device, bounds: Any) -> Tensor:
+    """Integer ``indices`` as an int64 tensor on ``device``, bounds checked where that needs no device sync.
+
+    Host data (NumPy arrays, lists, CPU tensors) is converted and checked on the host, then sent;
+    indices already on an accelerator are not read there (that would wait for every queued kernel
+    in each step): an out-of-range one trips torch's device-side assert instead.
+    ``bounds(host_indices)`` runs the checks.
+    """
+    if _on_accelerator(indices):
+        return index_tensor(indices, device)
+    host = index_tensor(indices, _HOST)
+    bounds(host)
+    return host if host.device == device else host.to(device)
 
 
 def _check_bounds(idx: Tensor, n: int, name: str, axis: int) -> None:
@@ -154,15 +182,13 @@ def _wrap(idx: Tensor, n: int) -> Tensor:
 def take(x, indices, axis=None):
     if type(x) is not Tensor:
         x = native(x)
-    idx = index_tensor(indices, x.device)
     if axis is None:
         x = x.reshape(-1)
         axis_ = 0
     else:
         axis_ = normalize_axis(axis, x.ndim)
     n = x.shape[axis_]
-    if _base.host_reads_free(x.device):
-        _check_bounds(idx, n, "take", axis_)
+    idx = _checked_indices(indices, x.device, lambda host: _check_bounds(host, n, "take", axis_))
     flat = _wrap(idx, n).reshape(-1)
     out = torch.index_select(x, axis_, flat)
     return out.reshape(x.shape[:axis_] + idx.shape + x.shape[axis_ + 1 :])
@@ -171,29 +197,29 @@ def take(x, indices, axis=None):
 def take_along_axis(x, indices, axis):
     if type(x) is not Tensor:
         x = native(x)
-    idx = index_tensor(indices, x.device)
     if axis is None:
         x = x.reshape(-1)
         axis_ = 0
     else:
         axis_ = normalize_axis(axis, x.ndim)
+    n = x.shape[axis_]
+    idx = _checked_indices(indices, x.device, lambda host: _check_bounds(host, n, "take_along_axis", axis_))
     if idx.ndim != x.ndim:
         raise ValueError(f"take_along_axis: indices of rank {idx.ndim} do not match an array of rank {x.ndim}")
-    n = x.shape[axis_]
-    if _base.host_reads_free(x.device):
-        _check_bounds(idx, n, "take_along_axis", axis_)
     return torch.take_along_dim(x, _wrap(idx, n), dim=axis_)
 
 
 def _nd_index(indices, x: Tensor, name: str) -> tuple[Tensor, ...]:
-    idx = index_tensor(indices, x.device)
+    def bounds(host: Tensor) -> None:
+        if host.ndim == 0 or host.shape[-1] > x.ndim:
+            raise ValueError(f"{name}: indices of shape {tuple(host.shape)} cannot index an array of rank {x.ndim}")
+        for axis_, part in enumerate(host.unbind(-1)):
+            _check_bounds(part, x.shape[axis_], name, axis_)
+
+    idx = _checked_indices(indices, x.device, bounds)
     if idx.ndim == 0 or idx.shape[-1] > x.ndim:
         raise ValueError(f"{name}: indices of shape {tuple(idx.shape)} cannot index an array of rank {x.ndim}")
-    parts = idx.unbind(-1)
-    if _base.host_reads_free(x.device):
-        for axis_, part in enumerate(parts):
-            _check_bounds(part, x.shape[axis_], name, axis_)
-    return tuple(parts)
+    return tuple(idx.unbind(-1))
 
 
 def gather(x, indices):

@@ -136,7 +136,7 @@ def _leaf_to_native(value: Any, argument: str) -> Any:
             raise TypeError(f"{argument} must be real numeric arrays, received dtype {name} (complex data is not "
                             "supported by fit/evaluate/predict)")
         target = _target_dtype(name)
-        return value if target is None else ops.cast(value, target)
+        return _on_staging_device(value if target is None else ops.cast(value, target))
     array = to_numpy_host(value)
     if array.dtype == object:
         raise TypeError(f"{argument} must be numeric arrays, received an array of Python objects (shape {array.shape})")
@@ -146,6 +146,13 @@ def _leaf_to_native(value: Any, argument: str) -> Any:
         raise TypeError(f"{argument} must be real numeric arrays, received dtype {array.dtype}{detail}")
     target = _target_dtype(name)
     return ops.convert_to_tensor(array, dtype=target or name, device=_staging[0])
+
+
+def _on_staging_device(array: Any) -> Any:
+    """A native array on the device data is converted on (a torch DataLoader's CPU tensors go to the
+    model's CUDA device, or stay on the host while :func:`converted_on` stages them there)."""
+    device = _staging[0] if _staging[0] is not None else ops.get_device()
+    return array if ops.get_device(array) == device else ops.to_device(array, device)
 
 
 def num_samples(value: Any) -> int:
