@@ -305,6 +305,31 @@ def _kernel_name(optimizer: Any) -> str | None:
     return getattr(optimizer, "kernel_name", None)
 
 
+def in_place_slots(optimizer: Any, params: list) -> tuple[str, ...] | None:
+    """The slots :func:`plan_in_place`/:func:`write_in_place` update, or None when they have no kernel.
+
+    ``SGD``, ``Adam`` and ``AdamW`` on any device: on the CPU the write runs tensor by tensor with
+    Python-float factors, on an accelerator with multi-tensor kernels and 0-d device factors (no
+    host read); there the parameters must share one dtype (None otherwise).
+
+    Example:
+        >>> import ember
+        >>> from ember import ops, optimizers
+        >>> from ember.backends.torch import optim
+        >>> ember.set_backend("torch")
+        >>> optim.in_place_slots(optimizers.SGD(momentum=0.9), [ops.ones((2,))])
+        ('momentum',)
+    """
+    name = _kernel_name(optimizer)
+    if name not in _KERNELS_INTO:
+        return None
+    if not _base.host_reads_free(params[0].device) and len({p.dtype for p in params}) > 1:
+        return None
+    if name == "sgd":
+        return ("momentum",) if optimizer.momentum != 0.0 else ()
+    return ("momentum", "velocity") + (("velocity_hat",) if optimizer.amsgrad else ())
+
+
 def written_slots(optimizer: Any, params: list) -> tuple[str, ...] | None:
     """The slots :func:`apply_gradients_into` writes, or None when it has no kernel for these.
 
@@ -322,11 +347,9 @@ def written_slots(optimizer: Any, params: list) -> tuple[str, ...] | None:
         >>> optim.written_slots(optimizers.RMSprop(), [ops.ones((2,))]) is None
         True
     """
-    if _kernel_name(optimizer) not in _KERNELS_INTO or any([p.device.type != "cpu" for p in params]):
+    if any([p.device.type != "cpu" for p in params]):
         return None
-    if _kernel_name(optimizer) == "sgd":
-        return ("momentum",) if optimizer.momentum != 0.0 else ()
-    return ("momentum", "velocity") + (("velocity_hat",) if optimizer.amsgrad else ())
+    return in_place_slots(optimizer, params)
 
 
 def apply_gradients_into(optimizer: Any, grads: list, params: list, slots: dict, new_params: list, new_slots: dict,
@@ -455,7 +478,7 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
         TypeError: no kernel for this optimizer on these tensors.
         ValueError: every gradient is None.
     """
-    names = written_slots(optimizer, params)
+    names = in_place_slots(optimizer, params) if params else None
     if names is None:
         raise TypeError(f"plan_in_place: no torch kernel for {type(optimizer).__name__} on these tensors; "
                         f"use apply_gradients_inplace on a copy")
@@ -466,10 +489,13 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
         g = _clip(optimizer, [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype)
                               for i in active])
     lr_s, t = _scalar(lr), _scalar(step)
-    rate = optimizer.weight_decay
-    shrink = [-lr_s * rate if rate is not None and (decay is None or decay[i]) else None for i in active]
     p = [params[i] for i in active]
     s = [[slots[name][i] for i in active] for name in names]
+    if not _base.host_reads_free(p[0].device):
+        return _plan_on_accelerator(optimizer, g, p, s, [scratch[i] for i in active], lr_s, t,
+                                    [decay is None or decay[i] for i in active], iterations)
+    rate = optimizer.weight_decay
+    shrink = [-lr_s * rate if rate is not None and (decay is None or decay[i]) else None for i in active]
     constants: tuple
     if _kernel_name(optimizer) == "sgd":
         constants = (lr_s, optimizer.momentum, bool(optimizer.nesterov))
@@ -480,12 +506,73 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
     return ("adam", p, g, s, d, shrink, constants, iterations)
 
 
+def _plan_on_accelerator(optimizer: Any, grads: Tensors, params: list, slots: list, scratch: list, lr: Scalar,
+                         t: Scalar, decayed: list, iterations: Any) -> tuple:
+    """:func:`plan_in_place` for tensors on an accelerator: every factor a 0-d tensor on the device,
+    the terms that read only the old values (decay, scaled gradients) computed here; the write is
+    multi-tensor kernels alone (:func:`_write_on_accelerator`)."""
+    with torch.no_grad():
+        dtype, device = params[0].dtype, params[0].device
+        lr, t = (value if _is_tensor(value) else torch.tensor(value, dtype=torch.float32, device=device)
+                 for value in (lr, t))
+        rate = optimizer.weight_decay
+        decaying = [param for param, flag in zip(params, decayed) if flag] if rate is not None else []
+        decay_terms = torch._foreach_mul(decaying, (-lr * rate).to(dtype)) if decaying else []
+        if _kernel_name(optimizer) == "sgd":
+            scaled = torch._foreach_mul(grads, (-lr).to(dtype))
+            constants: tuple = (optimizer.momentum, bool(optimizer.nesterov))
+            return ("sgd_foreach", params, scaled, slots, None, (decaying, decay_terms), constants, iterations)
+        negative_step = (-_step_size(optimizer, lr, t)).to(dtype)
+        constants = (1.0 - optimizer.beta_1, optimizer.beta_2, 1.0 - optimizer.beta_2, optimizer.epsilon,
+                     negative_step, bool(optimizer.amsgrad))
+        return ("adam_foreach", params, grads, slots, scratch, (decaying, decay_terms), constants, iterations)
+
+
+def _write_on_accelerator(plan: tuple) -> None:
+    """The write of an accelerator plan: ``torch._foreach_*`` kernels only (C calls, a few launches
+    for all tensors), then the step counter."""
+    kind, params, grads, slots, scratch, (decaying, decay_terms), constants, iterations = plan
+    if decaying:
+        torch._foreach_add_(decaying, decay_terms)
+    if kind == "adam_foreach":
+        w1, b2, w2, eps, negative_step, amsgrad = constants
+        m, v = slots[0], slots[1]
+        torch._foreach_lerp_(m, grads, w1)
+        torch._foreach_mul_(v, b2)
+        torch._foreach_addcmul_(v, grads, grads, value=w2)
+        if amsgrad:
+            torch._foreach_maximum_(slots[2], v)
+            v = slots[2]
+        torch._foreach_copy_(scratch, v)
+        torch._foreach_sqrt_(scratch)
+        torch._foreach_add_(scratch, eps)
+        torch._foreach_div_(scratch, negative_step)  # p - step * m / d  as  p + m / (d / -step)
+        torch._foreach_addcdiv_(params, m, scratch)
+    else:
+        momentum, nesterov = constants
+        if momentum == 0.0:
+            torch._foreach_add_(params, grads)  # grads: the gradients scaled by -lr
+        else:
+            velocity = slots[0]
+            torch._foreach_mul_(velocity, momentum)
+            torch._foreach_add_(velocity, grads)
+            if nesterov:
+                torch._foreach_add_(params, velocity, alpha=momentum)
+                torch._foreach_add_(params, grads)
+            else:
+                torch._foreach_add_(params, velocity)
+    iterations.add_(1)
+
+
 def write_in_place(plan: tuple) -> None:
     """The update of a :func:`plan_in_place` plan, in place: the same kernels (and numbers) as
     :func:`apply_gradients_inplace`, then the step counter. Only C functions run from the first
     write to the last (a held signal handler or a trace function's call event cannot stop it
     half-way); call it with gradients disabled."""
     kind, params, grads, slots, scratch, shrink, constants, iterations = plan
+    if kind.endswith("_foreach"):
+        _write_on_accelerator(plan)
+        return
     if kind == "adam":
         w1, b2, w2, eps, step_size, amsgrad = constants
         m, v = slots[0], slots[1]

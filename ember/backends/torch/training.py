@@ -7,7 +7,7 @@ Each step runs the forward pass and the losses under autograd, ``torch.autograd.
 for the trainable leaves, then ``optimizer.apply_gradients_inplace`` (``torch._foreach_*``
 kernels from :mod:`ember.backends.torch.optim`) updates params and slots under ``no_grad``;
 metrics accumulate on the device. The update is all or nothing. For ``SGD``/``Adam``/``AdamW`` on
-the CPU (no constraints, no ``ember.distribute``) it is written into the state's own tensors:
+any device (no constraints, no ``ember.distribute``) it is written into the state's own tensors:
 everything it needs is computed first (the optimizer's plan, metrics, the next state), then,
 with the signals held (:mod:`ember.backends._held_signals`), C kernels write params, slots and
 the step counter without entering any Python function, and the step returns to the loop, whose
@@ -139,7 +139,7 @@ def _clone_leaf(value: Any) -> Any:
 _OUT_OF_PLACE_MEAN_SIZE = 8192
 
 
-# fit's update for SGD/Adam/AdamW on the CPU: written in place under held signals (False: into spare tensors).
+# fit's update for SGD/Adam/AdamW: written in place under held signals (False: into spare tensors).
 _IN_PLACE_UNDER_HELD_SIGNALS = True
 
 
@@ -268,7 +268,7 @@ class _TorchSteps(_StepsBase):
         else:
             aux, grads = self._gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng, leaves)
         if (buffers is not None and self.sync is None and _IN_PLACE_UNDER_HELD_SIGNALS and not core.constraints
-                and optim.written_slots(core.optimizer, leaves) is not None):
+                and optim.in_place_slots(core.optimizer, leaves) is not None):
             return self._write_in_place(state, batch, aux, spec.unflatten(list(grads)), trainable, leaves)
         with torch.no_grad():
             optimizer, opt_state = core.optimizer, state["optimizer"]

@@ -611,7 +611,8 @@ class Optimizer:
         fast = _fast_path(backends.get_backend())
         plan = getattr(fast, "plan_in_place", None)
         leaves, treedef, grad_leaves, slots, active = self._prepare(grads, opt_state, params)
-        if plan is None or not leaves or fast.written_slots(self, leaves) is None:
+        slots_written = getattr(fast, "in_place_slots", None) or getattr(fast, "written_slots", None)
+        if plan is None or slots_written is None or not leaves or slots_written(self, leaves) is None:
             raise TypeError(f"{type(self).__name__}.plan_in_place: no in-place kernel on the "
                             f"{backends.get_backend()} backend for these arrays; use apply_gradients")
         iterations = opt_state["iterations"]
