@@ -1,6 +1,12 @@
-"""Shared fixtures: one ``backend`` fixture parametrizes a test over every backend."""
+"""Shared fixtures: one ``backend`` fixture parametrizes a test over every backend.
+
+``EMBER_TEST_TORCH_DEVICE=cuda`` runs the whole suite with torch's default device set to that
+device (the suite on a GPU); unset, torch creates arrays on the CPU as usual.
+"""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -37,6 +43,40 @@ def torch_backend():
 def mlx_backend():
     """For tests of MLX-only behaviour (operator patching): activate MLX."""
     yield from _activate("mlx")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _torch_test_device():
+    """Put torch's new arrays on ``$EMBER_TEST_TORCH_DEVICE`` for the whole session, if set.
+
+    On CUDA, torch runs cuDNN convolutions and RNNs in TF32 by default (10-bit mantissas); the
+    suite compares float32 results with float32 tolerances, so it turns TF32 off for itself
+    (Ember leaves torch's setting alone for users: ARCHITECTURE.md, "Devices").
+    """
+    device = os.environ.get("EMBER_TEST_TORCH_DEVICE")
+    if device and backends.is_installed("torch"):
+        backends.set_default_device(device, backend="torch")
+    if backends.is_installed("torch") and backends.default_device("torch") != "cpu":
+        import torch  # here: the suite also runs without torch installed
+
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+
+
+@pytest.fixture
+def torch_on_cpu():
+    """Torch's default device set to the CPU for one test (restored after), for behaviour that is
+    the CPU's by design; the CUDA side of it is tested in tests/test_cuda.py."""
+    if not backends.is_installed("torch"):
+        yield
+        return
+    previous = backends.default_device("torch")
+    backends.set_default_device("cpu", backend="torch")
+    try:
+        yield
+    finally:
+        backends.set_default_device(previous, backend="torch")
 
 
 @pytest.fixture(autouse=True)

@@ -197,3 +197,40 @@ def test_mixed_bfloat16_trains_on_cuda(cuda):
         ember.mixed_precision.set_global_policy(previous)
     losses = history.history["loss"]
     assert np.isfinite(losses).all() and losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("name", ["take", "take_along_axis", "gather", "getitem", "scatter", "scatter_update"])
+def test_host_indices_out_of_range_raise_on_cuda_and_the_device_stays_usable(cuda, name):
+    """Host indices are checked on the host before they are sent (no device sync, no device-side
+    assert, which would leave the process's CUDA context unusable)."""
+    from tests.ops.test_bad_input import _OUT_OF_BOUNDS
+
+    with pytest.raises(IndexError, match=r"out of bounds for axis \d with size \d"):
+        _OUT_OF_BOUNDS[name](lambda values: np.asarray(values, dtype=np.int32))
+    assert ops.to_numpy(ops.add(ops.ones((2,)), 1.0)).tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("optimizer", [lambda: ember.optimizers.AdamW(0.01, weight_decay=0.1, amsgrad=True),
+                                       lambda: ember.optimizers.SGD(0.05, momentum=0.9, nesterov=True,
+                                                                    weight_decay=0.01)],
+                         ids=["adamw_amsgrad", "sgd_nesterov_decay"])
+def test_fit_writes_the_update_in_place_on_cuda_with_multi_tensor_kernels(cuda, optimizer, monkeypatch):
+    """fit's update on CUDA goes straight into the state's tensors (no second copy of params and
+    slots), all or nothing under held signals as on the CPU, with the CPU's numbers."""
+    from ember.backends.torch import optim
+
+    kinds = []
+    write = optim.write_in_place
+    monkeypatch.setattr(optim, "write_in_place", lambda plan: kinds.append(plan[0]) or write(plan))
+    x, y = _data()
+
+    def train():
+        model = _model(optimizer=optimizer())
+        model.fit(x, y, batch_size=8, epochs=2, verbose=0)
+        return _weights(model)
+
+    on_gpu = train()
+    assert set(kinds) == {"adam_foreach" if "adam" in repr(optimizer()).lower() else "sgd_foreach"}
+    assert len(kinds) == 10  # 5 steps per epoch, 2 epochs
+    for a, b in zip(on_gpu, _on_cpu(train)):
+        np.testing.assert_allclose(a, b, **CROSS_DEVICE)

@@ -200,7 +200,7 @@ def test_hessian_vector_product_of_mlp_loss(backend):
     ref = ((torch.tanh(xt @ w1t + t["b1"]) @ t["w2"] + t["b2"] - yt) ** 2).mean()
     (gt,) = torch.autograd.grad(ref, w1t, create_graph=True)
     (expected,) = torch.autograd.grad((gt * vt).sum(), w1t)
-    close(g, gt.detach().numpy())
+    close(g, gt.detach().cpu().numpy())
     close(hvp, expected.numpy())
 
 

@@ -429,7 +429,7 @@ def test_hessian_vector_product_of_an_mlp_matches_torch_double_backward():
     tgrads = torch.autograd.grad(tloss, tparams, create_graph=True)
     thvp = torch.autograd.grad(tgrads, tparams, grad_outputs=[torch.tensor(v) for v in vectors])
     for got, g, want, tg in zip(hvp, grads, thvp, tgrads):
-        np.testing.assert_allclose(np.asarray(g), tg.detach().numpy(), **EXACT)
+        np.testing.assert_allclose(np.asarray(g), tg.detach().cpu().numpy(), **EXACT)
         np.testing.assert_allclose(got, want.numpy(), **EXACT)
 
 
@@ -488,5 +488,5 @@ def test_second_order_rules_match_torch_double_backward(name, fn, torch_fn):
     xt = torch.tensor(x, requires_grad=True)
     (gt,) = torch.autograd.grad((torch_fn(xt) * torch.tensor(weights)).sum(), xt, create_graph=True)
     (hvp_t,) = torch.autograd.grad(gt, xt, grad_outputs=torch.tensor(v))
-    np.testing.assert_allclose(np.asarray(g), gt.detach().numpy(), **EXACT)
+    np.testing.assert_allclose(np.asarray(g), gt.detach().cpu().numpy(), **EXACT)
     np.testing.assert_allclose(hvp, hvp_t.numpy(), rtol=1e-9, atol=1e-11)

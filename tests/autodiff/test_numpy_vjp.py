@@ -105,7 +105,7 @@ def check(fn, torch_fn, inputs, tol=EXACT, seed=0, outputs_used=None):
     if outputs_used is not None:
         t_out = [t_out[i] for i in outputs_used]
     for o, t in zip(outs, t_out):
-        np.testing.assert_allclose(np.asarray(o), t.detach().numpy(), rtol=1e-9, atol=1e-11,
+        np.testing.assert_allclose(np.asarray(o), t.detach().cpu().numpy(), rtol=1e-9, atol=1e-11,
                                    err_msg="forward values differ from the torch reference")
     t_leaves = _torch_leaves(t_inputs)
     expected = torch.autograd.grad(t_out, t_leaves, grad_outputs=[torch.tensor(c) for c in cotangents],

@@ -392,7 +392,7 @@ def test_hessian_vector_product(backend):
     at, vt = torch.tensor(av, dtype=torch.float64), torch.tensor(vv, dtype=torch.float64)
     (gt,) = torch.autograd.grad(torch.tanh(at @ xt).square().sum(), xt, create_graph=True)
     (expected,) = torch.autograd.grad((gt * vt).sum(), xt)
-    close(g, gt.detach().numpy())
+    close(g, gt.detach().cpu().numpy())
     close(hvp, expected.numpy())
 
 

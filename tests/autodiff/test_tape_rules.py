@@ -113,7 +113,9 @@ def test_non_scalar_targets_are_summed_on_every_backend(backend):
 
 
 @pytest.mark.parametrize("when", ["before", "after"])
-def test_a_target_computed_outside_the_tape_raises_the_same_error(backend, when):
+def test_a_target_computed_outside_the_tape_raises_the_same_error(backend, when, torch_on_cpu):
+    # torch checks this on the CPU only (TorchTape._made_here: on CUDA, create_graph makes nodes in
+    # device threads numbered apart), hence torch_on_cpu.
     x = ops.convert_to_tensor(np.array([1.0, 2.0], np.float32))
     outside = None
     if when == "before":

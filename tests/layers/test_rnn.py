@@ -19,7 +19,7 @@ from ember import layers, ops
 from ember.autodiff import value_and_grad
 from ember.layers.rnn.cell import RNNCell
 from ember.saving import register_serializable
-from tests.helpers import assert_close, float64_device
+from tests.helpers import assert_close_recurrent, float64_device
 from tests.layers import rnn_reference as ref
 from tests.layers.layer_test import GRAD_ATOL, GRAD_RTOL, run_layer_test
 
@@ -116,10 +116,10 @@ def test_matches_torch_sequences_and_states(backend, kind):
     module = ref.torch_module(kind, _numpy(state["params"]), 4, 5)
     t_seq, t_states = module(torch.from_numpy(x.astype(np.float64)))
     t_states = list(t_states) if kind == "lstm" else [t_states]
-    assert_close(seq, t_seq.detach().numpy())
+    assert_close_recurrent(seq, t_seq.detach().cpu().numpy())
     assert len(states) == N_STATES[kind]
     for got, expected in zip(states, t_states):
-        assert_close(got, expected.detach().numpy()[0])
+        assert_close_recurrent(got, expected.detach().cpu().numpy()[0])
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
@@ -136,9 +136,9 @@ def test_matches_torch_go_backwards_and_initial_state(backend, kind):
     t_seq, t_states = module(torch.from_numpy(x[:, ::-1].astype(np.float64).copy()),
                              tuple(h0) if kind == "lstm" else h0[0])
     t_states = list(t_states) if kind == "lstm" else [t_states]
-    assert_close(seq, t_seq.detach().numpy())
+    assert_close_recurrent(seq, t_seq.detach().cpu().numpy())
     for got, expected in zip(states, t_states):
-        assert_close(got, expected.detach().numpy()[0])
+        assert_close_recurrent(got, expected.detach().cpu().numpy()[0])
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
@@ -155,9 +155,9 @@ def test_right_padded_mask_matches_torch_packed_sequences(backend, kind):
     _, t_states = module(packed)
     t_states = list(t_states) if kind == "lstm" else [t_states]
     # The output at a masked step repeats the last real output = the final h.
-    assert_close(last, t_states[0].detach().numpy()[0])
+    assert_close_recurrent(last, t_states[0].detach().cpu().numpy()[0])
     for got, expected in zip(states, t_states):
-        assert_close(got, expected.detach().numpy()[0])
+        assert_close_recurrent(got, expected.detach().cpu().numpy()[0])
 
 
 @pytest.mark.parametrize("kind", ["simple_rnn", "lstm", "gru"])
@@ -175,8 +175,8 @@ def test_gradients_match_torch_autograd(backend, kind):
     (module(tx)[0] ** 2).sum().backward()
     expected = ref.torch_grads_in_keras_layout(kind, module, 5)
     for name, value in expected.items():
-        assert_close(grads[name], value, rtol=GRAD_RTOL, atol=GRAD_ATOL, err_msg=name)
-    assert_close(grad_x, tx.grad.numpy(), rtol=GRAD_RTOL, atol=GRAD_ATOL)
+        assert_close_recurrent(grads[name], value, rtol=GRAD_RTOL, atol=GRAD_ATOL, err_msg=name)
+    assert_close_recurrent(grad_x, tx.grad.numpy(), rtol=GRAD_RTOL, atol=GRAD_ATOL)
 
 
 @pytest.mark.parametrize("kind", ["simple_rnn", "lstm", "gru"])
@@ -187,7 +187,7 @@ def test_float64(backend, kind):
         state = layer.build((None, 4, 3), seed=0)
         got = layer.apply(state, ops.convert_to_tensor(x))[0]
         expected = ref.run(STEPS[kind], _numpy(state["params"]), x, _zeros(2, 3, kind))[0]
-        assert_close(got, expected, rtol=1e-10, atol=1e-12, dtype="float64")
+        assert_close_recurrent(got, expected, rtol=1e-10, atol=1e-12, dtype="float64")
 
 
 # --------------------------------------------------------------------------- masking
@@ -207,15 +207,15 @@ def test_arbitrary_mask_keeps_state_and_output(backend, kind):
             e_seq, _, e_states = ref.run(STEPS[kind], _numpy(state["params"]), x.astype(np.float64),
                                          _zeros(3, 3, kind), mask=mask, go_backwards=go_backwards,
                                          zero_output=zero_output)
-            assert_close(seq, e_seq)
+            assert_close_recurrent(seq, e_seq)
             for got, expected in zip(states, e_states):
-                assert_close(got, expected)
+                assert_close_recurrent(got, expected)
     # A numeric mask means "nonzero"; the last output repeats the last real step's.
     layer = LAYERS[kind](3)
     state = layer.build((None, 5, 4), seed=1)
     a = layer.apply(state, ops.convert_to_tensor(x), mask=ops.convert_to_tensor(mask.astype(np.float32)))[0]
     b = layer.apply(state, ops.convert_to_tensor(x[:, :4]), mask=ops.convert_to_tensor(mask[:, :4]))[0]
-    assert_close(ops.getitem(a, 2), ops.to_numpy(b)[2])
+    assert_close_recurrent(ops.getitem(a, 2), ops.to_numpy(b)[2])
 
 
 def test_masking_lstm_across_backends():
@@ -247,7 +247,7 @@ def test_mask_gradients_match_finite_differences(backend):
             plus[key][index] += eps
             minus[key][index] -= eps
             numeric[index] = (f(plus) - f(minus)) / (2 * eps)
-        assert_close(grads[key], numeric, rtol=GRAD_RTOL, atol=GRAD_ATOL, err_msg=f"{backend} {key}")
+        assert_close_recurrent(grads[key], numeric, rtol=GRAD_RTOL, atol=GRAD_ATOL, err_msg=f"{backend} {key}")
 
 
 # --------------------------------------------------------------------------- dropout
@@ -269,7 +269,7 @@ def test_dropout_masks_are_shared_across_time(backend):
     np.testing.assert_array_equal(y, again)
     other = ops.to_numpy(layer.apply(state, ops.convert_to_tensor(x), training=True, rng=4)[0])
     assert not np.array_equal(y, other)
-    assert_close(layer.apply(state, ops.convert_to_tensor(x))[0], x)  # inference: no dropout
+    assert_close_recurrent(layer.apply(state, ops.convert_to_tensor(x))[0], x)  # inference: no dropout
     seeded = layer.replace(seed=9)
     a = ops.to_numpy(seeded.apply(state, ops.convert_to_tensor(x), training=True)[0])
     np.testing.assert_array_equal(a, ops.to_numpy(seeded.apply(state, ops.convert_to_tensor(x), training=True)[0]))
@@ -324,14 +324,14 @@ def test_rnn_passes_timespans(backend):
     x = np.ones((2, 3, 2), np.float32)
     rnn = layers.RNN(_TimeCell(), return_sequences=True)
     state = rnn.build((None, 3, 2))
-    assert_close(rnn.apply(state, ops.convert_to_tensor(x))[0], np.cumsum(x, axis=1))  # default 1.0
+    assert_close_recurrent(rnn.apply(state, ops.convert_to_tensor(x))[0], np.cumsum(x, axis=1))  # default 1.0
     spans = np.array([[0.5, 1.0, 2.0], [1.0, 3.0, 0.25]], np.float32)
     expected = np.cumsum(x * spans[..., None], axis=1)
-    assert_close(rnn.apply(state, ops.convert_to_tensor(x), timespans=ops.convert_to_tensor(spans))[0], expected)
-    assert_close(rnn.apply(state, ops.convert_to_tensor(x), timespans=ops.convert_to_tensor(spans[..., None]))[0],
-                 expected)
+    for timespans in (spans, spans[..., None]):
+        got = rnn.apply(state, ops.convert_to_tensor(x), timespans=ops.convert_to_tensor(timespans))[0]
+        assert_close_recurrent(got, expected)
     backwards = layers.RNN(_TimeCell(), go_backwards=True)
-    assert_close(backwards.apply(state, ops.convert_to_tensor(x), timespans=ops.convert_to_tensor(spans))[0],
+    assert_close_recurrent(backwards.apply(state, ops.convert_to_tensor(x), timespans=ops.convert_to_tensor(spans))[0],
                  expected[:, -1])
     with pytest.raises(ValueError, match="timespans must have shape"):
         rnn.apply(state, ops.convert_to_tensor(x), timespans=ops.ones((2, 4)))
@@ -368,7 +368,7 @@ class _DuckCell(ember.layers.Layer):
 def test_rnn_runs_protocol_cells_without_the_base_class(backend):
     x = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
     rnn = layers.RNN(_DuckCell(), return_sequences=True)
-    assert_close(rnn.apply(rnn.build((None, 3, 2)), ops.convert_to_tensor(x))[0], np.cumsum(x, axis=1))
+    assert_close_recurrent(rnn.apply(rnn.build((None, 3, 2)), ops.convert_to_tensor(x))[0], np.cumsum(x, axis=1))
 
 
 def test_functional_timespans_and_mask_inputs(backend):
@@ -381,9 +381,9 @@ def test_functional_timespans_and_mask_inputs(backend):
     spans = np.array([[0.5, 1.0, 2.0], [1.0, 3.0, 0.25]], np.float32)
     mask = np.array([[True, False, True], [True, True, True]])
     expected = np.cumsum(x * (spans * mask)[..., None], axis=1)
-    assert_close(model.apply(state, [x, spans, mask])[0], expected)
+    assert_close_recurrent(model.apply(state, [x, spans, mask])[0], expected)
     rebuilt = ember.Model.from_config(model.get_config())
-    assert_close(rebuilt.apply(state, [x, spans, mask])[0], expected)
+    assert_close_recurrent(rebuilt.apply(state, [x, spans, mask])[0], expected)
 
 
 def test_rnn_generic_cell_and_time_major(backend):
@@ -392,14 +392,14 @@ def test_rnn_generic_cell_and_time_major(backend):
     batch_major = layers.RNN(cell, return_sequences=True)
     state = batch_major.build((None, 4, 3), seed=0)
     expected = ref.run(ref.gru_step, _numpy(state["params"]), x.astype(np.float64), [np.zeros((2, 3))])[0]
-    assert_close(batch_major.apply(state, ops.convert_to_tensor(x))[0], expected)
+    assert_close_recurrent(batch_major.apply(state, ops.convert_to_tensor(x))[0], expected)
     time_major = layers.RNN(cell, return_sequences=True, time_major=True)
     assert time_major.compute_output_shape((4, None, 3)) == (4, None, 3)
     got = time_major.apply(time_major.build((4, None, 3), seed=0), ops.convert_to_tensor(np.swapaxes(x, 0, 1)))[0]
-    assert_close(got, np.swapaxes(expected, 0, 1))
+    assert_close_recurrent(got, np.swapaxes(expected, 0, 1))
     # The cell's step protocol on its own.
     h, states = cell.step(state["params"], ops.convert_to_tensor(x[:, 0]), cell.get_initial_state(2))
-    assert_close(h, expected[:, 0])
+    assert_close_recurrent(h, expected[:, 0])
     assert cell.state_size == 3 and cell.output_size == 3 and len(states) == 1
 
 
@@ -415,10 +415,10 @@ def test_functional_initial_state_and_config_round_trip(backend):
     h0, c0 = (rng.normal(size=(2, 3)).astype(np.float32) for _ in range(2))
     got = model.apply(state, [x, h0, c0])[0]
     expected = ref.run(ref.lstm_step, _numpy(state["params"]["lstm"]), x.astype(np.float64), [h0, c0])
-    assert_close(got[0], expected[1])
-    assert_close(got[2], expected[2][1])
+    assert_close_recurrent(got[0], expected[1])
+    assert_close_recurrent(got[2], expected[2][1])
     rebuilt = ember.Model.from_config(model.get_config())
-    assert_close(rebuilt.apply(state, [x, h0, c0])[0][1], ops.to_numpy(got[1]))
+    assert_close_recurrent(rebuilt.apply(state, [x, h0, c0])[0][1], ops.to_numpy(got[1]))
 
 
 def test_sequential_stack(backend):

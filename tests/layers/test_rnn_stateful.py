@@ -37,7 +37,7 @@ def keras_stateful_lstm():
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input(batch_shape=(BATCH, CHUNK, FEATURES)),
                               keras.layers.LSTM(UNITS, return_sequences=True, stateful=True)])
-    outputs = [np.asarray(model(chunk).detach().numpy()) for chunk in _chunks(_series())]
+    outputs = [np.asarray(model(chunk).detach().cpu().numpy()) for chunk in _chunks(_series())]
     return [np.asarray(w) for w in model.get_weights()], np.concatenate(outputs, axis=1)
 
 
@@ -120,7 +120,7 @@ def test_stateful_model_files(backend, keras_stateful_lstm, tmp_path):
     assert_close(from_keras_file(x[:, :CHUNK]), expected[:, :CHUNK])
     in_keras = keras.saving.load_model(tmp_path / "m.keras")
     assert in_keras.layers[0].stateful and len(in_keras.weights) == 3
-    np.testing.assert_allclose(in_keras(x[:, :CHUNK]).detach().numpy(), expected[:, :CHUNK], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(in_keras(x[:, :CHUNK]).detach().cpu().numpy(), expected[:, :CHUNK], rtol=1e-5, atol=1e-6)
 
 
 def test_stateful_training_runs_and_learns(backend):
@@ -196,8 +196,8 @@ def keras_nested():
     keras.utils.set_random_seed(0)
     layer = keras.layers.RNN(_nested_cell_class(keras, keras.ops)(3, 2), return_sequences=True, return_state=True)
     out = layer(x, initial_state=initial)
-    numpy = [np.asarray(out[0].detach().numpy()), np.asarray(out[1].detach().numpy()),
-             [np.asarray(t.detach().numpy()) for t in out[2]]]
+    numpy = [np.asarray(out[0].detach().cpu().numpy()), np.asarray(out[1].detach().cpu().numpy()),
+             [np.asarray(t.detach().cpu().numpy()) for t in out[2]]]
     return x, initial, [np.asarray(w) for w in layer.get_weights()], numpy
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import ember
 from ember import layers, ops
-from tests.helpers import assert_close
+from tests.helpers import assert_close_recurrent
 from tests.layers import rnn_reference as ref
 from tests.layers.layer_test import run_layer_test
 
@@ -50,13 +50,13 @@ def test_bidirectional_matches_torch(backend, kind):
     module = ref.torch_module(kind, _numpy(state["params"][f"forward_{kind}"]), 4, 5,
                               bidirectional_params=_numpy(state["params"][f"backward_{kind}"]))
     t_seq, t_states = module(torch.from_numpy(x.astype(np.float64)))
-    assert_close(seq, t_seq.detach().numpy())  # torch also concatenates [forward, backward]
+    assert_close_recurrent(seq, t_seq.detach().cpu().numpy())  # torch also concatenates [forward, backward]
     t_states = list(t_states) if kind == "lstm" else [t_states]
     # Keras order: forward states, then backward; torch stacks directions on axis 0.
-    expected = [s.detach().numpy()[0] for s in t_states] + [s.detach().numpy()[1] for s in t_states]
+    expected = [s.detach().cpu().numpy()[0] for s in t_states] + [s.detach().cpu().numpy()[1] for s in t_states]
     assert len(states) == len(expected)
     for got, want in zip(states, expected):
-        assert_close(got, want)
+        assert_close_recurrent(got, want)
 
 
 @pytest.mark.parametrize("merge_mode", ["sum", "mul", "ave", None])
@@ -76,7 +76,7 @@ def test_bidirectional_merge_modes_and_states(backend, merge_mode):
     assert bi.compute_output_shape((None, 4, 3)) == [(None, 3)] * len(expected)
     assert len(outputs) == len(expected)
     for got, want in zip(outputs, expected):
-        assert_close(got, want)
+        assert_close_recurrent(got, want)
 
 
 def test_bidirectional_mask_zeroes_masked_outputs(backend):
@@ -90,8 +90,8 @@ def test_bidirectional_mask_zeroes_masked_outputs(backend):
     f = ref.run(ref.lstm_step, _numpy(p["forward_lstm"]), x.astype(np.float64), zeros, mask=mask, zero_output=True)[0]
     b = ref.run(ref.lstm_step, _numpy(p["backward_lstm"]), x.astype(np.float64), zeros, mask=mask,
                 go_backwards=True, zero_output=True)[0]
-    assert_close(forward, f)
-    assert_close(backward, b[:, ::-1])
+    assert_close_recurrent(forward, f)
+    assert_close_recurrent(backward, b[:, ::-1])
     assert np.all(ops.to_numpy(forward)[~mask] == 0)
     assert bi.compute_mask(None, ops.convert_to_tensor(mask))[0] is not None
 
@@ -144,7 +144,7 @@ def test_time_distributed_rank4_and_masks(backend):
     got = td.apply(state, ops.convert_to_tensor(x), mask=ops.convert_to_tensor(mask))[0]
     flat = inner.apply(state, ops.convert_to_tensor(x.reshape(6, 4, 2)),
                        mask=ops.convert_to_tensor(mask.reshape(6, 4)))[0]
-    assert_close(got, ops.to_numpy(flat).reshape(2, 3, 2))
+    assert_close_recurrent(got, ops.to_numpy(flat).reshape(2, 3, 2))
     with pytest.raises(ValueError, match="td_bad.*rank >= 3"):
         layers.TimeDistributed(layers.Dense(2), name="td_bad")(ember.Input((4,)))
     with pytest.raises(TypeError, match="td_bad: layer must be a Layer"):
@@ -169,7 +169,7 @@ def test_masking_mask_value_and_compute_mask(backend):
     mask = masking.compute_mask(ops.convert_to_tensor(x))
     np.testing.assert_array_equal(ops.to_numpy(mask), [[True, False, True]])
     y = masking.apply(masking.build((None, 3, 2)), ops.convert_to_tensor(x))[0]
-    assert_close(y, [[[1.0, 1.0], [0.0, 0.0], [2.0, -1.0]]])
+    assert_close_recurrent(y, [[[1.0, 1.0], [0.0, 0.0], [2.0, -1.0]]])
     with pytest.raises(TypeError, match="masking_bad: mask_value must be a number"):
         layers.Masking("0", name="masking_bad")
 
@@ -193,7 +193,7 @@ def test_sequential_masking_reaches_lstm(backend):
     seq = lstm.apply({"params": state["params"]["lstm"], "buffers": {}}, ops.convert_to_tensor(x), mask=m)[0]
     gru = model.get_layer("gru")
     expected = gru.apply({"params": state["params"]["gru"], "buffers": {}}, seq, mask=m)[0]
-    assert_close(got, ops.to_numpy(expected))
+    assert_close_recurrent(got, ops.to_numpy(expected))
     unmasked = gru.apply({"params": state["params"]["gru"], "buffers": {}}, seq)[0]
     assert not np.allclose(ops.to_numpy(got), ops.to_numpy(unmasked))
 
@@ -213,12 +213,12 @@ def test_functional_embedding_mask_reaches_bidirectional(backend):
     bi, top = model.get_layer("bi"), model.get_layer("top")
     seq = bi.apply({"params": p["bi"], "buffers": {}}, vectors, mask=mask)[0]
     expected = top.apply({"params": p["top"], "buffers": {}}, seq, mask=mask)[0]
-    assert_close(got, ops.to_numpy(expected))
+    assert_close_recurrent(got, ops.to_numpy(expected))
     # Without the mask the padded rows would come out differently.
     unmasked_seq = bi.apply({"params": p["bi"], "buffers": {}}, vectors)[0]
     unmasked = top.apply({"params": p["top"], "buffers": {}}, unmasked_seq)[0]
     assert not np.allclose(ops.to_numpy(got)[:2], ops.to_numpy(unmasked)[:2])
-    assert_close(ops.getitem(got, 2), ops.to_numpy(unmasked)[2])  # the unpadded row agrees
+    assert_close_recurrent(ops.getitem(got, 2), ops.to_numpy(unmasked)[2])  # the unpadded row agrees
 
 
 def test_model_mask_stops_at_non_sequence_output(backend):
@@ -282,7 +282,7 @@ def test_wrappers_pass_the_inner_penalties(backend):
     losses = model.regularization_losses(params)
     assert len(losses) == len(expected)
     for got, want in zip(losses, expected):
-        assert_close(got, want)
+        assert_close_recurrent(got, want)
     assert bi.replace(trainable=False).regularization_losses(params["bi"]) == []
     assert td.replace(trainable=False).regularization_losses(params["td"]) == []
 
@@ -293,8 +293,8 @@ def test_wrappers_pass_the_inner_penalties(backend):
     f_seq = ref.run(ref.lstm_step, forward, x, zeros)[0]
     b_seq = ref.run(ref.lstm_step, backward, x, zeros, go_backwards=True)[0]
     assert len(activity) == 2
-    assert_close(activity[0], 0.5 * np.sum(f_seq ** 2))
-    assert_close(activity[1], 0.5 * np.sum(b_seq ** 2))
+    assert_close_recurrent(activity[0], 0.5 * np.sum(f_seq ** 2))
+    assert_close_recurrent(activity[1], 0.5 * np.sum(b_seq ** 2))
 
 
 # ------------------------------------------------------------------ ConvLSTM (issue 19)

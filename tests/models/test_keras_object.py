@@ -132,7 +132,7 @@ def test_linear_with_add_weight_matches_keras(backend):
     y = layer(x)
     reference = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4)])
     reference.set_weights(layer.get_weights())
-    np.testing.assert_allclose(_np(y), reference(x).detach().numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(_np(y), reference(x).detach().cpu().numpy(), rtol=RTOL, atol=ATOL)
     assert [w.path for w in layer.weights] == ["w", "b"]
     w, b = (np.asarray(v, np.float64) for v in layer.get_weights())
     np.testing.assert_allclose(_np(y), x.astype(np.float64) @ w + b, rtol=RTOL, atol=ATOL)
@@ -200,7 +200,7 @@ def test_mlp_block_matches_keras_and_reports_weight_penalties(backend):
     assert [w.path for w in block.weights] == ["linear_1/kernel", "linear_1/bias", "linear_2/kernel", "linear_2/bias"]
     reference = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
     reference.set_weights(block.get_weights())
-    np.testing.assert_allclose(_np(y), reference(x).detach().numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(_np(y), reference(x).detach().cpu().numpy(), rtol=RTOL, atol=ATOL)
     kernels = [np.asarray(w, np.float64) for w in block.get_weights()[0::2]]
     expected = sum(0.01 * float(np.sum(k ** 2)) for k in kernels)
     assert sum(float(_np(v)) for v in block.losses) == pytest.approx(expected, rel=RTOL)
@@ -448,7 +448,7 @@ def test_count_params_counts_every_weight_as_keras(backend):
     assert [w.shape for w in model.non_trainable_weights] == [tuple(w.shape) for w in reference.non_trainable_weights]
     reference.set_weights(model.get_weights())
     x = _data((5, 3))
-    np.testing.assert_allclose(_np(model(x)), reference(x, training=False).detach().numpy(), rtol=RTOL, atol=1e-5)
+    np.testing.assert_allclose(_np(model(x)), reference(x, training=False).detach().cpu().numpy(), rtol=RTOL, atol=1e-5)
 
 
 def test_keras_style_layer_build_then_custom_loop(backend):

@@ -164,10 +164,16 @@ _OUT_OF_BOUNDS = {
 
 @pytest.mark.parametrize("name", sorted(_OUT_OF_BOUNDS))
 @pytest.mark.parametrize("where", ["host", "native"])
-def test_out_of_bounds_indices_are_index_errors(backend, name, where):
+def test_out_of_bounds_indices_are_index_errors(backend, name, where, request):
     """Every backend refuses an index outside [-size, size) (MLX itself would read or write
-    out-of-bounds memory), whether the indices are host data or the backend's own array."""
+    out-of-bounds memory), whether the indices are host data or the backend's own array.
+
+    Torch reads its own arrays' indices only on the CPU (on CUDA that would wait for the device in
+    every step; torch's device-side assert reports them there), so "native" runs torch on the CPU;
+    host indices are checked on every device (tests/test_cuda.py)."""
     ember.set_backend(backend)
+    if where == "native":
+        request.getfixturevalue("torch_on_cpu")
 
     def indices(values):
         values = np.asarray(values, dtype=np.int32)

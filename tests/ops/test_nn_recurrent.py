@@ -23,7 +23,7 @@ import pytest
 import ember
 from ember import ops
 from ember.ops import _composite
-from tests.helpers import assert_close, float64_device
+from tests.helpers import assert_close_recurrent, float64_device
 
 torch = pytest.importorskip("torch")  # the gradient reference, not the code under test
 
@@ -95,7 +95,7 @@ def test_matches_reference(backend, kind, go_backwards, time_major, use_bias):
     expected[0] = np.swapaxes(expected[0], 0, 1) if time_major else expected[0]
     assert len(got) == 1 + N_STATES[kind]
     for i, (g, e) in enumerate(zip(got, expected)):
-        assert_close(g, e, err_msg=f"output {i}")
+        assert_close_recurrent(g, e, err_msg=f"output {i}")
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
@@ -105,7 +105,7 @@ def test_float64(backend, kind):
         n = lambda v: _native(v, np.float64)  # noqa: E731
         got = _call(kind, n(x), [n(s) for s in states], n(kernel), n(recurrent), n(bias))
         for g, e in zip(got, reference(kind, x, states, kernel, recurrent, bias)):
-            assert_close(g, e, rtol=1e-10, atol=1e-12, dtype="float64")
+            assert_close_recurrent(g, e, rtol=1e-10, atol=1e-12, dtype="float64")
 
 
 def _rzn(w):
@@ -153,7 +153,7 @@ def test_gradients_match_torch_autograd(backend, kind, go_backwards):
     grads = tape.gradient(loss, arrays)
     names = ["inputs", *[f"state {i}" for i in range(n)], "kernel", "recurrent_kernel", "bias"]
     for name, got, expected in zip(names, grads, _torch_grads(kind, operands, weights, go_backwards)):
-        assert_close(got, expected, rtol=GRAD_RTOL, atol=GRAD_ATOL, err_msg=f"{kind} {name}")
+        assert_close_recurrent(got, expected, rtol=GRAD_RTOL, atol=GRAD_ATOL, err_msg=f"{kind} {name}")
 
 
 # Where each op is native: torch has fused kernels for both, NumPy a native LSTM (with its
@@ -201,8 +201,8 @@ def test_numpy_lstm_rule_second_order_matches_composite(go_backwards):
 
     native_grad, native_hvp = hvp(lambda *a, **k: ops.nn.lstm(*a, **k))  # looked up inside the tapes
     composite_grad, composite_hvp = hvp(_composite.lstm)
-    assert_close(native_grad, ops.to_numpy(composite_grad), rtol=1e-10, atol=1e-12, dtype="float64")
-    assert_close(native_hvp, ops.to_numpy(composite_hvp), rtol=1e-9, atol=1e-11, dtype="float64")
+    assert_close_recurrent(native_grad, ops.to_numpy(composite_grad), rtol=1e-10, atol=1e-12, dtype="float64")
+    assert_close_recurrent(native_hvp, ops.to_numpy(composite_hvp), rtol=1e-9, atol=1e-11, dtype="float64")
 
 
 def test_bad_input(backend):

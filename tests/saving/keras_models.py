@@ -67,8 +67,8 @@ def trained(name):
     keras.utils.set_random_seed(0)
     model, x = MODELS[name]()
     outputs = model(x)
-    targets = [np.asarray(o.detach()) + 0.5 for o in outputs] if isinstance(outputs, list) \
-        else np.asarray(outputs.detach()) + 0.5
+    targets = [np.asarray(o.detach().cpu()) + 0.5 for o in outputs] if isinstance(outputs, list) \
+        else np.asarray(outputs.detach().cpu()) + 0.5
     model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
     model.fit(x, targets, epochs=2, batch_size=4, verbose=0)
     return model, x

@@ -92,7 +92,7 @@ def test_flatten_and_unflatten_keep_no_leaf_alive():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_reader_reads_into_the_active_backends_arrays(backend, tmp_path, dtype):
+def test_reader_reads_into_the_active_backends_arrays(backend, tmp_path, dtype, torch_on_cpu):
     model = ember.Sequential([ember.Input((4,)), layers.Dense(6, name="hidden", dtype=dtype)])
     model.build(seed=0)
     path = tmp_path / "weights.h5"

@@ -207,9 +207,10 @@ def test_mid_epoch_checkpoint_resumes_bit_exactly_in_a_new_process(tmp_path, bac
     assert (progress["epoch"], progress["step"]) == (1, 2)
     np.savez(tmp_path / "data.npz", x=X, y=Y)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path_entries = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))  # keep the caller's too
     result = subprocess.run([sys.executable, "-c", _RESUME_SCRIPT, backend, str(tmp_path / "data.npz"), str(path),
                              "1", str(tmp_path / "out.npz")], capture_output=True, text=True, timeout=300,
-                            cwd=root, env={**os.environ, "PYTHONPATH": root}, check=False)
+                            cwd=root, env={**os.environ, "PYTHONPATH": path_entries}, check=False)
     assert result.returncode == 0, result.stderr
     resumed = np.load(tmp_path / "out.npz")
     expected = {"/".join(k): v for k, v in zip(*optree.tree_flatten_with_path(to_numpy_tree(

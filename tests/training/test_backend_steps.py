@@ -128,7 +128,7 @@ def test_numpy_clipping_optimizers_take_the_pure_path():
                                   lambda: optimizers.AdamW(0.01, weight_decay=0.1),
                                   lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True)],
                          ids=["adam_amsgrad", "adamw", "sgd_nesterov"])
-def test_torch_fit_out_of_place_update_equals_the_copy_path(torch_backend, make, monkeypatch):
+def test_torch_fit_out_of_place_update_equals_the_copy_path(torch_backend, make, monkeypatch, torch_on_cpu):
     """torch's fit updates in place under held signals; its other atomic paths (forced here) write the
     update out of place, or into refilled copies: all three bit-identical."""
     from ember.backends.torch import training

@@ -46,7 +46,7 @@ def _one_step_weights(x, y):
 
 
 @pytest.mark.parametrize("value", [7, 3, -1])
-def test_fit_rejects_a_bad_label_in_a_later_batch_before_its_step(backend, value):
+def test_fit_rejects_a_bad_label_in_a_later_batch_before_its_step(backend, value, torch_on_cpu):
     model = _model()
     y = _labels(bad_index=5, value=value)  # batch 1 of 3
     with pytest.raises(ValueError, match=rf"fit: epoch 0, batch 1 \(0-based\): sparse_categorical_crossentropy: "

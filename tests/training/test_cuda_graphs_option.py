@@ -27,7 +27,7 @@ def _model(*extra):
     return model
 
 
-def test_cuda_graphs_off_a_cuda_device_raises_naming_the_device_and_the_alternative(backend):
+def test_cuda_graphs_off_a_cuda_device_raises_naming_the_device_and_the_alternative(backend, torch_on_cpu):
     model = _model()
     model.compile(optimizer="sgd", loss="mse")
     trainer = model._training.trainer
@@ -137,9 +137,9 @@ def test_the_graphed_step_trains_as_the_eager_step(torch_backend, optimizer):
         schedule = ember.callbacks.LearningRateScheduler(lambda epoch, lr: 0.05 / (epoch + 1))
         first = model.fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[schedule]).history
         published = model.state
-        snapshot = [leaf.detach().numpy().copy() for leaf in optree.tree_leaves(published)]
+        snapshot = [leaf.detach().cpu().numpy().copy() for leaf in optree.tree_leaves(published)]
         second = model.fit(x, y, batch_size=8, epochs=1, verbose=0).history
-        after = [leaf.detach().numpy().copy() for leaf in optree.tree_leaves(published)]
+        after = [leaf.detach().cpu().numpy().copy() for leaf in optree.tree_leaves(published)]
         return [np.asarray(w) for w in model.get_weights()], first, second, snapshot, after
 
     eager = train()

@@ -163,7 +163,8 @@ def test_keyboard_interrupt_anywhere_leaves_whole_steps(backend, optimizer):
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum"])
-def test_keyboard_interrupt_in_torch_out_of_place_update_leaves_whole_steps(torch_backend, optimizer, monkeypatch):
+def test_keyboard_interrupt_in_torch_out_of_place_update_leaves_whole_steps(torch_backend, optimizer, monkeypatch,
+                                                                            torch_on_cpu):
     """The out-of-place update torch's fit uses for large tensors (forced here on this small model)."""
     from ember.backends.torch import optim, training
 
@@ -177,7 +178,8 @@ def test_keyboard_interrupt_in_torch_out_of_place_update_leaves_whole_steps(torc
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum"])
-def test_real_sigint_during_torch_in_place_write_interrupts_after_the_step(torch_backend, optimizer, monkeypatch):
+def test_real_sigint_during_torch_in_place_write_interrupts_after_the_step(torch_backend, optimizer, monkeypatch,
+                                                                             torch_on_cpu):
     """A real Ctrl-C (SIGINT) arriving while torch's fit writes params and slots in place is held until
     the step is recorded: the interrupt reaches the caller with a whole number of steps taken."""
     import signal

@@ -89,7 +89,7 @@ def test_ctc_loss_op_and_gradient_match_torch(backend):
         torch.tensor(output_length), torch.tensor(target_length), blank=0, reduction="none")
     reference.sum().backward()
     actual = ops.ctc_loss(CTC_TARGET, ops.convert_to_tensor(CTC_LOGITS), target_length, output_length)
-    np.testing.assert_allclose(ops.to_numpy(actual), reference.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(ops.to_numpy(actual), reference.detach().cpu().numpy(), rtol=1e-5)
     grad = ember.grad(lambda v: ops.sum(ops.ctc_loss(CTC_TARGET, v, target_length, output_length)))(
         ops.convert_to_tensor(CTC_LOGITS))
     np.testing.assert_allclose(ops.to_numpy(grad), logits.grad.numpy(), rtol=1e-4, atol=1e-6)

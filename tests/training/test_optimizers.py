@@ -122,7 +122,7 @@ def test_matches_torch_optim(backend, case):
         for t, g in zip(tensors, step):
             t.grad = torch.tensor(g)
         reference.step()
-    _assert_params(got, [t.detach().numpy() for t in tensors])
+    _assert_params(got, [t.detach().cpu().numpy() for t in tensors])
 
 
 def test_lion_matches_keras_formula_with_clipping_and_decay(backend):

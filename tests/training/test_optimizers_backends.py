@@ -193,7 +193,7 @@ OUT_OF_PLACE_CASES = ["sgd", "sgd_momentum_clipnorm", "sgd_nesterov_wd", "adam",
 
 
 @pytest.mark.parametrize("case", OUT_OF_PLACE_CASES)
-def test_torch_out_of_place_step_equals_in_place_step_bit_for_bit(torch_backend, case):
+def test_torch_out_of_place_step_equals_in_place_step_bit_for_bit(torch_backend, case, torch_on_cpu):
     """``apply_gradients_into`` (fit's atomic step) gives the in-place kernels' exact numbers, inputs untouched."""
     params, grads = _arrays(1, 5)
     for g in grads[::2]:
@@ -274,7 +274,7 @@ def test_numpy_fused_kernel_equals_generic_path(case):  # the autouse fixture se
 
 
 @pytest.mark.parametrize("name", ["numpy", "torch"])
-def test_fused_kernels_follow_the_optimizer_class_not_its_subclasses(name):
+def test_fused_kernels_follow_the_optimizer_class_not_its_subclasses(name, torch_on_cpu):  # written_slots: CPU
     """Backends find kernels by ``kernel_name`` (no import of the classes); a subclass runs the generic path."""
     ember.set_backend(name)
     fast = base._fast_path(name)

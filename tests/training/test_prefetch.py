@@ -36,7 +36,7 @@ def test_other_devices_get_nothing_extra(device):
     assert transfer.for_device(device) is None
 
 
-def test_the_torch_backend_offers_no_transfer_on_the_cpu(torch_backend):
+def test_the_torch_backend_offers_no_transfer_on_the_cpu(torch_backend, torch_on_cpu):
     model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
     model.build(seed=0)
     model.compile(optimizer="sgd", loss="mse")
