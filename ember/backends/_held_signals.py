@@ -9,9 +9,9 @@ recorder with no Python code (``dict.setdefault``: a signal is noted, nothing is
 :meth:`HeldSignals.release` puts the handlers back and delivers what arrived meanwhile, whose
 handler then runs (and raises) right there.
 
-Between ``hold`` and ``release`` the caller enters only C functions (torch kernels, no Python
-function, so a trace function's ``call`` event cannot raise inside either), so the writes
-finish once begun. (A trace function that also traces the lines of the writing frame itself is
+Between ``hold`` and ``release`` the caller enters only C functions (torch kernels, NumPy ufuncs;
+no Python function, so a trace function's ``call`` event cannot raise inside either), so the
+writes finish once begun. (A trace function that also traces the lines of the writing frame itself is
 not covered: no real signal is delivered on a line event.) Only the main thread runs Python
 signal handlers; elsewhere there is nothing to hold.
 

@@ -11,6 +11,11 @@ nobody reads any more), writes the new state into them, and calls :meth:`StepBuf
 as its last action. Until the step returns, the caller's state is untouched; an interrupted
 step is simply not taken.
 
+(``fit``'s ``SGD``/``Adam``/``AdamW`` steps on NumPy, and on torch's CPU, need no second set: they
+write in place all or nothing, the whole update planned first, then written by C code only under
+held signals, :mod:`ember.backends._held_signals`. These buffers serve the other cases:
+constraints, ``ember.distribute``, torch's other optimizers and devices.)
+
 The update kernels write *out of place*: each new value is computed from the given arrays
 straight into the spare ones, so those arrays need no refill (``overwritten``). Only the
 arrays a step does not rewrite (frozen params, params without a gradient, optimizers

@@ -124,6 +124,62 @@ def test_numpy_clipping_optimizers_take_the_pure_path():
     assert optim.written_slots(optimizers.SGD(), [np.zeros(2, np.float16)]) is None
 
 
+class _ParamArrays(ember.callbacks.Callback):
+    """The ``id()`` of every param and optimizer-slot array after each step (ids only: holding the
+    arrays would make fit copy them; the out-of-place path makes a new step counter each step)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        live = self.model._training.live_state.state
+        slots = {k: v for k, v in live["optimizer"].items() if k not in ("iterations", "learning_rate")}
+        self.ids.append(tuple(id(a) for a in optree.tree_leaves((live["model"]["params"], slots))))
+
+
+@pytest.mark.parametrize("make", [lambda: optimizers.Adam(0.01, amsgrad=True),
+                                  lambda: optimizers.AdamW(0.01, weight_decay=0.1),
+                                  lambda: optimizers.SGD(0.1),
+                                  lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True, weight_decay=0.01)],
+                         ids=["adam_amsgrad", "adamw", "sgd", "sgd_nesterov_wd"])
+def test_numpy_fit_in_place_update_equals_the_out_of_place_path(make, monkeypatch):
+    """NumPy's fit writes SGD/Adam/AdamW updates in place under held signals, into one set of arrays
+    (no second copy of params and slots); forced onto the out-of-place path (spare arrays) it gives
+    the same weights and optimizer state bit for bit."""
+    from ember.backends.numpy import optim, training
+
+    written = []
+    write = optim.write_in_place
+    monkeypatch.setattr(optim, "write_in_place", lambda plan: written.append(1) or write(plan))
+    results, steps = [], 6
+    for held in (True, False):
+        monkeypatch.setattr(training, "_IN_PLACE_UNDER_HELD_SIGNALS", held)
+        model = ember.Sequential([ember.Input((4,)), layers.Dense(5, name="d"), layers.Dense(3, name="out")])
+        model.build(seed=0)
+        model.compile(optimizer=make(), loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True))
+        x = np.random.default_rng(2).normal(size=(24, 4)).astype(np.float32)
+        arrays = _ParamArrays()
+        model.fit(x, np.arange(24) % 3, batch_size=8, epochs=2, verbose=0, shuffle=False, callbacks=[arrays])
+        results.append([np.array(leaf) for leaf in optree.tree_leaves((model.state, model._training.opt_state))])
+        assert len(written) == steps  # only the in-place run writes in place
+        assert len(set(arrays.ids)) == (1 if held else 2)  # one set of arrays, or two taking turns
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_numpy_fit_keeps_the_out_of_place_update_for_constraints(monkeypatch):
+    """A constrained model's step (like ember.distribute's and other optimizers') writes into spare arrays."""
+    from ember.backends.numpy import optim
+
+    monkeypatch.setattr(optim, "write_in_place", lambda plan: pytest.fail("written in place"))
+    model = ember.Sequential([ember.Input((4,)), layers.Dense(3, kernel_constraint="non_neg", name="d")])
+    model.build(seed=0)
+    model.compile(optimizer=optimizers.Adam(0.1), loss="mse")
+    model.fit(np.ones((8, 4), np.float32), np.ones((8, 3), np.float32), batch_size=4, epochs=1, verbose=0)
+    assert ops.to_numpy(model.state["params"]["d"]["kernel"]).min() >= 0.0
+
+
 @pytest.mark.parametrize("make", [lambda: optimizers.Adam(0.01, amsgrad=True),
                                   lambda: optimizers.AdamW(0.01, weight_decay=0.1),
                                   lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True)],

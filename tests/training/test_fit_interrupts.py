@@ -219,6 +219,123 @@ def test_real_sigint_during_torch_in_place_write_interrupts_after_the_step(torch
     assert _steps_taken(reference, _train_state(model)) == len(reference) - 1
 
 
+@pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum"])
+def test_keyboard_interrupt_in_numpy_out_of_place_update_leaves_whole_steps(optimizer, monkeypatch):
+    """NumPy's out-of-place update into spare arrays (fit's path for constraints and ember.distribute,
+    forced here): the given state stays intact until the step returns."""
+    from ember.backends.numpy import optim, training
+
+    calls = []
+    into = optim.apply_gradients_into
+    monkeypatch.setattr(training, "_IN_PLACE_UNDER_HELD_SIGNALS", False)  # fit's default: written in place
+    monkeypatch.setattr(optim, "apply_gradients_into", lambda *a, **k: calls.append(1) or into(*a, **k))
+    _check_interrupts_leave_whole_steps("numpy", optimizer)
+    assert calls, "fit did not take the out-of-place update"
+
+
+def _split_numpy_write(write, plan, between):
+    """NumPy's in-place write of ``plan`` in two parts, the first parameter, then ``between()``, then the
+    other parameters and the step counter (the plan's layout: see ``optim.plan_in_place``)."""
+    kind, params, grads, slots, scratch, shrink, constants, iterations = plan
+
+    def part(arrays, counter):
+        return (kind, params[arrays], grads[arrays], [values[arrays] for values in slots], scratch[arrays],
+                shrink[arrays], constants, counter)
+
+    write(part(slice(0, 1), np.zeros((), iterations.dtype)))
+    between()
+    write(part(slice(1, None), iterations))
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum"])
+def test_real_sigint_during_numpy_in_place_write_interrupts_after_the_step(optimizer, monkeypatch):
+    """A real Ctrl-C (SIGINT) arriving while NumPy's fit writes params and slots in place is held until
+    the step is recorded: the interrupt reaches the caller with a whole number of steps taken."""
+    import signal
+
+    from ember.backends.numpy import optim
+
+    reference = _reference(optimizer)
+    write, raised_at = optim.write_in_place, []
+
+    def write_with_sigint(plan):
+        if raised_at or int(plan[-1]) != 3:
+            return write(plan)
+        raised_at.append(3)  # the 4th step: its first array, a Ctrl-C, then the other arrays and the counter
+        _split_numpy_write(write, plan, lambda: signal.raise_signal(signal.SIGINT))  # handled here if not held
+
+    monkeypatch.setattr(optim, "write_in_place", write_with_sigint)
+    handler = signal.getsignal(signal.SIGINT)
+    model = _model(optimizer)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(model)
+    assert raised_at == [3]
+    assert _steps_taken(reference, _train_state(model)) == 4  # the interrupted step finished, no more ran
+    assert signal.getsignal(signal.SIGINT) is handler  # the handlers are back
+    model = _model(optimizer)  # and a later fit runs as usual
+    _fit(model)
+    assert _steps_taken(reference, _train_state(model)) == len(reference) - 1
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "adam_amsgrad", "adamw", "sgd", "sgd_momentum", "sgd_nesterov_wd"])
+def test_numpy_in_place_write_enters_no_python_function(optimizer):
+    """From its first write to its last, NumPy's in-place update runs ufuncs only, floating-point errors
+    included (logged, as fit sets NumPy's error state): no call event but its own."""
+    from ember.backends.numpy import optim
+    from ember.backends.numpy.float_errors import DeferredFloatErrors
+
+    opt = {"adam": lambda: ember.optimizers.Adam(0.1), "adam_amsgrad": lambda: ember.optimizers.Adam(0.1, amsgrad=True),
+           "adamw": lambda: ember.optimizers.AdamW(0.1, weight_decay=0.1), "sgd": lambda: ember.optimizers.SGD(10.0),
+           "sgd_momentum": lambda: ember.optimizers.SGD(10.0, momentum=0.9),
+           "sgd_nesterov_wd": lambda: ember.optimizers.SGD(10.0, momentum=0.9, nesterov=True, weight_decay=0.01),
+           }[optimizer]()
+    params = {"w": np.array([1.0, 2.0, 3e38], np.float32), "b": np.zeros(2, np.float32)}
+    state = opt.init(params)
+    grads = {"w": np.array([1.0, np.inf, 3e38], np.float32), "b": np.array([np.nan, 1.0], np.float32)}
+    plan = opt.plan_in_place(grads, state, params)  # 3e38 * 10, 3e38 ** 2: floating-point errors
+    entered = []
+    errors = DeferredFloatErrors()
+    errors.defer()
+    sys.settrace(lambda frame, event, arg: entered.append(frame.f_code.co_name))
+    try:
+        optim.write_in_place(plan)
+    finally:
+        sys.settrace(None)
+        logged = errors.restore()
+    assert entered == ["write_in_place"]
+    assert logged and int(state["iterations"]) == 1
+
+
+@pytest.mark.parametrize("mode", ["raise", "warn"])
+def test_floating_point_error_in_numpy_in_place_write_is_reported_after_the_step(mode, monkeypatch):
+    """An overflow in NumPy's in-place update is reported as NumPy's error state asks (a
+    FloatingPointError, a RuntimeWarning) once the step is complete and recorded, never half-way."""
+    from ember.backends.numpy import optim
+
+    written = []
+    write = optim.write_in_place
+    monkeypatch.setattr(optim, "write_in_place", lambda plan: written.append(1) or write(plan))
+    model = ember.Sequential([ember.Input((4,)), layers.Dense(3, name="d")])
+    model.build(seed=0)
+    model.compile(optimizer=ember.optimizers.SGD(3e38), loss=ember.losses.SparseCategoricalCrossentropy(
+        from_logits=True))
+    x = np.full((4, 4), 100.0, np.float32)  # gradients of about 100: g * 3e38 overflows float32
+    y = np.array([0, 1, 2, 0])
+    with np.errstate(over=mode, invalid="ignore"):
+        outer = np.geterr()
+        if mode == "raise":
+            with pytest.raises(FloatingPointError, match="overflow encountered in multiply"):
+                model.fit(x, y, batch_size=4, epochs=1, verbose=0)
+        else:
+            with pytest.warns(RuntimeWarning, match="overflow encountered in multiply"):
+                model.fit(x, y, batch_size=4, epochs=1, verbose=0)
+        assert np.geterr() == outer and np.geterrcall() is None  # the caller's error state is back
+    assert written == [1]
+    assert int(model._training.opt_state["iterations"]) == 1  # the step was taken, whole
+    kernel = ops.to_numpy(model.state["params"]["d"]["kernel"])
+    assert np.isinf(kernel).all()  # every param was written (the overflowed update)
+
+
 def _check_interrupts_leave_whole_steps(backend, optimizer):
     reference = _reference(optimizer)
     _fit(_model(optimizer))  # warm up: imports and compiled steps are not part of the count

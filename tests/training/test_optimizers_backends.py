@@ -273,6 +273,85 @@ def test_numpy_fused_kernel_equals_generic_path(case):  # the autouse fixture se
         np.testing.assert_allclose(got, want, rtol=0, atol=_fast_path_atol(want, len(grads)))
 
 
+@pytest.mark.parametrize("case", sorted(NUMPY_OUT_OF_PLACE_CASES))
+def test_numpy_in_place_write_equals_out_of_place_kernel_bit_for_bit(case):  # the autouse fixture selects NumPy
+    """NumPy's all-or-nothing in-place update (fit's step: plan, then ufuncs only) gives the out-of-place
+    kernel's exact numbers, hence the generic path's within its rounding; the step counter advances."""
+    from ember.backends.numpy import optim
+
+    params, grads = _arrays(3, 6)
+    for g in grads[::2]:
+        g["p1"] = None  # a param without a gradient: neither it nor its slots are written
+    opt = NUMPY_OUT_OF_PLACE_CASES[case]()
+    if opt.weight_decay is not None:
+        opt.exclude_from_weight_decay(var_names=["p2"])
+    generic, current, in_place = _native(params), _native(params), _native(params)
+    generic_state, state, in_place_state = opt.init(generic), opt.init(current), opt.init(in_place)
+    spare = _native(params)
+    spare_state = opt.init(spare)
+    arrays = optree.tree_leaves((in_place, in_place_state))
+    scratch = {key: np.full(value.shape, np.nan, np.float32) for key, value in params.items()}  # stale values
+    for step, g in enumerate(grads, start=1):
+        generic, generic_state = opt.apply_gradients(_native(g), generic_state, generic)
+        for key in ("p1",) if g["p1"] is None else ():  # what is not written must hold its value already
+            spare[key][...] = current[key]
+            for name in opt.slot_initializers():
+                spare_state[name][key][...] = state[name][key]
+        new, new_state = opt.apply_gradients_into(_native(g), state, current, spare_state, spare)
+        current, state, spare, spare_state = new, new_state, current, state
+        optim.write_in_place(opt.plan_in_place(_native(g), in_place_state, in_place, scratch))
+        assert int(in_place_state["iterations"]) == step
+    assert all(a is b for a, b in zip(optree.tree_leaves((in_place, in_place_state)), arrays))  # written in place
+    for got, want in zip(optree.tree_leaves(_numpy((in_place, in_place_state))),
+                         optree.tree_leaves(_numpy((current, state)))):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(optree.tree_leaves(_numpy((in_place, in_place_state))),
+                         optree.tree_leaves(_numpy((generic, generic_state)))):
+        np.testing.assert_allclose(got, want, rtol=0, atol=_fast_path_atol(want, len(grads)))
+
+
+def test_numpy_plan_in_place_copies_a_gradient_that_is_a_written_array():
+    """A gradient sharing memory with a param or slot is read before anything is written."""
+    from ember.backends.numpy import optim
+
+    opt = optimizers.SGD(0.5, momentum=0.5)  # its step is proportional to the gradient (Adam's to its sign)
+    params = {"a": np.linspace(-1.0, 1.0, 6, dtype=np.float32), "b": np.ones(3, np.float32)}
+    state = opt.init(params)
+    reference, reference_state = opt.apply_gradients({"a": params["b"][:2].repeat(3), "b": params["a"][::2] * 1},
+                                                     state, params)
+    grads = {"a": params["b"][:2].repeat(3), "b": params["a"][::2]}  # "b"'s gradient views param "a"
+    optim.write_in_place(opt.plan_in_place(grads, state, params))
+    np.testing.assert_allclose(params["b"], reference["b"], rtol=1e-6)
+    np.testing.assert_allclose(params["a"], reference["a"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("spoil, error, match", [
+    (lambda params, state: params["p0"].setflags(write=False), TypeError, "no in-place NumPy kernel for Adam"),
+    (lambda params, state: state["momentum"].update(p1=state["momentum"]["p1"].astype(np.float64)), TypeError,
+     "slots of their parameters' shape and dtype"),
+    (lambda params, state: state.update(iterations=0), TypeError, "a 0-d array step counter"),
+], ids=["read_only_param", "float64_slot", "int_counter"])
+def test_numpy_plan_in_place_refuses_arrays_it_cannot_write_and_writes_nothing(spoil, error, match):
+    params, grads = _arrays(4, 1)
+    opt = optimizers.Adam(0.1)
+    state = opt.init(params)
+    spoil(params, state)
+    before = optree.tree_map(np.copy, (params, state))
+    with pytest.raises(error, match=match):
+        opt.plan_in_place(grads[0], state, params)
+    for got, want in zip(optree.tree_leaves((params, state)), optree.tree_leaves(before)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_numpy_plan_in_place_checks_its_scratch_arrays():
+    params, grads = _arrays(5, 1)
+    opt = optimizers.SGD(0.1)
+    scratch = {key: np.empty(value.shape, np.float32) for key, value in params.items()}
+    scratch["p2"] = np.empty((2, 2), np.float32)
+    with pytest.raises(ValueError, match=r"scratch array 2 must be a writeable array of shape \(3, 2, 2\)"):
+        opt.plan_in_place(grads[0], opt.init(params), params, scratch)
+
+
 @pytest.mark.parametrize("name", ["numpy", "torch"])
 def test_fused_kernels_follow_the_optimizer_class_not_its_subclasses(name, torch_on_cpu):  # written_slots: CPU
     """Backends find kernels by ``kernel_name`` (no import of the classes); a subclass runs the generic path."""

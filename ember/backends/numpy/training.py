@@ -7,12 +7,19 @@
   tape starts its backward pass from the logits with that gradient: the same math as the
   op-by-op loss, without recording a dozen small ops.
 * ``fit`` owns its params and optimizer slots (:meth:`NumpySteps.own` adopts the arrays nobody
-  else holds and copies the others) and a second set of arrays (:mod:`ember.training.step_buffers`).
-  For ``SGD``, ``Adam`` and ``AdamW`` without gradient clipping, the fused kernels of
-  :mod:`ember.backends.numpy.optim` (NumPy ``out=`` ufuncs, the formulas of
-  :mod:`ember.training.optimizers`) compute the new params and slots from the current ones
-  straight into the second set; other optimizers take the pure path. So a step reads and
-  writes each array once, and a step interrupted anywhere leaves the state it was given intact.
+  else holds and copies the others). Its update is all or nothing. For ``SGD``, ``Adam`` and
+  ``AdamW`` without gradient clipping (no constraints, no ``ember.distribute``) it is written into
+  the state's own arrays by the fused kernels of :mod:`ember.backends.numpy.optim` (NumPy ``out=``
+  ufuncs, the formulas of :mod:`ember.training.optimizers`): everything it needs is computed
+  first (the optimizer's plan, metrics, the next state), then, with the signals held
+  (:mod:`ember.backends._held_signals`) and NumPy's floating-point errors logged
+  (:mod:`ember.backends.numpy.float_errors`), ufuncs write params, slots and the step counter
+  without entering any Python function, and the step returns to the loop, whose publish
+  (:meth:`release`) delivers a Ctrl-C (or reports a floating-point error) that arrived meanwhile.
+  So ``fit`` holds one copy of the params and slots, plus one scratch array the size of the
+  largest parameter. Otherwise the update goes into a second set of arrays
+  (:mod:`ember.training.step_buffers`, out of place for these optimizers) and the given state
+  stays intact; other optimizers take the pure path.
 
 The pure ``train_step`` writes into new arrays, so its input is never modified.
 
@@ -39,7 +46,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import optree
 
+from ember.backends._held_signals import HeldSignals
 from ember.backends.numpy import optim
+from ember.backends.numpy.float_errors import DeferredFloatErrors
 
 
 def _plain(value: Any) -> Any:
@@ -76,6 +85,20 @@ def _copy_into(targets: list, sources: list) -> None:
 
 def _buffers(kit: Any) -> Any:
     return kit.StepBuffers(_copy, _fits, _copy_into)
+
+
+# fit's update for SGD/Adam/AdamW: written in place under held signals (False: into spare arrays).
+_IN_PLACE_UNDER_HELD_SIGNALS = True
+
+
+def _shared_scratch(leaves: list) -> list:
+    """One array per leaf, of its shape and dtype, all views of one buffer per dtype (the size of the
+    largest leaf of that dtype): the in-place write uses one at a time."""
+    sizes: dict = {}
+    for leaf in leaves:
+        sizes[leaf.dtype] = max(sizes.get(leaf.dtype, 0), leaf.size)
+    buffers = {dtype: np.empty(size, dtype) for dtype, size in sizes.items()}
+    return [buffers[leaf.dtype][:leaf.size].reshape(leaf.shape) for leaf in leaves]
 
 
 # --------------------------------------------------------------------------- fused loss
@@ -125,6 +148,8 @@ class _NumpySteps(_StepsBase):
         self._fused_loss = kit.fusable_sparse_crossentropy(core.compile_loss)
         self._regularized: bool | None = None
         self.buffers = _buffers(kit)
+        self._held = HeldSignals()  # held from an in-place write until the loop publishes its result
+        self._float_errors = DeferredFloatErrors()  # logged during an in-place write, reported at its publish
 
     # --- state ownership ---------------------------------------------------------------------
     def own(self, state: dict, donated: frozenset = frozenset()) -> dict:
@@ -137,6 +162,19 @@ class _NumpySteps(_StepsBase):
                           "buffers": state["model"]["buffers"]},
                 "optimizer": optree.tree_map(owned, state["optimizer"]),
                 "metrics": state["metrics"], "rng": state["rng"]}
+
+    def release(self, model_state: dict) -> dict:
+        # The loop publishes right after recording a step: what an in-place write held back is
+        # delivered now (a Ctrl-C during the write interrupts here, with the step taken).
+        self._settle_write()
+        return model_state
+
+    def _settle_write(self) -> None:
+        """NumPy's error state and the signal handlers back as they were; then the held signals and
+        the logged floating-point errors delivered (a no-op when no write is pending)."""
+        errors = self._float_errors.restore()
+        self._held.release()
+        self._float_errors.report(errors)
 
     # --- gradients ----------------------------------------------------------------------------
     def _has_regularization(self, params: dict) -> bool:
@@ -172,14 +210,16 @@ class _NumpySteps(_StepsBase):
 
     # --- steps ---------------------------------------------------------------------------------
     def fit_step(self, state: dict, batch: tuple) -> dict:
-        """One step of ``fit``: all or nothing (the given state is never written to)."""
+        """One step of ``fit``: all or nothing (written in place under held signals, or into spare arrays)."""
+        self._settle_write()  # nothing is pending unless the loop skipped a publish
         return self._step(state, batch, self.buffers)
 
     def train_step(self, state: dict, batch: tuple) -> dict:
         return self._step(state, batch, _buffers(self.kit))  # new arrays for the new state
 
     def _step(self, state: dict, batch: tuple, buffers: Any) -> dict:
-        """A step; the fused update writes the new state into ``buffers``' arrays, never into ``state``'s."""
+        """A step. With fit's own ``buffers`` the fused update is written into ``state``'s arrays under held
+        signals (:meth:`_write_in_place`) where it can be, else into ``buffers``' arrays, never ``state``'s."""
         core = self.core
         x, y, sw = batch
         model_state = state["model"]
@@ -197,6 +237,11 @@ class _NumpySteps(_StepsBase):
         optimizer, opt_state = core.optimizer, state["optimizer"]
         leaves, spec = optree.tree_flatten(trainable)
         written = optim.written_slots(optimizer, leaves)
+        if (written is not None and buffers is self.buffers and self.sync is None and _IN_PLACE_UNDER_HELD_SIGNALS
+                and not core.constraints and leaves and optim.writable_in_place(
+                    leaves, [spec.flatten_up_to(opt_state[name]) for name in written], opt_state["iterations"])):
+            return self._write_in_place(state, batch, (total, per_output, y_pred_flat, new_buffers), grads,
+                                        trainable, leaves)
         in_place = written is not None
         if written is not None:  # the fused kernel writes the new values straight into the spare arrays
             grad_leaves = spec.flatten_up_to(grads)
@@ -220,6 +265,33 @@ class _NumpySteps(_StepsBase):
             buffers.commit(model_state["params"], state["optimizer"], params, opt_state)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
                 "rng": self.kit.advance_rng(rng)}
+
+    def _write_in_place(self, state: dict, batch: tuple, aux: tuple, grads: dict, trainable: dict,
+                        leaves: list) -> dict:
+        """The step's update written into ``state``'s own arrays: all or nothing.
+
+        Everything is computed first (metrics, the next state's dict, the optimizer's plan with its
+        scratch arrays); then NumPy's floating-point errors are logged instead of raised or warned,
+        the signals are held (:mod:`ember.backends._held_signals`), the ufuncs of
+        ``optim.write_in_place`` update params, slots and the step counter, and the step returns
+        straight to the loop, which records it and publishes (``release`` delivers what was held).
+        No Python function is entered from the first write until then, so neither a signal handler,
+        a warning nor a trace function's call event can stop the step half-way.
+        """
+        core = self.core
+        x, y, sw = batch
+        total, per_output, y_pred_flat, new_buffers = aux
+        metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+        key = [(leaf.shape, leaf.dtype) for leaf in leaves]
+        scratch = self.buffers.scratch(key, lambda: _shared_scratch(leaves))
+        plan = core.optimizer.plan_in_place(grads, state["optimizer"], trainable,
+                                            optree.tree_structure(trainable).unflatten(scratch))
+        new = {"model": {"params": state["model"]["params"], "buffers": new_buffers}, "optimizer": state["optimizer"],
+               "metrics": metrics, "rng": self.kit.advance_rng(state["rng"])}
+        self._float_errors.defer()
+        self._held.hold()
+        optim.write_in_place(plan)
+        return new
 
 
 @functools.cache
