@@ -580,8 +580,8 @@ class Optimizer:
     def plan_in_place(self, grads: Any, opt_state: dict, params: Any, scratch: Any = None) -> Any:
         """The first half of an all-or-nothing in-place update: everything computed, nothing written.
 
-        Where the active backend has in-place kernels that can run without allocating or
-        entering Python code (``SGD``/``Adam``/``AdamW``: torch on the CPU, NumPy), returns a plan its
+        Where the active backend has in-place kernels that run without entering Python code
+        (``SGD``/``Adam``/``AdamW``: torch on any device, NumPy), returns a plan its
         ``write_in_place`` carries out: it updates the arrays of ``params``, the slots of
         ``opt_state`` and ``opt_state["iterations"]`` in place, with the numbers of
         :meth:`apply_gradients_inplace`. ``fit`` writes under held signals
