@@ -9,7 +9,7 @@
 #           (EMBER_TEST_TORCH_DEVICE, tests/conftest.py); the compiled-step tests are left to "compiled";
 #           packaging, lint, docs and multi-process tests need tools the GPU machine lacks;
 # eager:    benchmarks/training.py on cuda, W1 and W3: raw loop, Ember fit, mixed bf16/f16, CUDA graphs;
-# big:      the same for W3 at batch 512 (batch 64 on a GPU measures kernel launches);
+# big:      the same for W1 and W3 at batch 1024 (batch 64 on a GPU measures kernel launches);
 # profile:  benchmarks/step_profile.py: operators, kernels and Python time per step, Ember vs raw;
 # compiled: W1 and W3 with jit_compile=True next to a torch.compile'd raw loop.
 # Logs go to $OUT (default /tmp/cuda_check); each step has a time cap so the last ones still report.
@@ -51,7 +51,7 @@ for step in $steps; do
             timeout 80 $PY benchmarks/training.py --backend torch --device cuda --workload W1 --workload W3 \
                 --no-memory --no-compile 2>&1 | tee "$OUT/eager.txt" ;;
         big)
-            timeout 60 $PY benchmarks/training.py --backend torch --device cuda --workload W3 --batch 512 \
+            timeout 120 $PY benchmarks/training.py --backend torch --device cuda --workload W1 --workload W3 --batch 1024 \
                 --no-memory --no-compile 2>&1 | tee "$OUT/big.txt" ;;
         compiled)
             timeout 100 $PY benchmarks/training.py --backend torch --device cuda --workload W1 --workload W3 \

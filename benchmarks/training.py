@@ -33,7 +33,8 @@ loop on W1 and W3 and is <= 1.05x the raw compiled loop.
 
 On a GPU (``--device cuda``, torch only) both sides get their data already on the device, the
 hand-written loop's model lives there, and Ember's ``fit`` runs with torch's default device set to
-it; W1 and W3 also run ``compile(cuda_graphs=True)`` (``graphs`` in the mixed-precision table).
+it; W1 and W3 also run ``compile(cuda_graphs=True)`` (``graphs`` in the mixed-precision table;
+``bf16g``: with ``mixed_bfloat16`` too).
 ``--batch N`` replaces every workload's batch size (a tiny batch measures kernel launches on a GPU,
 not arithmetic). A variant that raises is reported with its error instead of a time.
 
@@ -480,6 +481,8 @@ def timing_child(backend: str, workloads: list[str]) -> None:
             if backend == "torch" and DEVICE.startswith("cuda"):
                 extra.append(("graphs", functools.partial(ember_runner, workload, backend, x, y, batch,
                                                           cuda_graphs=True)))
+                extra.append(("bf16g", functools.partial(ember_runner, workload, backend, x, y, batch,
+                                                         "mixed_bfloat16", cuda_graphs=True)))
         if backend == "torch" and workload in COMPILED_WORKLOADS and not NO_COMPILE:
             # torch.compile: Ember's whole step, the raw recipe
             extra.append(("jit", functools.partial(ember_runner, workload, backend, x, y, batch, jit_compile=True)))
@@ -598,7 +601,7 @@ def main() -> None:
                 mixed.append(f"{backend:7} {row['workload']:4} {row['ember_min']:8.2f}"
                              + "".join(f" {row[name + '_min']:8.2f} {row[name + '_med'] / row['ember_med']:7.2f}x"
                                        if name + "_med" in row else f" {'-':>8} {'-':>8}"
-                                       for name in ("bf16", "f16", "graphs")))
+                                       for name in ("bf16", "f16", "graphs", "bf16g")))
             for name, error in row.get("errors", {}).items():
                 print(f"        {row['workload']:4} {name}: failed: {error}", flush=True)
     if compiled:
@@ -614,7 +617,7 @@ def main() -> None:
         print("\nMixed precision (same process, same rotation): Ember fit ms per step (min wall time) and the ratio "
               "of median wall times to Ember float32; mixed_float16 runs the generic loss-scaled step")
         print(f"{'backend':7} {'work':4} {'f32 ms':>8} {'bf16 ms':>8} {'bf16/f32':>8} {'f16 ms':>8} {'f16/f32':>8} "
-              f"{'graph ms':>8} {'grph/f32':>8}")
+              f"{'graph ms':>8} {'grph/f32':>8} {'bf16g ms':>8} {'/f32':>8}")
         for line in mixed:
             print(line)
 
