@@ -14,6 +14,7 @@ import contextlib
 import functools
 import gc
 import pathlib
+import signal
 import sys
 
 import numpy as np
@@ -177,13 +178,26 @@ def test_keyboard_interrupt_in_torch_out_of_place_update_leaves_whole_steps(torc
     assert calls, "fit did not take the out-of-place update"
 
 
+def _check_the_sigint_lands_after_the_fourth_step(optimizer, reference, raised_at):
+    """A fit whose in-place write raises a real SIGINT in the 4th step (``raised_at`` records it) stops
+    with exactly 4 whole steps and the handlers restored; a later fit runs as usual."""
+    handler = signal.getsignal(signal.SIGINT)
+    model = _model(optimizer)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(model)
+    assert raised_at == [3]
+    assert _steps_taken(reference, _train_state(model)) == 4  # the interrupted step finished, no more ran
+    assert signal.getsignal(signal.SIGINT) is handler  # the handlers are back
+    model = _model(optimizer)
+    _fit(model)
+    assert _steps_taken(reference, _train_state(model)) == len(reference) - 1
+
+
 @pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum"])
 def test_real_sigint_during_torch_in_place_write_interrupts_after_the_step(torch_backend, optimizer, monkeypatch,
                                                                              torch_on_cpu):
     """A real Ctrl-C (SIGINT) arriving while torch's fit writes params and slots in place is held until
     the step is recorded: the interrupt reaches the caller with a whole number of steps taken."""
-    import signal
-
     import torch
 
     from ember.backends.torch import optim
@@ -206,17 +220,8 @@ def test_real_sigint_during_torch_in_place_write_interrupts_after_the_step(torch
         write(part(slice(1, None), iterations))
 
     monkeypatch.setattr(optim, "write_in_place", write_with_sigint)
-    handler = signal.getsignal(signal.SIGINT)
-    model = _model(optimizer)
-    with pytest.raises(KeyboardInterrupt):
-        _fit(model)
-    assert raised_at == [3]
-    assert _steps_taken(reference, _train_state(model)) == 4  # the interrupted step finished, no more ran
-    assert signal.getsignal(signal.SIGINT) is handler  # the handlers are back
+    _check_the_sigint_lands_after_the_fourth_step(optimizer, reference, raised_at)
     assert torch.is_grad_enabled()
-    model = _model(optimizer)  # and a later fit runs as usual
-    _fit(model)
-    assert _steps_taken(reference, _train_state(model)) == len(reference) - 1
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum"])
@@ -251,8 +256,6 @@ def _split_numpy_write(write, plan, between):
 def test_real_sigint_during_numpy_in_place_write_interrupts_after_the_step(optimizer, monkeypatch):
     """A real Ctrl-C (SIGINT) arriving while NumPy's fit writes params and slots in place is held until
     the step is recorded: the interrupt reaches the caller with a whole number of steps taken."""
-    import signal
-
     from ember.backends.numpy import optim
 
     reference = _reference(optimizer)
@@ -265,16 +268,7 @@ def test_real_sigint_during_numpy_in_place_write_interrupts_after_the_step(optim
         _split_numpy_write(write, plan, lambda: signal.raise_signal(signal.SIGINT))  # handled here if not held
 
     monkeypatch.setattr(optim, "write_in_place", write_with_sigint)
-    handler = signal.getsignal(signal.SIGINT)
-    model = _model(optimizer)
-    with pytest.raises(KeyboardInterrupt):
-        _fit(model)
-    assert raised_at == [3]
-    assert _steps_taken(reference, _train_state(model)) == 4  # the interrupted step finished, no more ran
-    assert signal.getsignal(signal.SIGINT) is handler  # the handlers are back
-    model = _model(optimizer)  # and a later fit runs as usual
-    _fit(model)
-    assert _steps_taken(reference, _train_state(model)) == len(reference) - 1
+    _check_the_sigint_lands_after_the_fourth_step(optimizer, reference, raised_at)
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "adam_amsgrad", "adamw", "sgd", "sgd_momentum", "sgd_nesterov_wd"])
