@@ -41,8 +41,9 @@ from ember.autodiff import GradientTape
 from ember.constraints import apply_constraints
 from ember.layers.layer import collect_losses
 from ember.training.compile_utils import flatten_outputs
-from ember.training.losses import SparseCategoricalCrossentropy
-from ember.training.losses.base import unchecked_values
+from ember.training.losses import MeanSquaredError, SparseCategoricalCrossentropy
+from ember.training.losses.base import LossFunctionWrapper, unchecked_values
+from ember.training.losses.regression import mean_squared_error
 from ember.training.step_buffers import StepBuffers
 
 # Park-Miller "minimal standard" generator: the step seeds s_{k+1} = 48271 s_k mod (2^31 - 1).
@@ -127,6 +128,23 @@ def fusable_sparse_crossentropy(compile_loss: Any) -> bool:
     return (config.get("from_logits") is True and config.get("ignore_class") is None
             and config.get("axis", -1) == -1 and config.get("reduction") in ("sum_over_batch_size", "mean")
             and config.get("dtype") is None)
+
+
+def fusable_mean_squared_error(compile_loss: Any) -> bool:
+    """Whether the compiled loss is exactly mean squared error (``"mse"`` or ``MeanSquaredError()``) on
+    one output, mean reduction, weight 1: backends may compute it as one fused kernel, the mean of
+    ``(y_pred - y_true) ** 2`` over every element (the same number: each sample's mean over its
+    last axis, then the mean over the samples, all of one size)."""
+    entries = compile_loss.entries
+    if len(entries) != 1 or compile_loss.per_output_logs:
+        return False
+    entry = entries[0]
+    fn = entry.fn
+    if (type(fn) not in (LossFunctionWrapper, MeanSquaredError) or getattr(fn, "fn", None) is not mean_squared_error
+            or getattr(fn, "_fn_kwargs", None) or entry.weight != 1.0):
+        return False
+    config = fn.get_config()
+    return config.get("reduction") in ("sum_over_batch_size", "mean") and config.get("dtype") is None
 
 
 def batch_size_of(x: Any) -> int:
@@ -369,6 +387,7 @@ class StepKit:
         initial_rng: the first step seed for an int seed (:func:`initial_rng`).
         fusable_sparse_crossentropy: whether the compiled loss is the one a backend may fuse
             (:func:`fusable_sparse_crossentropy`).
+        fusable_mean_squared_error: the same for mean squared error (:func:`fusable_mean_squared_error`).
         unchecked_values: a context in which the losses skip their host-side label value checks
             (:func:`ember.training.losses.base.unchecked_values`; a compiled step runs in it).
 
@@ -384,9 +403,11 @@ class StepKit:
     advance_rng: Callable[[Any], Any]
     initial_rng: Callable[[int], int]
     fusable_sparse_crossentropy: Callable[[Any], bool]
+    fusable_mean_squared_error: Callable[[Any], bool]
     unchecked_values: Callable[[], Any]
 
 
 STEP_KIT = StepKit(GenericSteps=GenericSteps, StepBuffers=StepBuffers, GradientTape=GradientTape,
                    advance_rng=advance_rng, initial_rng=initial_rng,
-                   fusable_sparse_crossentropy=fusable_sparse_crossentropy, unchecked_values=unchecked_values)
+                   fusable_sparse_crossentropy=fusable_sparse_crossentropy,
+                   fusable_mean_squared_error=fusable_mean_squared_error, unchecked_values=unchecked_values)

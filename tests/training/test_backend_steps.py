@@ -51,6 +51,43 @@ def test_torch_fused_loss_equals_the_generic_loss(torch_backend):
     assert not fusable_sparse_crossentropy(CompileLoss("sparse_categorical_crossentropy", None, ["out"]))  # probs
 
 
+@pytest.mark.parametrize("shape", [(16, 3), (4, 5, 2)])
+@pytest.mark.parametrize("loss", ["mse", "mean_squared_error", ember.losses.MeanSquaredError()], ids=repr)
+def test_torch_fused_mean_squared_error_equals_the_generic_loss(torch_backend, loss, shape):
+    """``F.mse_loss`` (one kernel) gives the generic loss's value and gradient; int targets are cast."""
+    import torch
+
+    from ember.backends.torch.training import _FusedLoss
+    from ember.training.compile_utils import CompileLoss
+    from ember.training.steps import fusable_mean_squared_error
+
+    rng = np.random.default_rng(1)
+    pred, target = rng.normal(size=shape).astype(np.float32), rng.integers(-2, 3, size=shape)
+    generic = CompileLoss(loss, None, ["out"])
+    fused = _FusedLoss(generic, False, fusable_mean_squared_error(generic))
+    assert fused.fused_mse
+    results = []
+    for fn in (fused, generic):
+        z = torch.tensor(pred, requires_grad=True)
+        value, per_output = fn([torch.tensor(target)], [z], [None])
+        (grad,) = torch.autograd.grad(value, [z])
+        results.append((float(value.detach()), float(per_output[0].detach()), grad.numpy()))
+    np.testing.assert_allclose(results[0][:2], results[1][:2], rtol=1e-6)
+    np.testing.assert_allclose(results[0][2], results[1][2], rtol=1e-5, atol=1e-8)
+
+
+def test_only_plain_mean_squared_error_is_fused():
+    from ember.training.compile_utils import CompileLoss
+    from ember.training.steps import fusable_mean_squared_error
+
+    class Scaled(ember.losses.MeanSquaredError):
+        pass
+
+    for loss in (ember.losses.MeanSquaredError(reduction="sum"), Scaled(), "mae", ember.losses.Huber()):
+        assert not fusable_mean_squared_error(CompileLoss(loss, None, ["out"])), loss
+    assert not fusable_mean_squared_error(CompileLoss(["mse", "mse"], None, ["a", "b"]))
+
+
 def test_fused_loss_takes_the_generic_path_for_other_inputs(backend):
     """Sample weights (and regularizers) go through the generic losses, with the same results."""
     model = ember.Sequential([ember.Input((4,)), layers.Dense(3, name="d")])

@@ -56,16 +56,29 @@ class _FusedLoss:
     no sample weights, one output) runs as ``torch.nn.functional.cross_entropy``: one kernel
     forward and one backward instead of a chain of small ops; the math is the same (mean of
     ``-log_softmax(logits)[label]``). Every other case, and any input the fused kernel would
-    not take as is, goes to the generic losses (which also give the error messages).
+    not take as is, goes to the generic losses (which also give the error messages). Mean squared
+    error (one output, mean reduction, no sample weights, ``y_true`` of ``y_pred``'s shape) runs as
+    ``torch.nn.functional.mse_loss`` likewise: the mean of every squared difference is the mean of
+    the per-sample means, which all cover the same number of elements.
     """
 
-    def __init__(self, generic: Any, fused: bool) -> None:
+    def __init__(self, generic: Any, fused: bool, fused_mse: bool = False) -> None:
         self.generic = generic
         self.entries = generic.entries
         self.per_output_logs = generic.per_output_logs
         self.fused = fused
+        self.fused_mse = fused_mse
 
     def __call__(self, y_true: list, y_pred: list, sample_weight: list) -> tuple[Any, list]:
+        if self.fused_mse:
+            entry = self.entries[0]
+            target, prediction = y_true[entry.index], y_pred[entry.index]
+            if (sample_weight[entry.index] is None and isinstance(prediction, torch.Tensor)
+                    and isinstance(target, torch.Tensor) and prediction.ndim >= 1
+                    and prediction.dtype in (torch.float32, torch.float64) and target.shape == prediction.shape
+                    and not target.is_complex() and target.dtype is not torch.bool):
+                value = F.mse_loss(prediction, target.to(prediction.dtype))
+                return value, [value]
         if self.fused:
             entry = self.entries[0]
             labels, logits = y_true[entry.index], y_pred[entry.index]
@@ -175,7 +188,8 @@ class _TorchSteps(_StepsBase):
 
     def __init__(self, core: Any, kit: Any, jit: bool = True) -> None:
         core = copy.copy(core)  # this backend's own view, with the fused loss
-        core.compile_loss = _FusedLoss(core.compile_loss, kit.fusable_sparse_crossentropy(core.compile_loss))
+        core.compile_loss = _FusedLoss(core.compile_loss, kit.fusable_sparse_crossentropy(core.compile_loss),
+                                       kit.fusable_mean_squared_error(core.compile_loss))
         super().__init__(core, lambda fn: fn)
         self.kit = kit
         self._released: tuple | None = None
