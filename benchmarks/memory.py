@@ -35,12 +35,12 @@ Cases:
   fixed cost per call (a one-step call minus one step: for ``fit`` its argument checks, data
   adapter, callbacks and state ownership; for the raw loop its own batching and bookkeeping).
 * ``fixed``: ``fit()``'s fixed cost on W1's MLP 784-256-256-10 (batch 128) and on the 33.6M MLP
-  (batch 256), Adam, one process per backend, variants interleaved: a call of one step, timed
-  from the call to the start of its step ("to step") and from the end of its step to the return
-  ("after"): their sum is the whole call minus its step. Ember ``fit`` next to the raw loop above
-  (NumPy's written out for these sizes) and to ``fit`` with the first batch checked by a whole
-  eager forward pass (what ``fit`` did before ``ember.training.first_batch``: ``Trainer.check_batch``
-  in place of ``check_first_batch``), minimum over the calls.
+  (batch 256), Adam, one process per backend, variants interleaved (their order rotating): a call
+  of one step, timed from the call to the start of its step ("to step") and from the end of its
+  step to the return ("after"): their sum is the whole call minus its step. Ember ``fit`` next to
+  the raw loop above (NumPy's written out for these sizes) and to ``fit`` with the first batch
+  checked by a whole eager forward pass (what ``fit`` did before ``ember.training.first_batch``:
+  ``Trainer.check_batch`` in place of ``check_first_batch``), minimum over the calls.
 
 Run with ``OMP_NUM_THREADS=1`` when other processes share the cores.
 """
@@ -641,8 +641,10 @@ def fixed_child(backend: str) -> dict:
         repeat = FIXED_REPEAT[name]
         repeat = repeat[backend] if isinstance(repeat, dict) else repeat
         rows: dict = {key: {"to_step": [], "after": [], "step": []} for key in variants}
-        for _ in range(repeat):
-            for key, run in variants.items():
+        order = list(variants)
+        for turn in range(repeat):
+            for key in order[turn % len(order):] + order[:turn % len(order)]:  # each variant in each place
+                run = variants[key]
                 marks: dict = {}
                 start = time.perf_counter()
                 run(x, y, batch, marks)
