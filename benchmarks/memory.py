@@ -34,6 +34,13 @@ Cases:
   one and of ``STEP_BATCHES`` steps. Target one layer <= 1.1x. The same calls give each side's
   fixed cost per call (a one-step call minus one step: for ``fit`` its argument checks, data
   adapter, callbacks and state ownership; for the raw loop its own batching and bookkeeping).
+* ``fixed``: ``fit()``'s fixed cost on W1's MLP 784-256-256-10 (batch 128) and on the 33.6M MLP
+  (batch 256), Adam, one process per backend, variants interleaved (their order rotating): a call
+  of one step, timed from the call to the start of its step ("to step") and from the end of its
+  step to the return ("after"): their sum is the whole call minus its step. Ember ``fit`` next to
+  the raw loop above (NumPy's written out for these sizes) and to ``fit`` with the first batch
+  checked by a whole eager forward pass (what ``fit`` did before ``ember.training.first_batch``:
+  ``Trainer.check_batch`` in place of ``check_first_batch``), minimum over the calls.
 
 Run with ``OMP_NUM_THREADS=1`` when other processes share the cores.
 """
@@ -53,9 +60,11 @@ import numpy as np
 
 WIDTH, CLASSES, BATCH = 4096, 10, 256
 STEPS = {"torch": 3, "numpy": 3, "mlx": 2}  # MLX's Linux CPU wheel uses a reference BLAS: keep it short
-CASES = ("train", "build", "load_model", "load_weights", "step")
+CASES = ("train", "build", "load_model", "load_weights", "step", "fixed")
 REPEAT = 40
 STEP_BATCHES = 20
+FIXED_MODELS = {"W1": ((784, 256, 256, 10), 128), "MLP33M": ((WIDTH, WIDTH, WIDTH, CLASSES), BATCH)}
+FIXED_REPEAT = {"W1": 30, "MLP33M": {"torch": 5, "numpy": 4, "mlx": 2}}  # MLX's reference BLAS: ~20 s a step
 MIB = 1024.0 * 1024.0
 
 
@@ -463,6 +472,192 @@ def _step_costs(backend: str, depth: int) -> dict:
     return out
 
 
+# ------------------------------------------------------------------- fit()'s fixed cost
+def _fixed_data(backend: str, features: int, batch: int) -> tuple:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(batch, features)).astype(np.float32)
+    y = rng.integers(0, 10, size=batch).astype(np.int64)
+    if backend == "torch":
+        import torch
+
+        return torch.from_numpy(x), torch.from_numpy(y)
+    if backend == "mlx":
+        import mlx.core as mx
+
+        x, y = mx.array(x), mx.array(y)
+        mx.eval(x, y)
+    return x, y
+
+
+def _fixed_ember(backend: str, sizes: tuple, eager_check: bool):
+    """``run(x, y, batch, marks)``: one Ember ``fit`` call; ``marks`` gets the start of its first step
+    and the end of its last. ``eager_check``: the first batch checked by a whole forward (as before)."""
+    import ember
+    from ember import layers
+
+    stack = [ember.Input((sizes[0],))] + [layers.Dense(n, activation="relu") for n in sizes[1:-1]]
+    model = ember.Sequential(stack + [layers.Dense(sizes[-1])])
+    model.build(seed=0)
+    _compile(model)
+    if eager_check:
+        trainer = model._training.trainer
+        trainer.check_first_batch = trainer.check_batch
+
+    class Marks(ember.callbacks.Callback):
+        marks: dict = {}
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self.marks.setdefault("begin", time.perf_counter())
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.marks["end"] = time.perf_counter()
+
+    callback = Marks()
+
+    def run(x, y, batch, marks):
+        callback.marks = marks
+        model.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False, callbacks=[callback])
+
+    return run
+
+
+def _numpy_mlp(sizes: tuple):
+    """NumPy's raw loop for an MLP of ``sizes``: forward, backward and Adam written out, in place."""
+    rng = np.random.default_rng(0)
+    params = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        limit = np.sqrt(6.0 / (fan_in + fan_out))
+        params += [rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32), np.zeros(fan_out, np.float32)]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    b1, b2, eps, lr = 0.9, 0.999, 1e-7, 1e-3
+    t = [0]
+
+    def step(xb, yb):
+        t[0] += 1
+        inputs, pre = [xb], []
+        for i in range(0, len(params), 2):
+            z = inputs[-1] @ params[i] + params[i + 1]
+            pre.append(z)
+            inputs.append(np.maximum(z, 0) if i + 2 < len(params) else z)
+        logits = inputs.pop()
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        loss = -log_p[np.arange(len(yb)), yb].mean()
+        d = np.exp(log_p)
+        d[np.arange(len(yb)), yb] -= 1.0
+        d /= len(yb)
+        alpha = lr * np.sqrt(1 - b2 ** t[0]) / (1 - b1 ** t[0])
+        for i in range(len(params) - 2, -1, -2):
+            layer_in = inputs[i // 2]
+            grads = {i: layer_in.T @ d, i + 1: d.sum(axis=0)}
+            if i:
+                d = (d @ params[i].T) * (pre[i // 2 - 1] > 0)
+            for j, g in grads.items():
+                m[j] += (g - m[j]) * (1 - b1)
+                v[j] += (g * g - v[j]) * (1 - b2)
+                params[j] -= (alpha * m[j] / (np.sqrt(v[j]) + eps)).astype(np.float32)
+        return loss
+
+    def run(x, y, batch, marks):
+        total = 0.0
+        for start in range(0, x.shape[0], batch):
+            marks.setdefault("begin", time.perf_counter())
+            total += step(x[start:start + batch], y[start:start + batch])
+            marks["end"] = time.perf_counter()
+        return float(total)
+
+    return run
+
+
+def _fixed_raw(backend: str, sizes: tuple):
+    """``run(x, y, batch, marks)``: the hand-written loop for an MLP of ``sizes`` (see ``_small_raw``)."""
+    if backend == "numpy":
+        return _numpy_mlp(sizes)
+    pairs = list(zip(sizes[:-1], sizes[1:]))
+    if backend == "torch":
+        import torch
+
+        nn = torch.nn
+        mods = [m for a, b in pairs[:-1] for m in (nn.Linear(a, b), nn.ReLU())] + [nn.Linear(*pairs[-1])]
+        model = nn.Sequential(*mods)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+        loss_fn = nn.CrossEntropyLoss()
+
+        def run(x, y, batch, marks):
+            total = torch.zeros(())
+            for start in range(0, x.shape[0], batch):
+                marks.setdefault("begin", time.perf_counter())
+                optimizer.zero_grad(set_to_none=True)
+                loss = loss_fn(model(x[start:start + batch]), y[start:start + batch])
+                loss.backward()
+                optimizer.step()
+                total += loss.detach()
+                marks["end"] = time.perf_counter()
+            return float(total)
+
+        return run
+    import mlx.core as mx
+    import mlx.nn as mnn
+    import mlx.optimizers as mopt
+
+    mods = [m for a, b in pairs[:-1] for m in (mnn.Linear(a, b), mnn.ReLU())] + [mnn.Linear(*pairs[-1])]
+    model = mnn.Sequential(*mods)
+    optimizer = mopt.Adam(1e-3, eps=1e-7)
+    grad_fn = mnn.value_and_grad(model, lambda model, xb, yb: mnn.losses.cross_entropy(model(xb), yb,
+                                                                                         reduction="mean"))
+    state = [model.state, optimizer.state]
+
+    def step(xb, yb):
+        loss, grads = grad_fn(model, xb, yb)
+        optimizer.update(model, grads)
+        return loss
+
+    step = mx.compile(step, inputs=state, outputs=state)
+
+    def run(x, y, batch, marks):
+        total = mx.array(0.0)
+        for start in range(0, x.shape[0], batch):
+            marks.setdefault("begin", time.perf_counter())
+            total = total + step(x[start:start + batch], y[start:start + batch])
+            mx.eval(state, total)
+            marks["end"] = time.perf_counter()
+        return total.item()
+
+    return run
+
+
+def fixed_child(backend: str) -> dict:
+    """Per model and variant: the minimum ms from the call to its step, and from the step's end to the
+    return, over interleaved one-step calls (see the module docstring)."""
+    _warm_imports(backend)
+    out: dict = {}
+    for name, (sizes, batch) in FIXED_MODELS.items():
+        x, y = _fixed_data(backend, sizes[0], batch)
+        variants = {"raw": _fixed_raw(backend, sizes), "ember": _fixed_ember(backend, sizes, eager_check=False),
+                    "eager_check": _fixed_ember(backend, sizes, eager_check=True)}
+        for run in variants.values():  # first calls: tracing, compiling, first-use allocations
+            run(x, y, batch, {})
+        repeat = FIXED_REPEAT[name]
+        repeat = repeat[backend] if isinstance(repeat, dict) else repeat
+        rows: dict = {key: {"to_step": [], "after": [], "step": []} for key in variants}
+        order = list(variants)
+        for turn in range(repeat):
+            for key in order[turn % len(order):] + order[:turn % len(order)]:  # each variant in each place
+                run = variants[key]
+                marks: dict = {}
+                start = time.perf_counter()
+                run(x, y, batch, marks)
+                stop = time.perf_counter()
+                rows[key]["to_step"].append(marks["begin"] - start)
+                rows[key]["after"].append(stop - marks["end"])
+                rows[key]["step"].append(marks["end"] - marks["begin"])
+        out[name] = {key: {part: min(values) * 1e3 for part, values in row.items()} for key, row in rows.items()}
+        del variants
+        gc.collect()
+    return out
+
+
 # ------------------------------------------------------------------------------- harness
 def _child(args: list[str]) -> dict:
     result = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True,
@@ -482,6 +677,8 @@ def _run_child(args: list[str]) -> None:
         out = save_child(args[1])
     elif kind in ("load_model", "load_weights"):
         out = load_child(args[1], kind, args[2])
+    elif kind == "fixed":
+        out = fixed_child(args[1])
     else:
         out = step_child(args[1])
     print(json.dumps(out))
@@ -558,6 +755,27 @@ def main() -> None:
                       f"{row[f'ember_{depth}']:8.3f} {_ratio(row[f'ember_{depth}'], raw) if raw else '   - '} "
                       f"{raw_call if raw_call is not None else float('nan'):8.3f} {row[f'ember_{depth}_call']:8.3f}",
                       flush=True)
+    if "fixed" in cases:
+        _print_fixed(names)
+
+
+def _print_fixed(names: list[str]) -> None:
+    print("\nfixed: fit()'s fixed cost, ms (one-step calls, minimum of interleaved calls): from the call to its "
+          "step + from the step's end to the return = the call minus its step; raw = the hand-written loop, "
+          "eager check = fit with its first batch checked by a whole forward pass (as before); ember-raw in ms "
+          "(a raw loop has next to no fixed cost: a ratio to it says little)")
+    print(f"{'backend':7} {'model':7} {'step':>9} {'raw':>7} {'ember':>7} {'(to step':>9} {'after)':>7} "
+          f"{'eager chk':>9} {'(to step':>9} {'after)':>7} {'ember-raw':>9} {'before/now':>10}")
+    for backend in names:
+        result = _child(["fixed", backend])
+        for model, row in result.items():
+            fixed = {key: part["to_step"] + part["after"] for key, part in row.items()}
+            print(f"{backend:7} {model:7} {row['ember']['step']:9.2f} {fixed['raw']:7.2f} {fixed['ember']:7.2f} "
+                  f"{row['ember']['to_step']:9.2f} {row['ember']['after']:7.2f} {fixed['eager_check']:9.2f} "
+                  f"{row['eager_check']['to_step']:9.2f} {row['eager_check']['after']:7.2f} "
+                  f"{fixed['ember'] - fixed['raw']:9.2f} {_ratio(fixed['eager_check'], fixed['ember']):>10}",
+                  flush=True)
+
 
 if __name__ == "__main__":
     main()

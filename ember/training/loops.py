@@ -182,9 +182,10 @@ class FitLoop:
 
     def _run_epoch(self, epoch: int, wants_begin: bool, wants_end: bool, results: Any) -> bool:
         """The steps of one epoch; whether any ran. The losses skip their eager label-value checks
-        (a host sync each): the first batch was checked by ``Trainer.check_batch``, and every
+        (a host sync each): the first batch was checked by ``Trainer.check_first_batch``, and every
         batch's sparse labels by :mod:`ember.training.label_check` (one reduction, no sync on
-        an accelerator)."""
+        an accelerator). When the first step raises, ``Trainer.explain_step_error`` runs the eager
+        check on its batch, whose clear error replaces the step's where the data is at fault."""
         model, callbacks, step_fn, check = self.model, self.callbacks, self.step_fn, self.label_check
         watch = self.loss_watch
         skip, self.skip_steps = self.skip_steps, 0
@@ -201,7 +202,15 @@ class FitLoop:
                 # The state before the step is kept only for a rollback (TerminateOnNaN): holding it
                 # otherwise would keep a third copy of the weights alive during the next step.
                 previous = self.state if self.keep_previous else None
-                self.state = step_fn(self.state, batch)
+                try:
+                    self.state = step_fn(self.state, batch)
+                except Exception:
+                    clear = None
+                    if self.completed_steps == 0:  # all or nothing: the state is as it was before fit
+                        clear = self.trainer.explain_step_error(self.state, batch)
+                    if clear is not None:
+                        raise clear from None
+                    raise
                 self.step_in_epoch = step + 1
                 stepped = True
                 self.completed_steps += 1

@@ -417,7 +417,7 @@ class TrainingAPI:
             state = self._train_state(trainer, seed)
             if resume is not None:
                 state["rng"] = step_rng(steps, resume["rng"])
-            trainer.check_batch(state, first)
+            trainer.check_first_batch(state, first)
             if strategy is not None:
                 check_same_weights(strategy, state["model"]["params"], "fit")
             if validation is not None:  # bad validation data fails now, not after a whole epoch of training

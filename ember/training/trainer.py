@@ -67,9 +67,10 @@ from ember.training.compile_utils import CompileLoss, CompileMetrics, output_nam
 from ember.training.data.adapter import native_batch, unpack_batch
 from ember.training.data.convert import to_native
 from ember.training.distributed import StepSync
+from ember.training.first_batch import FirstBatchCheck, eager_first_step
 from ember.training.label_check import SparseLabelCheck
 from ember.training.loss_scaling import LossScaleSteps
-from ember.training.steps import STEP_KIT, StepCore, batch_size_of
+from ember.training.steps import STEP_KIT, StepCore
 
 
 def _output_shapes(model: Any, names: list[str]) -> list | None:
@@ -206,6 +207,7 @@ class Trainer:
         self.seed = None if seed is None else int(seed)
         self._fits = 0
         self.core = StepCore(model, self.optimizer, self.compile_loss, self.compile_metrics, self.output_names)
+        self.first_batch = FirstBatchCheck(self.core)
         self._steps: dict[str | tuple[str, Any], Any] = {}  # by backend (and strategy)
 
     # --- backend steps ---------------------------------------------------------------------
@@ -334,11 +336,18 @@ class Trainer:
     def check_batch(self, state: dict, batch: tuple) -> None:
         """Run the losses once eagerly on ``batch`` (inference mode) so bad labels raise clear errors
         before any training step, also where the step itself is compiled."""
-        x, y, sw = batch
-        if y is None and self.compile_loss.entries:
-            raise ValueError(f"the model has a loss for output(s) {self.output_names} but the data gives no "
-                             "targets y")
-        model_state = state["model"]
-        total, _, _ = self.core.eval_loss(model_state["params"], model_state["buffers"], x, y, sw)
-        del total
-        batch_size_of(x)
+        self.first_batch.check(state, batch, quick=False)
+
+    def check_first_batch(self, state: dict, batch: tuple) -> None:
+        """:meth:`check_batch` for ``fit``'s first batch, without a forward pass where the first step
+        runs eagerly (:mod:`ember.training.first_batch`): that step finds what only a forward can, and
+        :meth:`explain_step_error` then gives the check's error."""
+        quick = eager_first_step(backends.get_backend(), self.jit_compile, self.cuda_graphs,
+                                 isinstance(self.optimizer, optimizers.LossScaleOptimizer),
+                                 distribute.get_strategy() is not None)
+        self.first_batch.check(state, batch, quick=quick)
+
+    def explain_step_error(self, state: dict, batch: tuple) -> Exception | None:
+        """``fit``'s first step raised on ``batch``: the eager check's clear error when the data is at
+        fault, or None when the check passes (the step's own error stands)."""
+        return self.first_batch.explain(state, batch)

@@ -100,9 +100,9 @@ def _data(steps, batch=4):
 
 # Per epoch: the loss and accuracy logs read at the epoch's end (2 tensors, each .cpu() + .numpy()),
 # and there, the deferred label flags and first bad values (2 columns) and the deferred running
-# losses (1 column), each one .cpu() + .numpy(). Per fit call: the eager loss on the first batch
-# (Trainer.check_batch: the sparse loss's label dtype and range checks, 2 reads of .cpu() +
-# .numpy()). Nothing depends on the number of steps.
+# losses (1 column), each one .cpu() + .numpy(). Per fit call: the loss on the first batch
+# (Trainer.check_first_batch, on a stand-in for the predictions: the sparse loss's label dtype and
+# range checks, 2 reads of .cpu() + .numpy()). Nothing depends on the number of steps.
 FIT_SYNCS_PER_EPOCH = 2 * 2 + 3 * 2
 FIT_SYNCS_PER_CALL = 2 * 2
 

@@ -1,0 +1,259 @@
+"""``fit`` checks its first batch without a forward pass where its first step runs eagerly
+(:mod:`ember.training.first_batch`), with the same errors as the eager check and no state changed."""
+
+from __future__ import annotations
+
+import numpy as np
+import optree
+import pytest
+
+import ember
+from ember import layers, ops
+from ember.training.first_batch import eager_first_step, predicted_shapes
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(12, 4)).astype("float32")
+Y = np.array([0, 1, 2] * 4)
+
+
+def _sce():
+    return ember.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def _compiled(model, jit_compile="auto"):
+    model.compile(optimizer=ember.optimizers.Adam(0.01), loss=_sce(), seed=0, jit_compile=jit_compile)
+    return model
+
+
+def _mlp(jit_compile="auto"):
+    model = ember.Sequential([ember.Input((4,)), layers.Dense(5, activation="relu"), layers.Dense(3, name="logits")])
+    model.build(seed=0)
+    return _compiled(model, jit_compile)
+
+
+def _snapshot(model):
+    as_numpy = lambda tree: optree.tree_map(lambda a: np.array(ops.to_numpy(a)), tree)  # noqa: E731
+    opt_state = model._training.opt_state
+    return as_numpy(model.state), None if opt_state is None else as_numpy(opt_state)
+
+
+def _same(a, b):
+    leaves_a, spec_a = optree.tree_flatten(a, none_is_leaf=True)
+    leaves_b, spec_b = optree.tree_flatten(b, none_is_leaf=True)
+    return spec_a == spec_b and all((x is None and y is None) or np.array_equal(x, y)
+                                    for x, y in zip(leaves_a, leaves_b))
+
+
+def _count_forwards(model):
+    """Count the model's forward passes (the trainer's ``core.forward``) into the returned list (call it
+    before the first ``fit``: the steps a backend builds may keep their own copy of the core)."""
+    core = model._training.trainer.core
+    calls = []
+    forward = core.forward
+    core.forward = lambda *args: calls.append(args[3]) or forward(*args)  # args[3]: training
+    return calls
+
+
+def _one_step(model, x=X, y=Y):
+    model.fit(x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0)
+
+
+# --------------------------------------------------------------------------------- no extra forward
+def test_fit_runs_no_forward_before_an_eager_first_step(backend):
+    model = _mlp(jit_compile=False)  # an eager step on every backend (MLX included)
+    calls = _count_forwards(model)
+    for _ in range(2):
+        _one_step(model)
+    assert calls == [True, True]  # the training steps only: no inference-mode check
+
+
+def test_a_compiled_first_step_keeps_the_eager_check(mlx_backend):
+    """``mx.compile`` may not surface what an eager forward raises: the first batch is run eagerly (lazily on
+    MLX: only the labels it reads are computed) before the step."""
+    model = _mlp()  # jit_compile="auto" compiles on MLX
+    calls = _count_forwards(model)
+    _one_step(model)
+    _one_step(model)
+    assert calls.count(False) == 2  # one eager check per fit (the traced steps come on top)
+
+
+@pytest.mark.parametrize(("backend_name", "jit", "cuda_graphs", "loss_scaled", "distributed", "expected"), [
+    ("numpy", True, False, False, False, True),
+    ("torch", "auto", False, False, False, True),
+    ("torch", False, False, False, False, True),
+    ("torch", True, False, False, False, False),
+    ("torch", "auto", True, False, False, False),
+    ("torch", "auto", False, False, True, False),
+    ("mlx", "auto", False, False, False, False),
+    ("mlx", True, False, False, False, False),
+    ("mlx", False, False, False, False, True),
+    ("mlx", "auto", False, True, False, True),
+    ("numpy", "auto", False, False, True, False),
+])
+def test_which_first_steps_run_eagerly(backend_name, jit, cuda_graphs, loss_scaled, distributed, expected):
+    assert eager_first_step(backend_name, jit, cuda_graphs, loss_scaled, distributed) is expected
+
+
+# --------------------------------------------------------------------------------- same errors
+def _bad_batches():
+    return {
+        "label out of range": (X, np.full(12, 5)),
+        "negative label": (X, np.full(12, -1)),
+        "non-integral float labels": (X, np.full(12, 0.5)),
+        "one-hot labels": (X, np.eye(3, dtype="float32")[Y]),
+        "labels of rank 3": (X, np.zeros((12, 2, 2), "int64")),
+        "feature count": (np.ones((12, 5), "float32"), Y),
+        "rank of x": (np.ones((12, 4, 1), "float32"), Y),
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_batches()))
+def test_bad_first_batch_raises_the_eager_checks_error_and_changes_nothing(backend, case):
+    model = _mlp()
+    _one_step(model)  # an optimizer state exists
+    x, y = _bad_batches()[case]
+    trainer = model._training.trainer
+    batch = tuple(ops.convert_to_tensor(a) if a is not None else None for a in (x, y, None))
+    with pytest.raises((ValueError, TypeError)) as expected:
+        trainer.check_batch({"model": model.state}, batch)  # the eager forward check, as fit ran it before
+    before = _snapshot(model)
+    with pytest.raises(type(expected.value)) as caught:
+        _one_step(model, x, y)
+    assert str(caught.value) == str(expected.value)
+    assert _same(_snapshot(model), before)
+
+
+def _embedding_model():
+    model = ember.Sequential([ember.Input((3,), dtype="int64"), layers.Embedding(10, 4, name="tokens"),
+                              layers.Flatten(), layers.Dense(3)])
+    model.build(seed=0)
+    return _compiled(model)
+
+
+TOKENS = np.array([[1, 2, 3], [4, 5, 6], [7, 8, 9], [0, 1, 2]])
+BAD_TOKENS = np.array([[1, 2, 3], [4, 5, 12], [7, 8, 9], [0, 1, 2]])  # 12 >= input_dim: only values tell
+
+
+def test_what_only_a_forward_finds_raises_from_the_first_step_with_nothing_changed(backend):
+    model = _embedding_model()
+    _one_step(model, TOKENS, Y[:4])
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match=r"layer 'tokens': indices must lie in \[0, 10\).*received values in "
+                                         r"\[0, 12\]"):
+        _one_step(model, BAD_TOKENS, Y[:4])
+    assert _same(_snapshot(model), before)
+
+
+class _OpaqueKernelError(RuntimeError):
+    pass
+
+
+def _failing_first_step(model, monkeypatch):
+    """The first step fails the way a fused or compiled kernel may: with an error of its own."""
+    def fail(state, batch):
+        raise _OpaqueKernelError("kernel failed")
+
+    monkeypatch.setattr(model._training.trainer.steps, "fit_step", fail)
+
+
+def test_a_failing_first_step_gets_the_eager_checks_clear_error(backend, monkeypatch):
+    model = _embedding_model()
+    _one_step(model, TOKENS, Y[:4])
+    before = _snapshot(model)
+    _failing_first_step(model, monkeypatch)
+    with pytest.raises(ValueError, match=r"layer 'tokens': indices must lie in \[0, 10\)") as caught:
+        _one_step(model, BAD_TOKENS, Y[:4])
+    assert caught.value.__cause__ is None  # the check's error, not chained to the step's
+    assert _same(_snapshot(model), before)
+    # Where the data is fine, the step's own error stands.
+    with pytest.raises(_OpaqueKernelError, match="kernel failed"):
+        _one_step(model, TOKENS, Y[:4])
+    assert _same(_snapshot(model), before)
+
+
+# ------------------------------------------------------------------------- output shapes, learned
+class _MisdeclaredDense(layers.Dense):
+    """A Dense whose ``compute_output_shape`` is wrong (an extra axis): the stand-in cannot be trusted."""
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (4, self.units)
+
+
+def test_a_wrong_declared_output_shape_falls_back_to_the_forward_once(backend):
+    model = ember.Sequential([ember.Input((4,)), layers.Dense(5), _MisdeclaredDense(3)])
+    model.build(seed=0)
+    _compiled(model, jit_compile=False)
+    calls = _count_forwards(model)
+    _one_step(model)
+    assert calls == [False, True]  # the stand-in was rejected: the eager check decided (and passed)
+    _one_step(model)
+    assert calls == [False, True, True]  # the shapes that forward gave are remembered
+
+
+class _TwoDense(ember.Model):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden = layers.Dense(5, activation="relu")
+        self.out = layers.Dense(3)
+
+    def call(self, inputs):
+        return self.out(self.hidden(inputs))
+
+
+def test_a_subclassed_model_learns_its_output_shapes_from_the_first_check(backend):
+    model = _compiled(_TwoDense(), jit_compile=False)
+    calls = _count_forwards(model)
+    _one_step(model)  # builds the model from the data; nothing declares its output shapes: the forward tells
+    assert calls == [False, True]
+    _one_step(model)
+    _one_step(model)
+    assert calls == [False, True, True, True]
+    with pytest.raises(ValueError, match="received 7"):  # the labels are still checked against 3 classes
+        _one_step(model, X, np.full(12, 7))
+    assert predicted_shapes(model, model._training.trainer.output_names, ops.convert_to_tensor(X)) is None
+
+
+# --------------------------------------------------------------------------------- predicted_shapes
+def _functional():
+    a, b = ember.Input((4,), name="a"), ember.Input((2, 3), name="b")
+    merged = layers.Concatenate()([layers.Dense(5)(a), layers.Flatten()(b)])
+    return ember.Model([a, b], {"scores": layers.Dense(3, name="scores")(merged),
+                                "value": layers.Dense(1, name="value")(merged)})
+
+
+def test_predicted_shapes_follow_the_declared_inputs(backend):
+    model = _functional()
+    names = model._training.trainer.output_names if model._training.trainer else ["scores", "value"]
+    a, b = ops.zeros((6, 4)), ops.zeros((6, 2, 3))
+    assert predicted_shapes(model, names, [a, b]) == [(6, 3), (6, 1)]
+    assert predicted_shapes(model, names, {"a": a, "b": b}) == [(6, 3), (6, 1)]
+    assert predicted_shapes(model, names, [a, ops.zeros((6, 3, 3))]) is None  # does not fit input "b"
+    assert predicted_shapes(model, names, [a, ops.zeros((5, 2, 3))]) is None  # two batch sizes
+    assert predicted_shapes(model, names, [a]) is None
+    assert predicted_shapes(model, names, {"a": a}) is None
+    sequential = ember.Sequential([ember.Input((4,)), layers.Dense(2)])
+    assert predicted_shapes(sequential, ["dense"], a) == [(6, 2)]
+    assert predicted_shapes(sequential, ["dense"], ops.zeros((6, 5))) is None
+    assert predicted_shapes(ember.Sequential([layers.Dense(2)]), ["dense"], a) is None  # input shape unknown
+
+
+def test_an_unknown_output_dim_is_left_to_the_forward(backend):
+    inputs = ember.Input((None, 3))
+    model = ember.Model(inputs, layers.Dense(2)(inputs))
+    assert predicted_shapes(model, ["dense"], ops.zeros((4, 5, 3))) is None
+
+
+def test_multi_output_fit_checks_each_output_without_a_forward(backend):
+    model = _functional()
+    model.compile(optimizer="sgd", loss={"scores": _sce(), "value": "mse"}, seed=0, jit_compile=False)
+    x = [RNG.normal(size=(12, 4)).astype("float32"), RNG.normal(size=(12, 2, 3)).astype("float32")]
+    y = {"scores": Y, "value": RNG.normal(size=(12, 1)).astype("float32")}
+    calls = _count_forwards(model)
+    for _ in range(2):
+        model.fit(x, y, batch_size=12, epochs=1, verbose=0)
+    assert calls == [True, True]
+    with pytest.raises(ValueError, match=r"sparse_categorical_crossentropy.*received 3"):
+        model.fit(x, {"scores": np.full(12, 3), "value": y["value"]}, batch_size=12, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match=r"one integer class index per prediction.*received y_true.shape=\(12, 2\)"):
+        model.fit(x, {"scores": np.zeros((12, 2), "int64"), "value": y["value"]}, batch_size=12, epochs=1,
+                  verbose=0)
