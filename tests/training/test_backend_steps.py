@@ -239,3 +239,59 @@ def test_torch_fit_out_of_place_update_equals_the_copy_path(torch_backend, make,
     for other in results[1:]:
         for got, want in zip(other, results[0]):
             np.testing.assert_array_equal(got, want)
+
+
+def test_torch_step_counter_reads_the_device_counter_once_per_change(torch_backend, monkeypatch):
+    """On an accelerator fit counts Adam's steps on the host (torch's _StepCounter): the device counter
+    is read on the first step and again only when something else changed it (simulated on the CPU)."""
+    import torch
+
+    from ember.backends.torch import _base
+    from ember.backends.torch.training import _StepCounter
+
+    monkeypatch.setattr(_base, "host_reads_free", lambda device: False)
+    reads = []
+    monkeypatch.setattr(torch.Tensor, "__int__", lambda self: reads.append(1) or int(self.item()))
+    counter, iterations = _StepCounter(), torch.tensor(5)
+
+    def take_step():
+        step = counter.next(iterations)
+        iterations.add_(1)  # the in-place write
+        counter._known = (iterations, iterations._version, step)  # as _write_in_place records it
+        return step
+
+    assert [take_step() for _ in range(3)] == [6, 7, 8] and len(reads) == 1
+    iterations.copy_(torch.tensor(0))  # changed elsewhere, in place: read again
+    assert take_step() == 1 and len(reads) == 2
+    iterations = torch.tensor(41)  # another counter (a new fit's state): read again
+    assert take_step() == 42 and len(reads) == 3
+    counter.clear()
+    assert counter.next(iterations) == 43 and len(reads) == 4
+    monkeypatch.setattr(_base, "host_reads_free", lambda device: True)
+    assert counter.next(iterations) is None  # the CPU: the plan reads the counter itself
+
+
+@pytest.mark.parametrize("make", [lambda: optimizers.Adam(0.01),
+                                  lambda: optimizers.AdamW(0.01, weight_decay=0.1, amsgrad=True),
+                                  lambda: optimizers.Adam(optimizers.schedules.ExponentialDecay(0.01, 2, 0.5)),
+                                  lambda: optimizers.SGD(0.05, momentum=0.9, nesterov=True, weight_decay=0.01)])
+def test_torch_accelerator_update_equals_the_cpu_update(torch_backend, make, monkeypatch):
+    """fit's in-place update as it runs on a GPU (multi-tensor kernels, device factors, the host step
+    counter), forced on the CPU, gives the CPU path's weights within float32 rounding."""
+    from ember.backends.torch import _base
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(48, 6)).astype("float32"), rng.integers(0, 3, 48)
+
+    def train():
+        model = ember.Sequential([ember.Input((6,)), layers.Dense(8, activation="relu"), layers.Dense(3)])
+        model.build(seed=0)
+        model.compile(optimizer=make(), loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True), seed=0)
+        model.fit(x, y, batch_size=16, epochs=2, verbose=0)
+        model.fit(x, y, batch_size=16, epochs=1, verbose=0)  # a second fit: the counter is read again
+        return [np.asarray(w) for w in model.get_weights()]
+
+    on_cpu = train()
+    monkeypatch.setattr(_base, "host_reads_free", lambda device: False)
+    for got, expected in zip(train(), on_cpu):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)

@@ -513,8 +513,8 @@ def _plan_on_accelerator(optimizer: Any, grads: Tensors, params: list, slots: li
     multi-tensor kernels alone (:func:`_write_on_accelerator`)."""
     with torch.no_grad():
         dtype, device = params[0].dtype, params[0].device
-        lr, t = (value if _is_tensor(value) else torch.tensor(value, dtype=torch.float32, device=device)
-                 for value in (lr, t))
+        if not _is_tensor(lr):
+            lr = torch.tensor(lr, dtype=torch.float32, device=device)
         rate = optimizer.weight_decay
         decaying = [param for param, flag in zip(params, decayed) if flag] if rate is not None else []
         decay_terms = torch._foreach_mul(decaying, (-lr * rate).to(dtype)) if decaying else []
@@ -522,7 +522,10 @@ def _plan_on_accelerator(optimizer: Any, grads: Tensors, params: list, slots: li
             scaled = torch._foreach_mul(grads, (-lr).to(dtype))
             constants: tuple = (optimizer.momentum, bool(optimizer.nesterov))
             return ("sgd_foreach", params, scaled, slots, None, (decaying, decay_terms), constants, iterations)
-        negative_step = (-_step_size(optimizer, lr, t)).to(dtype)
+        if _is_tensor(t):  # the step number on the device: its factors are computed there
+            negative_step = (-_step_size(optimizer, lr, t)).to(dtype)
+        else:  # known on the host (fit's StepCounter): one kernel
+            negative_step = (lr * -_step_size(optimizer, 1.0, t)).to(dtype)
         constants = (1.0 - optimizer.beta_1, optimizer.beta_2, 1.0 - optimizer.beta_2, optimizer.epsilon,
                      negative_step, bool(optimizer.amsgrad))
         return ("adam_foreach", params, grads, slots, scratch, (decaying, decay_terms), constants, iterations)

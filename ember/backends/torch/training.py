@@ -116,6 +116,33 @@ def _sole_user(tensor: Any) -> bool:
     return storage_users == 1 and tensor._use_count() == 1  # type: ignore[attr-defined]  # private, not in stubs
 
 
+class _StepCounter:
+    """The host's copy of the optimizer's step counter during a ``fit`` on an accelerator.
+
+    The counter lives on the device; reading it every step would wait for the device. It is read
+    once (the first step of a ``fit``, or after anything else changed it: another tensor, or an
+    in-place write that moved its ``_version``), then counted on the host alongside the in-place
+    writes (``_write_in_place`` records each), so Adam's bias corrections are Python floats (one
+    kernel per step instead of a dozen tiny ones). On the CPU the plan reads the counter itself at
+    no cost: :meth:`next` gives None.
+    """
+
+    def __init__(self) -> None:
+        self._known: tuple | None = None  # (the counter tensor, its _version after our write, its value)
+
+    def next(self, iterations: Any) -> int | None:
+        """The number of the coming update (``iterations + 1``), or None on the CPU."""
+        if not isinstance(iterations, torch.Tensor) or _base.host_reads_free(iterations.device):
+            return None
+        known = self._known
+        if known is not None and known[0] is iterations and known[1] == iterations._version:
+            return known[2] + 1
+        return int(iterations) + 1  # one host read: a counter new to this fit, or changed elsewhere
+
+    def clear(self) -> None:
+        self._known = None
+
+
 def _detach(value: Any) -> Any:
     return value.detach() if isinstance(value, torch.Tensor) else value
 
@@ -195,6 +222,7 @@ class _TorchSteps(_StepsBase):
         self._released: tuple | None = None
         self.buffers = kit.StepBuffers(_clone_leaf, _fits, _copy_into)
         self._held = HeldSignals()  # held from an in-place write until the loop publishes its result
+        self._step_counter = _StepCounter()
 
     # --- state ownership ------------------------------------------------------------------
     def own(self, state: dict, donated: frozenset = frozenset()) -> dict:
@@ -226,6 +254,7 @@ class _TorchSteps(_StepsBase):
     def finish_fit(self) -> None:
         super().finish_fit()
         self._released = None  # the owned params behind the published views: the views own them now
+        self._step_counter.clear()
 
     def release(self, model_state: dict) -> dict:
         # The loop publishes right after recording a step: signals held by its in-place write are
@@ -335,13 +364,19 @@ class _TorchSteps(_StepsBase):
         with torch.no_grad():
             total, per_output, y_pred_flat, new_buffers = optree.tree_map(_detach, aux)
             metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+            iterations = state["optimizer"]["iterations"]
+            step = None if core.optimizer.kernel_name == "sgd" else self._step_counter.next(iterations)
             plan = core.optimizer.plan_in_place(grads, state["optimizer"], trainable,
-                                                self._scratch_for(trainable, leaves))
+                                                self._scratch_for(trainable, leaves), step=step)
         new = {"model": {"params": state["model"]["params"], "buffers": new_buffers}, "optimizer": state["optimizer"],
                "metrics": metrics, "rng": self.kit.advance_rng(state["rng"])}
+        counter = self._step_counter
         self._held.hold()
         torch._C._set_grad_enabled(False)  # a C call (no_grad's exit would run Python code); restored by the caller
         optim.write_in_place(plan)
+        # The write took update ``step``: an assignment, no call (no Python function may run between
+        # the first write and the loop's publish).
+        counter._known = None if step is None else (iterations, iterations._version, step)
         return new
 
     def _scratch_for(self, trainable: dict, leaves: list) -> Any:

@@ -577,7 +577,8 @@ class Optimizer:
         new_state["iterations"] = step
         return new_params, new_state
 
-    def plan_in_place(self, grads: Any, opt_state: dict, params: Any, scratch: Any = None) -> Any:
+    def plan_in_place(self, grads: Any, opt_state: dict, params: Any, scratch: Any = None,
+                      step: int | None = None) -> Any:
         """The first half of an all-or-nothing in-place update: everything computed, nothing written.
 
         Where the active backend has in-place kernels that run without entering Python code
@@ -592,6 +593,8 @@ class Optimizer:
             opt_state: the optimizer state of ``params`` (the caller owns its arrays).
             params: the parameters (the caller owns them).
             scratch: spare arrays mirroring ``params`` (their values are overwritten); Adam needs them.
+            step: the 1-based number of this update (``iterations + 1``) when the caller knows it on
+                the host; None: computed from ``opt_state["iterations"]`` (on the device).
 
         Raises:
             TypeError: no in-place plan on the active backend for this optimizer and these arrays.
@@ -617,7 +620,8 @@ class Optimizer:
                             f"{backends.get_backend()} backend for these arrays; use apply_gradients")
         iterations = opt_state["iterations"]
         lr = self.learning_rate_at(iterations, opt_state)
-        step = ops.add(iterations, 1)
+        if step is None:
+            step = ops.add(iterations, 1)
         spare = treedef.flatten_up_to(scratch) if scratch is not None else [None] * len(leaves)
         return plan(self, grad_leaves, leaves, slots, step, lr, self._decay_mask(params, len(leaves)), spare,
                     iterations)
