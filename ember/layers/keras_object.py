@@ -302,7 +302,7 @@ def call_in_frame(child: Any, frame: scope.Frame, args: tuple, kwargs: dict) -> 
     child_state = {"params": params.get(key, {}), "buffers": buffers.get(key, {})}
     if mask is not None and (child._keras_style or _apply_takes_mask(child)):
         kwargs["mask"] = mask
-    rng = sub_seed(frame.rng, key)
+    rng = sub_seed(frame.rng, key) if child._uses_rng else None  # none derived for a Dense (see Layer._uses_rng)
     outputs, new_state = autocast.apply(child, child_state, inputs, training=training, rng=rng, **kwargs)
     if new_state["buffers"]:
         frame.state["buffers"][key] = new_state["buffers"]

@@ -210,6 +210,12 @@ class Layer(metaclass=LayerType):
     _call_takes_training: ClassVar[bool] = False
     _call_takes_rng: ClassVar[bool] = False
     _call_takes_mask: ClassVar[bool] = False
+    # Whether apply's ``rng`` can reach this class's code (see :func:`_sees_rng`): models derive a
+    # per-step seed only for the layers that do. Set per class in __init_subclass__.
+    _uses_rng: ClassVar[bool] = True
+    # Declared True in the body of a built-in class whose own ``apply`` never reads ``rng``
+    # (BatchNormalization); read from that exact class's ``__dict__``, so a subclass is not covered.
+    _apply_ignores_rng: ClassVar[bool] = False
     # Keras's flag: the layer passes an input mask through (see compute_mask).
     supports_masking: ClassVar[bool] = False
     # True: under a mixed policy the layer computes in float32 (normalization statistics); see autocast.
@@ -232,6 +238,7 @@ class Layer(metaclass=LayerType):
         cls._call_takes_training = "training" in parameters
         cls._call_takes_rng = "rng" in parameters
         cls._call_takes_mask = "mask" in parameters
+        cls._uses_rng = _sees_rng(cls)
         if cls.__module__.startswith("ember."):
             register_serializable("ember")(cls)
         optree.register_pytree_node(
@@ -629,6 +636,31 @@ def _unflatten_layer(cls: type[Layer], metadata: tuple, children: list) -> Layer
         object.__setattr__(layer, name, child)
     object.__setattr__(layer, "_frozen", True)
     return layer
+
+
+def _sees_rng(cls: type[Layer]) -> bool:
+    """Whether the ``rng`` given to ``cls.apply`` can reach the class's code, decided once per class.
+
+    False only where it provably cannot: a declarative class whose ``call`` takes no ``rng`` and
+    that keeps :meth:`Layer.apply` (which then never passes it on: Dense, Conv, pooling, layer
+    normalization, activations, reshapes, Embedding, and user layers written the same way), or an
+    exact class that declares ``_apply_ignores_rng = True`` in its own body. Keras-style classes
+    (their sub-layers may draw), classes whose ``call`` takes ``rng``, and any other ``apply``
+    (wrappers, RNNs, attention, models) keep it, as does every subclass of such a class that does
+    not itself qualify (a Dense subclass whose ``call`` takes ``rng`` gets its seed).
+
+    Example:
+        >>> from ember import layers
+        >>> _sees_rng(layers.Dense), _sees_rng(layers.Dropout), _sees_rng(layers.BatchNormalization)
+        (False, True, False)
+        >>> class NoisyNorm(layers.BatchNormalization):
+        ...     pass
+        >>> _sees_rng(NoisyNorm)
+        True
+    """
+    if cls.__dict__.get("_apply_ignores_rng", False):
+        return False
+    return cls._keras_style or cls._call_takes_rng or cls.apply is not Layer.apply
 
 
 def _setup_keras_class(cls: type[Layer]) -> None:

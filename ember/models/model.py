@@ -341,12 +341,13 @@ class Model(TrainingAPI, Layer):
         new_buffers = dict(buffers)
         masks: dict = {}  # Keras-style masks of the values that carry one (see takes_mask)
         keys = self._state_keys()
+        rng = _checked_rng(rng)
         for node in self._nodes:
             layer = node.layer
             key = keys[id(layer)]
             args = optree.tree_map(lambda t: values[t.uid], node.inputs, is_leaf=_is_symbolic_tensor)
             child_state = {"params": params.get(key, {}), "buffers": new_buffers.get(key, {})}
-            child_rng = None if rng is None else _child_rng(rng, key)
+            child_rng = _layer_rng(layer, rng, key)
             # Call kwargs may hold symbolic tensors (attention_mask=...): bind their values.
             kwargs = replace_symbolic(node.kwargs, lambda t: values[t.uid]) if node.kwargs else node.kwargs
             mask = _input_mask(node, masks) if masks else None
@@ -647,16 +648,35 @@ class _Same:
 
 
 
-def _child_rng(rng: Any, name: str) -> Any:
-    """A layer's seed from the model's ``rng``: an int, or a 0-d integer array (derived with ops,
-    no host sync, so it can stay symbolic under ``mx.compile``)."""
-    if isinstance(rng, int) and not isinstance(rng, bool):
-        return derive_seed(rng, name)
+def _checked_rng(rng: Any) -> Any:
+    """A model's ``rng``, checked once per call: an int (a NumPy integer becomes one), a 0-d integer
+    array (kept as is: no host sync, so it can stay symbolic under ``mx.compile``) or None.
+
+    Raises:
+        TypeError: any other value, whether or not a layer of the model draws random numbers.
+    """
+    if rng is None or (isinstance(rng, int) and not isinstance(rng, bool)):
+        return rng
     if isinstance(rng, np.integer):
-        return derive_seed(int(rng), name)
+        return int(rng)
     if is_seed_array(rng):
-        return derive_seed(rng, name)
+        return rng
     raise TypeError(f"rng must be an int seed, a 0-d integer array or None, received {type(rng).__name__}")
+
+
+def _child_rng(rng: Any, name: str) -> Any:
+    """The seed of the child ``name`` from the model's ``rng``: ``derive_seed(rng, name)`` (with ops
+    for an array seed)."""
+    return derive_seed(_checked_rng(rng), name)
+
+
+def _layer_rng(layer: Any, checked_rng: Any, key: str) -> Any:
+    """The step seed a model passes to ``layer`` (state key ``key``): ``derive_seed(checked_rng, key)``
+    where the layer's code can read it, None where it cannot (``Layer._uses_rng``, fixed per class:
+    a Dense takes no per-step seed work, a Dropout gets the same seed as it always did)."""
+    if checked_rng is None or not getattr(layer, "_uses_rng", True):
+        return None
+    return derive_seed(checked_rng, key)
 
 
 class _NamedShape(Protocol):

@@ -22,7 +22,7 @@ from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.models.config import auto_named, restore_auto_named
-from ember.models.model import Model, _check_compatible, _child_rng, makes_mask, takes_mask
+from ember.models.model import Model, _check_compatible, _checked_rng, _layer_rng, makes_mask, takes_mask
 from ember.seeds import sub_seed
 from ember.serialization import custom_object_scope, deserialize, serialize
 from ember.symbolic import SymbolicTensor, is_shape
@@ -190,6 +190,7 @@ class Sequential(Model):
         new_buffers = dict(buffers)
         mask = None  # Keras-style masks, as in Model.apply
         keys = self._state_keys()
+        rng = _checked_rng(rng)
         for layer in self._layers:
             key = keys[id(layer)]
             child = {"params": params.get(key, {}), "buffers": buffers.get(key, {})}
@@ -197,7 +198,7 @@ class Sequential(Model):
             x_in = x
             try:
                 x, child = autocast.apply(layer, child, x, training=training,
-                                       rng=None if rng is None else _child_rng(rng, key), **kwargs)
+                                       rng=_layer_rng(layer, rng, key), **kwargs)
             except Exception as error:
                 shape = input_shapes(x_in)
                 raise_if_mismatched(layer, child, functools.partial(layer.build, shape, seed=0), shape, error)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ember import initializers, ops
 from ember.layers.core._checks import input_shape_of
@@ -81,6 +81,7 @@ class BatchNormalization(Layer):
 
     supports_masking = True
     float32_compute = True  # statistics in float32 under a mixed policy (ember.layers.autocast), as Keras
+    _apply_ignores_rng: ClassVar[bool] = True  # draws no random numbers: models pass it no step seed
 
     def __post_init__(self) -> None:
         super().__post_init__()
