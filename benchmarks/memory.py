@@ -104,7 +104,11 @@ def _data(backend: str) -> tuple:
     rng = np.random.default_rng(0)
     n = BATCH * STEPS[backend]
     x = rng.normal(size=(n, WIDTH)).astype(np.float32)
-    y = rng.integers(0, CLASSES, size=n).astype(np.int64)
+    return _native(backend, x, rng.integers(0, CLASSES, size=n).astype(np.int64))
+
+
+def _native(backend: str, x: np.ndarray, y: np.ndarray) -> tuple:
+    """``x`` and ``y`` as the backend's arrays (MLX's evaluated), made before any measurement."""
     if backend == "torch":
         import torch
 
@@ -476,17 +480,7 @@ def _step_costs(backend: str, depth: int) -> dict:
 def _fixed_data(backend: str, features: int, batch: int) -> tuple:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(batch, features)).astype(np.float32)
-    y = rng.integers(0, 10, size=batch).astype(np.int64)
-    if backend == "torch":
-        import torch
-
-        return torch.from_numpy(x), torch.from_numpy(y)
-    if backend == "mlx":
-        import mlx.core as mx
-
-        x, y = mx.array(x), mx.array(y)
-        mx.eval(x, y)
-    return x, y
+    return _native(backend, x, rng.integers(0, 10, size=batch).astype(np.int64))
 
 
 def _fixed_ember(backend: str, sizes: tuple, eager_check: bool):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+import optree
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -86,6 +87,22 @@ def assert_close(actual, expected, rtol=RTOL, atol=ATOL, dtype="float32", equal_
     else:
         got, expected = got.astype(np.float64), expected.astype(np.float64)
     np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, err_msg=err_msg)
+
+
+def state_snapshot(model):
+    """NumPy copies of a model's state and optimizer state (None before training): compare with
+    :func:`same_state` to show a failed call changed nothing."""
+    as_numpy = lambda tree: optree.tree_map(lambda a: np.array(ops.to_numpy(a)), tree)  # noqa: E731
+    opt_state = model._training.opt_state
+    return as_numpy(model.state), None if opt_state is None else as_numpy(opt_state)
+
+
+def same_state(a, b) -> bool:
+    """Whether two :func:`state_snapshot` results are equal, bit for bit (NaN equal to NaN)."""
+    leaves_a, spec_a = optree.tree_flatten(a, none_is_leaf=True)
+    leaves_b, spec_b = optree.tree_flatten(b, none_is_leaf=True)
+    return spec_a == spec_b and all((x is None and y is None) or np.array_equal(x, y, equal_nan=True)
+                                    for x, y in zip(leaves_a, leaves_b))
 
 
 def on_accelerator() -> bool:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import optree
 import pytest
 
 import ember
 from ember import callbacks, features, layers, losses, metrics, ops, optimizers
+from tests.helpers import same_state, state_snapshot
 
 X = np.random.default_rng(0).normal(size=(16, 4)).astype("float32")
 Y = np.random.default_rng(1).integers(0, 3, 16)
@@ -388,19 +388,6 @@ def _files(directory):
     return out
 
 
-def _snapshot(model):
-    as_numpy = lambda tree: optree.tree_map(lambda a: np.array(ops.to_numpy(a)), tree)  # noqa: E731
-    opt_state = model._training.opt_state
-    return as_numpy(model.state), None if opt_state is None else as_numpy(opt_state)
-
-
-def _same(a, b):
-    leaves_a, spec_a = optree.tree_flatten(a, none_is_leaf=True)
-    leaves_b, spec_b = optree.tree_flatten(b, none_is_leaf=True)
-    return spec_a == spec_b and all(
-        (x is None and y is None) or np.array_equal(x, y, equal_nan=True) for x, y in zip(leaves_a, leaves_b))
-
-
 @pytest.mark.parametrize("case", CASES, ids=[case[0] for case in CASES])
 def test_bad_input_raises_a_clear_error_and_changes_nothing(backend, trained, tmp_path_factory, case):
     name, call, error_type, pattern = case
@@ -415,7 +402,7 @@ def test_bad_input_raises_a_clear_error_and_changes_nothing(backend, trained, tm
         trained[backend] = context
     context = trained[backend]
     model = context.model
-    before_state, before_files = _snapshot(model), _files(context.dir)
+    before_state, before_files = state_snapshot(model), _files(context.dir)
     before_lr = model.optimizer.learning_rate
     with pytest.raises(error_type) as caught:
         call(context)
@@ -423,7 +410,7 @@ def test_bad_input_raises_a_clear_error_and_changes_nothing(backend, trained, tm
     try:
         assert __import__("re").search(pattern, message), f"{name}: the message does not name the culprit: {message}"
         assert ember.get_backend() == backend, f"{name}: the active backend changed"
-        assert _same(_snapshot(model), before_state), f"{name}: the model or optimizer state changed"
+        assert same_state(state_snapshot(model), before_state), f"{name}: the model or optimizer state changed"
         assert model.optimizer.learning_rate == before_lr, f"{name}: the learning rate changed"
         assert _files(context.dir) == before_files, f"{name}: files changed"
     finally:  # a failing case must not spoil the next ones

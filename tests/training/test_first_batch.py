@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import numpy as np
-import optree
 import pytest
 
 import ember
 from ember import layers, ops
 from ember.training.first_batch import eager_first_step, predicted_shapes
+from tests.helpers import same_state, state_snapshot
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(12, 4)).astype("float32")
@@ -29,19 +29,6 @@ def _mlp(jit_compile="auto"):
     model = ember.Sequential([ember.Input((4,)), layers.Dense(5, activation="relu"), layers.Dense(3, name="logits")])
     model.build(seed=0)
     return _compiled(model, jit_compile)
-
-
-def _snapshot(model):
-    as_numpy = lambda tree: optree.tree_map(lambda a: np.array(ops.to_numpy(a)), tree)  # noqa: E731
-    opt_state = model._training.opt_state
-    return as_numpy(model.state), None if opt_state is None else as_numpy(opt_state)
-
-
-def _same(a, b):
-    leaves_a, spec_a = optree.tree_flatten(a, none_is_leaf=True)
-    leaves_b, spec_b = optree.tree_flatten(b, none_is_leaf=True)
-    return spec_a == spec_b and all((x is None and y is None) or np.array_equal(x, y)
-                                    for x, y in zip(leaves_a, leaves_b))
 
 
 def _count_forwards(model):
@@ -116,11 +103,11 @@ def test_bad_first_batch_raises_the_eager_checks_error_and_changes_nothing(backe
     batch = tuple(ops.convert_to_tensor(a) if a is not None else None for a in (x, y, None))
     with pytest.raises((ValueError, TypeError)) as expected:
         trainer.check_batch({"model": model.state}, batch)  # the eager forward check, as fit ran it before
-    before = _snapshot(model)
+    before = state_snapshot(model)
     with pytest.raises(type(expected.value)) as caught:
         _one_step(model, x, y)
     assert str(caught.value) == str(expected.value)
-    assert _same(_snapshot(model), before)
+    assert same_state(state_snapshot(model), before)
 
 
 def _embedding_model():
@@ -137,11 +124,11 @@ BAD_TOKENS = np.array([[1, 2, 3], [4, 5, 12], [7, 8, 9], [0, 1, 2]])  # 12 >= in
 def test_what_only_a_forward_finds_raises_from_the_first_step_with_nothing_changed(backend):
     model = _embedding_model()
     _one_step(model, TOKENS, Y[:4])
-    before = _snapshot(model)
+    before = state_snapshot(model)
     with pytest.raises(ValueError, match=r"layer 'tokens': indices must lie in \[0, 10\).*received values in "
                                          r"\[0, 12\]"):
         _one_step(model, BAD_TOKENS, Y[:4])
-    assert _same(_snapshot(model), before)
+    assert same_state(state_snapshot(model), before)
 
 
 class _OpaqueKernelError(RuntimeError):
@@ -159,16 +146,16 @@ def _failing_first_step(model, monkeypatch):
 def test_a_failing_first_step_gets_the_eager_checks_clear_error(backend, monkeypatch):
     model = _embedding_model()
     _one_step(model, TOKENS, Y[:4])
-    before = _snapshot(model)
+    before = state_snapshot(model)
     _failing_first_step(model, monkeypatch)
     with pytest.raises(ValueError, match=r"layer 'tokens': indices must lie in \[0, 10\)") as caught:
         _one_step(model, BAD_TOKENS, Y[:4])
     assert caught.value.__cause__ is None  # the check's error, not chained to the step's
-    assert _same(_snapshot(model), before)
+    assert same_state(state_snapshot(model), before)
     # Where the data is fine, the step's own error stands.
     with pytest.raises(_OpaqueKernelError, match="kernel failed"):
         _one_step(model, TOKENS, Y[:4])
-    assert _same(_snapshot(model), before)
+    assert same_state(state_snapshot(model), before)
 
 
 # ------------------------------------------------------------------------- output shapes, learned
