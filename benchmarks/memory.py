@@ -401,24 +401,9 @@ def _small_raw(backend: str, depth: int):
     if backend == "mlx":
         import mlx.core as mx
         import mlx.nn as mnn
-        import mlx.optimizers as mopt
 
         mods = [m for _ in range(depth - 1) for m in (mnn.Linear(32, 32), mnn.ReLU())] + [mnn.Linear(32, 10)]
-        model = mnn.Sequential(*mods)
-        optimizer = mopt.Adam(1e-3, eps=1e-7)
-
-        def loss_of(model, xb, yb):
-            return mnn.losses.cross_entropy(model(xb), yb, reduction="mean")
-
-        grad_fn = mnn.value_and_grad(model, loss_of)
-        state = [model.state, optimizer.state]
-
-        def step(xb, yb):
-            loss, grads = grad_fn(model, xb, yb)
-            optimizer.update(model, grads)
-            return loss
-
-        step = mx.compile(step, inputs=state, outputs=state)
+        step, state = _mlx_compiled_step(mnn.Sequential(*mods))
 
         def run(x, y, batch):
             total = mx.array(0.0)
@@ -474,6 +459,26 @@ def _step_costs(backend: str, depth: int) -> dict:
             out[f"{side}_{depth}"] = step
             out[f"{side}_{depth}_call"] = best[f"{side}_1"] - step
     return out
+
+
+def _mlx_compiled_step(model):
+    """The raw MLX loop's step for ``model`` and the state it updates (to ``mx.eval``): the mean
+    cross-entropy's ``value_and_grad``, then Adam, under ``mx.compile`` with the model and optimizer
+    state as its inputs and outputs."""
+    import mlx.core as mx
+    import mlx.nn as mnn
+    import mlx.optimizers as mopt
+
+    optimizer = mopt.Adam(1e-3, eps=1e-7)
+    grad_fn = mnn.value_and_grad(model, lambda m, xb, yb: mnn.losses.cross_entropy(m(xb), yb, reduction="mean"))
+    state = [model.state, optimizer.state]
+
+    def step(xb, yb):
+        loss, grads = grad_fn(model, xb, yb)
+        optimizer.update(model, grads)
+        return loss
+
+    return mx.compile(step, inputs=state, outputs=state), state
 
 
 # ------------------------------------------------------------------- fit()'s fixed cost
@@ -593,21 +598,9 @@ def _fixed_raw(backend: str, sizes: tuple):
         return run
     import mlx.core as mx
     import mlx.nn as mnn
-    import mlx.optimizers as mopt
 
     mods = [m for a, b in pairs[:-1] for m in (mnn.Linear(a, b), mnn.ReLU())] + [mnn.Linear(*pairs[-1])]
-    model = mnn.Sequential(*mods)
-    optimizer = mopt.Adam(1e-3, eps=1e-7)
-    grad_fn = mnn.value_and_grad(model, lambda model, xb, yb: mnn.losses.cross_entropy(model(xb), yb,
-                                                                                         reduction="mean"))
-    state = [model.state, optimizer.state]
-
-    def step(xb, yb):
-        loss, grads = grad_fn(model, xb, yb)
-        optimizer.update(model, grads)
-        return loss
-
-    step = mx.compile(step, inputs=state, outputs=state)
+    step, state = _mlx_compiled_step(mnn.Sequential(*mods))
 
     def run(x, y, batch, marks):
         total = mx.array(0.0)
