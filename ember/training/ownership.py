@@ -38,13 +38,20 @@ import weakref
 from typing import Any
 
 
-def _references(value: Any) -> int:
-    """The references to ``value`` beyond those of this call (calibrated below on an unheld object)."""
-    return sys.getrefcount(value) - _CALL_REFERENCES
+def _count(value: Any) -> int:
+    """``sys.getrefcount(value)`` seen through one call (the same path for every value)."""
+    return sys.getrefcount(value)
 
 
-_CALL_REFERENCES = 0
-_CALL_REFERENCES = _references(object())  # what the call itself holds: its argument (and getrefcount's)
+def _call_references() -> int:
+    """What a :func:`_count` call itself holds on its argument (its parameter, getrefcount's own
+    argument), measured now on an unheld object.
+
+    Measured per use, not once: frame evaluation can change during a session (after a failed
+    ``torch.compile``, torch's frame hook holds one more reference to each argument of every
+    Python call), and a stale figure would make every leaf look shared.
+    """
+    return _count(object())
 
 
 def unshared_leaves(tree: Any, holders: int) -> frozenset[int]:
@@ -58,15 +65,18 @@ def unshared_leaves(tree: Any, holders: int) -> frozenset[int]:
     Returns:
         The ids of the unshared leaves (valid while ``tree`` is alive).
     """
-    if _references(tree) - 1 != holders:  # - 1: this function's own parameter
+    call = _call_references()
+    parameter = call - 1  # what this function's own parameter holds: all of a call's share but getrefcount's
+    if _count(tree) - call - parameter != holders:
         return frozenset()
     found: list[int] = []
-    _collect(tree, found)
+    _collect(tree, found, call)
     return frozenset(found)
 
 
-def _collect(node: Any, found: list[int]) -> None:
-    """Add the unshared leaves under ``node`` (a container held only by its parent) to ``found``."""
+def _collect(node: Any, found: list[int], call: int) -> None:
+    """Add the unshared leaves under ``node`` (a container held only by its parent) to ``found``;
+    ``call``: :func:`_call_references`."""
     if isinstance(node, dict):
         keys: Any = list(node)
     elif type(node) in (list, tuple):
@@ -74,11 +84,11 @@ def _collect(node: Any, found: list[int]) -> None:
     else:
         return
     for key in keys:
-        if _references(node[key]) != 1:  # held by something besides ``node``: shared
+        if _count(node[key]) - call != 1:  # held by something besides ``node``: shared
             continue
         child = node[key]
         if isinstance(child, (dict, list, tuple)):
-            _collect(child, found)
+            _collect(child, found, call)
         elif _weakly_referenced(child) == 0:
             found.append(id(child))
 

@@ -170,3 +170,25 @@ def test_unshared_leaves_treats_other_containers_as_shared():
     pair = collections.namedtuple("pair", "a b")
     tree = {"named": pair(np.zeros(1), np.zeros(1)), "plain": np.zeros(1)}
     assert ownership.unshared_leaves(tree, holders=1) == {id(tree["plain"])}
+
+
+def test_leaves_stay_adoptable_after_a_failed_torch_compile(torch_backend):
+    """A failed ``torch.compile`` leaves torch's frame hook holding one more reference to each argument
+    of every later Python call; the reference counts are calibrated per use, so adoption still works
+    (it used to find every leaf shared for the rest of the session)."""
+    from ember.training.ownership import unshared_leaves
+
+    model = ember.Sequential([ember.Input((4,)), layers.Dense(3)])
+    model.build(seed=0)
+    trainer = ember.Trainer(model, optimizer="sgd", loss="mse", jit_compile=True)
+    with pytest.raises(ValueError):  # a batch of the wrong width: the compile fails, then the eager step
+        trainer.steps.fit_step(trainer.init_state(seed=0), (np.zeros((8, 5), "float32"), np.zeros((8, 3), "f4"), None))
+
+    def adoptable():
+        state = {"params": {"w": np.zeros(3), "b": np.zeros(1)}}
+        alone = len(unshared_leaves(state, holders=1))
+        kept = state["params"]["w"]  # noqa: F841 - a second holder of one leaf
+        unshared = unshared_leaves(state, holders=1)
+        return alone, [key for key in state["params"] if id(state["params"][key]) in unshared]
+
+    assert adoptable() == (2, ["b"])
