@@ -139,3 +139,25 @@ def one_hot_depth(depth: Any, num_classes: Any) -> int:
         raise ValueError(f"one_hot: give the class count once, as depth or num_classes; received depth={depth!r}, "
                          f"num_classes={num_classes!r}")
     return int(depth if num_classes is None else num_classes)
+
+
+def check_dense_shapes(inputs: tuple, kernel: tuple, bias: tuple | None) -> None:
+    """A ValueError naming the argument when ``nn.dense``'s operand shapes do not fit (shared by
+    the native kernels and the composite, so the errors read the same on every backend).
+
+    Example:
+        >>> check_dense_shapes((8, 4), (4, 3), (3,))
+        >>> check_dense_shapes((8, 5), (4, 3), None)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: nn.dense: the last axis of inputs (5) must equal the kernel's first (4): ...
+    """
+    if len(kernel) != 2:
+        raise ValueError(f"nn.dense: kernel must have shape (features, units), received {tuple(kernel)}")
+    if len(inputs) == 0:
+        raise ValueError("nn.dense: inputs must have at least one axis (features), received a scalar")
+    if inputs[-1] != kernel[0]:
+        raise ValueError(f"nn.dense: the last axis of inputs ({inputs[-1]}) must equal the kernel's first "
+                         f"({kernel[0]}): inputs {tuple(inputs)}, kernel {tuple(kernel)}")
+    if bias is not None and tuple(bias) != (kernel[1],):
+        raise ValueError(f"nn.dense: bias must have shape (units,) = {(kernel[1],)}, received {tuple(bias)}")

@@ -1,8 +1,9 @@
 """Composite ops: protocol ops written once with ``ember.ops``, for backends without a native kernel.
 
-Composites here: ``nn.lstm`` and ``nn.gru`` (whole recurrent sequences), the ops of
-``ember.backends._spec.COMPOSABLE``. torch has native fused kernels for both and NumPy a
-native LSTM; MLX gets both composites, NumPy the GRU.
+Composites here: ``nn.dense`` (a projection and its bias), ``nn.lstm`` and ``nn.gru`` (whole
+recurrent sequences), the ops of ``ember.backends._spec.COMPOSABLE``. torch has native fused
+kernels for all three and NumPy a native LSTM; MLX gets the three composites, NumPy the dense
+and the GRU.
 
 A backend implements such an op natively (a fused kernel in its namespace module) or
 leaves it out; ``ember.ops`` binds what :func:`bound_tables` gives: the backend's own
@@ -31,6 +32,7 @@ from typing import Any
 
 from ember import ops
 from ember.backends import _spec
+from ember.backends._common import check_dense_shapes
 from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
 
 
@@ -43,6 +45,18 @@ def composite(function: Callable) -> Callable:
 def is_composite(function: Any) -> bool:
     """True for a function marked by :func:`composite`."""
     return bool(getattr(function, "__ember_composite__", False))
+
+
+# ------------------------------------------------------------------- dense projection
+@composite
+def dense(inputs, kernel, bias=None):
+    # (Docstring: _spec.nn.dense's, set below.) The product, then the bias: two recorded ops.
+    x, kernel = [a if ops.is_array(a) else ops.convert_to_tensor(a) for a in (inputs, kernel)]
+    if bias is not None and not ops.is_array(bias):
+        bias = ops.convert_to_tensor(bias)
+    check_dense_shapes(ops.shape(x), ops.shape(kernel), None if bias is None else ops.shape(bias))
+    y = ops.matmul(x, kernel)
+    return y if bias is None else ops.add(y, bias)
 
 
 # ------------------------------------------------------------------- recurrent layers
@@ -126,7 +140,7 @@ def gru(inputs, initial_h, kernel, recurrent_kernel, bias=None, *, go_backwards=
 
 
 # ------------------------------------------------------------------- binding
-COMPOSITES: dict[str, dict[str, Callable]] = {"nn": {"lstm": lstm, "gru": gru}}
+COMPOSITES: dict[str, dict[str, Callable]] = {"nn": {"dense": dense, "lstm": lstm, "gru": gru}}
 for _namespace, _table in COMPOSITES.items():
     for _name, _function in _table.items():
         _function.__doc__ = getattr(_spec.NAMESPACES[_namespace], _name).__doc__

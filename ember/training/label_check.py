@@ -1,16 +1,19 @@
-"""Every batch's sparse class labels checked, without a host sync per step on an accelerator.
+"""Every sparse class label checked: at once for array data, else batch by batch without a sync per step.
 
 A label outside ``[0, classes)`` in a sparse loss or metric (``sparse_categorical_crossentropy``,
 ``sparse_categorical_accuracy``, ``sparse_top_k_categorical_accuracy``) would otherwise train
-or score as if that sample did not exist. ``fit``, ``evaluate`` and validation therefore run
-one reduction per batch over its labels (``any(label < 0 or label >= classes)``, ignoring
-``ignore_class``). Where reading it costs no extra sync (NumPy, torch on the CPU, MLX whose step
-evaluates anyway) the flag is read at once and a bad batch raises before its step; on a CUDA/MPS
-device the flag and the first offending value stay on the device
-(:class:`~ember.training.deferred_reads.DeferredReads`) and are read at the next point where the
-loop synchronises for its logs anyway (a callback or the progress bar reading a batch's logs, the
-end of an epoch or evaluation), so the error may come some steps late but no step waits for the
-host.
+or score as if that sample did not exist. For array data, ``fit``, ``evaluate`` and validation
+first check every label at once (:meth:`SparseLabelCheck.vouch`: the minimum and the maximum of
+the whole ``y``, one host read per call): when all are in range, no batch is checked again
+(nothing per step). Otherwise (a label out of range, or data from a generator, a Dataset or a
+loader) they run one reduction per batch over its labels (``any(label < 0 or label >= classes)``,
+ignoring ``ignore_class``), so the error names the batch. Where reading it costs no extra sync
+(NumPy, torch on the CPU, MLX whose step evaluates anyway) the flag is read at once and a bad
+batch raises before its step; on a CUDA/MPS device the flag and the first offending value stay
+on the device (:class:`~ember.training.deferred_reads.DeferredReads`) and are read at the next
+point where the loop synchronises for its logs anyway (a callback or the progress bar reading a
+batch's logs, the end of an epoch or evaluation), so the error may come some steps late but no
+step waits for the host.
 
 The error names the loop, the epoch and batch (0-based) and the offending value.
 
@@ -97,6 +100,7 @@ class SparseLabelCheck:
         self.classes = classes
         self.caller = caller
         self._deferred = DeferredReads(columns=2)  # tag (epoch, step, output index): flag, first bad value
+        self.vouched = False  # every label of the data is known to be in range: no per-batch check
 
     @classmethod
     def for_trainer(cls, trainer: Any, output_shapes: list | None, caller: str) -> SparseLabelCheck | None:
@@ -110,9 +114,31 @@ class SparseLabelCheck:
         check = cls(outputs, trainer.output_names, classes, caller)
         return check if check.outputs else None
 
+    def vouch(self, y: Any) -> bool:
+        """Check every label of ``y``, the targets of all the batches to come, at once: when each is in
+        ``[0, classes)`` the per-batch checks are skipped from then on (:attr:`vouched`). Two
+        reductions and one host read for the whole data; anything else (a label out of range,
+        one equal to ``ignore_class``, NaN, a ``y`` of another structure) leaves the per-batch
+        checks on, which find the batch and raise. Returns :attr:`vouched`."""
+        if y is None or self.vouched:
+            return self.vouched
+        try:
+            flat = flatten_outputs(y, self.output_names, "y")
+        except (TypeError, ValueError):  # the per-batch checks report what is wrong with y
+            return False
+        for index in self.outputs:
+            labels = flat[index]
+            if labels is None or ops.size(labels) == 0:
+                continue
+            low, high = ops.to_numpy(ops.stack([ops.min(labels), ops.max(labels)])).tolist()
+            if not (low >= 0 and high < self.classes[index]):  # False for NaN too
+                return False
+        self.vouched = True
+        return True
+
     def __call__(self, epoch: int | None, step: int, y: Any) -> None:
         """Check one batch's targets ``y`` (raises now on the CPU, at the next sync elsewhere)."""
-        if y is None:
+        if y is None or self.vouched:
             return
         flat = flatten_outputs(y, self.output_names, "y")
         for index in self.outputs:

@@ -60,7 +60,7 @@ class FitLoop:
         self.validation = validation
         self.validation_freq = validation_freq
         self.keep_previous = any([getattr(cb, "keeps_previous_state", False) for cb in callbacks])
-        self.label_check = trainer.label_check("fit")
+        self.label_check = _vouched(trainer.label_check("fit"), iterator)
         self.transfer = trainer.batch_transfer(state["model"])  # batches to the model's device (None: as they are)
         # TerminateOnNaN handles a NaN loss itself (stop and roll back); otherwise fit warns once.
         self.loss_watch = None if any([isinstance(cb, TerminateOnNaN) for cb in callbacks]) else NonFiniteLossWatch()
@@ -246,6 +246,16 @@ class FitLoop:
         return (epoch + 1) in freq
 
 
+def _vouched(check: Any, iterator: Any) -> Any:
+    """The sparse-label check of a loop over ``iterator``; None once every label of its data was found
+    in range at once (array data: :meth:`~ember.training.label_check.SparseLabelCheck.vouch`), so
+    that no batch is checked again."""
+    if check is None:
+        return None
+    adapter = getattr(iterator, "adapter", None)
+    return None if adapter is not None and check.vouch(adapter.all_targets()) else check
+
+
 def guarded(strategy: Any, step: Any, what: str) -> Any:
     """``step`` bounded by the strategy's collective timeout (ember.distribute)."""
     def run(state: dict, batch: Any) -> Any:
@@ -280,7 +290,7 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
     steps = trainer.steps
     advance = _carried_forward(trainer)
     test_step = steps.test_step if strategy is None else guarded(strategy, steps.test_step, "test step")
-    check = trainer.label_check(caller)
+    check = _vouched(trainer.label_check(caller), iterator)
     state = {"model": model_state, "metrics": trainer.reset_metrics({})["metrics"]}
     results = trainer.core.results
     wants_end = callbacks is not None and callbacks.wants("on_test_batch_end")

@@ -36,9 +36,6 @@ import math
 import warnings
 from typing import Any
 
-import numpy as np
-
-from ember import ops
 from ember.training.deferred_reads import DeferredReads
 from ember.training.label_check import reads_without_sync
 
@@ -53,11 +50,15 @@ class NonFiniteLossWatch:
     def __init__(self) -> None:
         self.warned = False
         self._deferred = DeferredReads(columns=1)  # tag (epoch, step): the running loss total
+        self._reads_now: bool | None = None  # whether reading costs no sync (the total's device: fixed per fit)
 
     def __call__(self, epoch: int, step: int, running_total: Any) -> None:
         if self.warned:
             return
-        if reads_without_sync(running_total):
+        reads_now = self._reads_now
+        if reads_now is None:
+            reads_now = self._reads_now = reads_without_sync(running_total)
+        if reads_now:
             self._check(epoch, step, running_total)
             return
         self._deferred.add((epoch, step), running_total)
@@ -69,7 +70,7 @@ class NonFiniteLossWatch:
                 return
 
     def _check(self, epoch: int, step: int, running_total: Any) -> bool:
-        value = float(running_total) if isinstance(running_total, np.generic) else float(ops.to_numpy(running_total))
+        value = float(running_total)  # a 0-d array of any backend, or a value read back from the device
         if math.isfinite(value):
             return False
         self.warned = True

@@ -1,5 +1,7 @@
-"""The recorded graph (``GradientTape(record_graph=True)``): the same structure on every backend,
-exports, the dependency helper and gradient-times-input attribution (against NumPy float64)."""
+"""The recorded graph (``GradientTape(record_graph=True)``): the same structure on every backend that
+runs the same ops, exports, the dependency helper and gradient-times-input attribution (against NumPy
+float64). A Dense layer runs ``ops.nn.dense``: one fused node on torch (``torch.addmm``), its composite's
+``matmul`` and ``add`` on NumPy and MLX."""
 
 from __future__ import annotations
 
@@ -35,14 +37,17 @@ def _structure(graph):
     return nodes, sources, graph.edges
 
 
+DENSE_OPS = {"torch": ["nn.dense"]}  # the fused kernel; elsewhere the composite's two ops
+
+
 def test_dense_relu_dense_mse_has_the_same_graph_on_every_backend():
-    structures = {}
+    structures, losses = {}, {}
     for name in backends.available():
         tape, loss = _dense_relu_dense_mse(name)
         graph = tape.graph
-        structures[name] = _structure(graph)
+        dense = DENSE_OPS.get(name, ["matmul", "add"])
         ops_run = [n.op for n in graph]
-        assert ops_run[:5] == ["matmul", "add", "nn.relu", "matmul", "add"]
+        assert ops_run[:2 * len(dense) + 1] == dense + ["nn.relu"] + dense
         assert ops_run[-1] == "divide" and graph[-1].output_arrays[0].shape == ()
         assert [n.index for n in graph] == list(range(len(graph)))
         times = [n.time for n in graph]
@@ -50,9 +55,15 @@ def test_dense_relu_dense_mse_has_the_same_graph_on_every_backend():
         assert all(a.device == ops.get_device(loss) for n in graph for a in n.output_arrays)
         # every watched parameter reaches the loss
         assert sorted(graph.dependencies(loss)) == [0, 1, 2, 3]
-    first = next(iter(structures.values()))
-    for name, structure in structures.items():
-        assert structure == first, name
+        structures.setdefault(tuple(dense), {})[name] = _structure(graph)
+        losses[name] = [(n.op, [(a.shape, a.dtype) for a in n.output_arrays]) for n in graph][2 * len(dense) + 1:]
+    for same_ops in structures.values():
+        first = next(iter(same_ops.values()))
+        for name, structure in same_ops.items():
+            assert structure == first, name
+    first = next(iter(losses.values()))
+    for name, loss_ops in losses.items():  # after the model's ops, the same loss ops everywhere
+        assert loss_ops == first, name
 
 
 def test_the_graph_survives_gradient_and_reset_clears_it(backend):
@@ -95,7 +106,8 @@ def test_exports(backend):
     assert order.index("source:1") < order.index(0)  # the first kernel feeds the first matmul
     dot = graph.to_dot()
     assert dot.startswith('digraph "tape" {') and dot.count("->") == len(graph.edges)
-    assert '"0" [shape=box, label="0: matmul\\n(4, 5)"];' in dot
+    first_op = DENSE_OPS.get(backend, ["matmul"])[0]
+    assert f'"0" [shape=box, label="0: {first_op}\\n(4, 5)"];' in dot
 
 
 def test_attribution_is_gradient_times_input(backend):

@@ -256,6 +256,7 @@ for _name in ACTIVATIONS:
     case("nn." + _name)((lambda n: lambda d: getattr(ops.nn, n)(t(_x(d) * (1 if d == "bool" else 3))))(_name))
 case("nn.gelu[exact]")(lambda d: ops.nn.gelu(t(_x(d)), approximate=False))
 case("nn.leaky_relu[0.5]")(lambda d: ops.nn.leaky_relu(t(_x(d)), 0.5))
+case("nn.dense")(lambda d: ops.nn.dense(t(_x(d).reshape(3, 2)), t(np.resize(_y(d), (2, 2))), t(np.resize(_y(d), (2,)))))
 case("nn.moments")(lambda d: ops.nn.moments(t(_x(d)), axes=(1,)))
 case("nn.conv")(lambda d: ops.nn.conv(t(_x(d).reshape(1, 3, 2)), t(np.resize(_y(d), (2, 2, 1)))))
 case("nn.conv[float32 kernel]")(lambda d: ops.nn.conv(t(_x(d).reshape(1, 3, 2)), t(np.ones((2, 2, 1), np.float32))))

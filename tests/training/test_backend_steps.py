@@ -268,7 +268,51 @@ def test_torch_step_counter_reads_the_device_counter_once_per_change(torch_backe
     counter.clear()
     assert counter.next(iterations) == 43 and len(reads) == 4
     monkeypatch.setattr(_base, "host_reads_free", lambda device: True)
-    assert counter.next(iterations) is None  # the CPU: the plan reads the counter itself
+    iterations.add_(1)  # the CPU: read every step (no wait), whatever was recorded
+    assert counter.next(iterations) == 44 and len(reads) == 5
+    assert counter.next(torch.tensor(7)) == 8 and len(reads) == 6
+
+
+def _adamw_without_bias_decay():
+    optimizer = optimizers.AdamW(0.01, weight_decay=0.1)
+    optimizer.exclude_from_weight_decay(var_names=["bias"])
+    return optimizer
+
+
+@pytest.mark.parametrize("make", [_adamw_without_bias_decay, lambda: optimizers.SGD(0.1, momentum=0.9)],
+                         ids=["adamw_excluding_bias", "sgd_momentum"])
+def test_torch_fit_plans_from_the_state_it_holds_after_a_callback_replaces_it(torch_backend, make, monkeypatch,
+                                                                             torch_on_cpu):
+    """fit's in-place update keeps flat views of its state between steps (torch's _UpdateLayout); a
+    callback that replaces the weights mid-epoch gives a new state, which the next step plans from:
+    the same weights and slots, bit for bit, as the out-of-place path (which keeps no views)."""
+    from ember.backends.torch import training
+    from ember.training.callbacks._monitor import copy_state
+
+    class Rewind(ember.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 0:
+                self.snapshot = copy_state(self.model.state)
+            if batch == 2:
+                self.model.state = copy_state(self.snapshot)
+
+    results, plans = [], []
+    plan_in_place = optimizers.Optimizer.plan_in_place
+    monkeypatch.setattr(optimizers.Optimizer, "plan_in_place",
+                        lambda self, *args, **kwargs: plans.append(1) or plan_in_place(self, *args, **kwargs))
+    for held in (True, False):
+        monkeypatch.setattr(training, "_IN_PLACE_UNDER_HELD_SIGNALS", held)
+        monkeypatch.setattr(training, "_OUT_OF_PLACE_MEAN_SIZE", 0)
+        model = ember.Sequential([ember.Input((4,)), layers.Dense(5, name="d"), layers.Dense(3, name="out")])
+        model.build(seed=0)
+        model.compile(optimizer=make(), loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True))
+        x = np.random.default_rng(2).normal(size=(32, 4)).astype(np.float32)
+        model.fit(x, np.arange(32) % 3, batch_size=8, epochs=2, verbose=0, shuffle=False, callbacks=[Rewind()])
+        results.append([ops.to_numpy(leaf) for leaf in optree.tree_leaves((model.state, model._training.opt_state))])
+        if held:  # checked plans: the first step, and the first after each of the two rewinds
+            assert len(plans) == 3
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("make", [lambda: optimizers.Adam(0.01),

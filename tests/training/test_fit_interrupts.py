@@ -213,7 +213,8 @@ def test_real_sigint_during_torch_in_place_write_interrupts_after_the_step(torch
 
         def part(tensors, counter):
             return (kind, params[tensors], grads[tensors], [values[tensors] for values in slots],
-                    None if scratch is None else scratch[tensors], shrink[tensors], constants, counter)
+                    None if scratch is None else scratch[tensors],
+                    ([p for p in shrink[0] if any(p is q for q in params[tensors])], shrink[1]), constants, counter)
 
         write(part(slice(0, 1), torch.zeros((), dtype=iterations.dtype)))
         signal.raise_signal(signal.SIGINT)  # its handler would run right here (a call): between two tensors

@@ -216,6 +216,26 @@ class nn:
             ([3.0, 5.0], [4.0, 4.0])
         """
 
+    def dense(inputs, kernel, bias=None):
+        """A fully connected projection: ``matmul(inputs, kernel) + bias`` over the last axis of ``inputs``.
+
+        ``inputs`` is ``(..., features)`` (at least one axis), ``kernel`` ``(features, units)``,
+        ``bias`` ``(units,)`` or None; the result is ``(..., units)`` with the dtype rules of
+        ``matmul`` and ``add``. Any other shape is a ValueError naming the argument.
+        Differentiable with respect to every array argument.
+
+        torch runs one fused kernel (``torch.addmm``: the product and the bias in one GEMM, one
+        autograd node) for floating operands of one dtype; NumPy and MLX run the composite of
+        :mod:`ember.ops._composite` (``matmul``, then ``add``), which tapes and ``mx.compile``
+        see op by op. The fused sum may round differently from the two ops in the last bit.
+
+        Example:
+            >>> from ember import ops
+            >>> x = ops.convert_to_tensor([[1.0, 2.0]])
+            >>> ops.to_numpy(ops.nn.dense(x, ops.ones((2, 3)), ops.convert_to_tensor([0.0, 1.0, 2.0]))).tolist()
+            [[3.0, 4.0, 5.0]]
+        """
+
     def lstm(inputs, initial_h, initial_c, kernel, recurrent_kernel, bias=None, *, go_backwards=False,
              time_major=False):
         """A whole single-layer LSTM sequence in one op: ``(sequence_outputs, h, c)``.

@@ -17,6 +17,9 @@ Layout conversions (Ember/Keras conventions -> torch's):
 * ``avg_pool`` with ``"same"`` excludes padded cells from each window's count
   (``count_include_pad=False`` cannot express asymmetric padding): it divides a
   sum-pool of the zero-padded input by a sum-pool of the zero-padded ones-mask.
+* ``dense``: ``torch.addmm(bias, x, kernel)`` (``torch.nn.Linear``'s GEMM with the bias folded
+  in; inputs of more than two axes are folded into rows first); Keras's ``(features, units)``
+  kernel is the ``mat2`` operand as it is, no transpose.
 * ``lstm`` (Keras weights -> ``torch.lstm``'s): ``w_ih = kernel.T`` ``(4u, features)``,
   ``w_hh = recurrent_kernel.T`` ``(4u, u)``, ``b_ih = bias``, ``b_hh = 0`` (torch adds two
   biases, Keras has one); the gate order i, f, c, o is torch's i, f, g, o.
@@ -34,7 +37,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ember.backends._common import normalize_axes, normalize_axis
+from ember.backends._common import check_dense_shapes, normalize_axes, normalize_axis
 from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
 from ember.backends.torch._base import (
     COMPLEX,
@@ -48,6 +51,8 @@ from ember.backends.torch._base import (
     native,
     to_float,
 )
+from ember.backends.torch._elementwise import add
+from ember.backends.torch._products import matmul
 
 # ------------------------------------------------------------------------ activations
 
@@ -352,6 +357,29 @@ def avg_pool(inputs, pool_size, strides=None, padding="valid", data_format="chan
     if y.dtype is not out_dtype:
         y = y.to(out_dtype)
     return y if first else _to_nlc(y, nd)
+
+
+# -------------------------------------------------------------------------------- dense
+
+
+def dense(inputs, kernel, bias=None):
+    x, w, b = inputs, kernel, bias
+    if (type(x) is Tensor and type(w) is Tensor and x.dtype is w.dtype and x.dtype in INEXACT and w.ndim == 2
+            and x.ndim >= 2 and x.shape[-1] == w.shape[0]
+            and (b is None or (type(b) is Tensor and b.dtype is x.dtype and b.shape == w.shape[1:]))):
+        try:  # one GEMM with the bias, one autograd node (torch.nn.Linear's kernel)
+            if x.ndim == 2:
+                return torch.mm(x, w) if b is None else torch.addmm(b, x, w)
+            rows = x.reshape(-1, x.shape[-1])
+            out = torch.mm(rows, w) if b is None else torch.addmm(b, rows, w)
+            return out.reshape(x.shape[:-1] + w.shape[1:])
+        except RuntimeError:
+            pass  # e.g. operands on two devices: the general path gives matmul's error
+    x, w = native(inputs, "inputs"), native(kernel, "kernel")
+    b = None if bias is None else native(bias, "bias")
+    check_dense_shapes(tuple(x.shape), tuple(w.shape), None if b is None else tuple(b.shape))
+    y = matmul(x, w)
+    return y if b is None else add(y, b)
 
 
 # ------------------------------------------------------------------------------ moments

@@ -308,8 +308,8 @@ def _kernel_name(optimizer: Any) -> str | None:
 def in_place_slots(optimizer: Any, params: list) -> tuple[str, ...] | None:
     """The slots :func:`plan_in_place`/:func:`write_in_place` update, or None when they have no kernel.
 
-    ``SGD``, ``Adam`` and ``AdamW`` on any device: on the CPU the write runs tensor by tensor with
-    Python-float factors, on an accelerator with multi-tensor kernels and 0-d device factors (no
+    ``SGD``, ``Adam`` and ``AdamW`` on any device: the write runs multi-tensor kernels, on the CPU
+    with Python-float factors, on an accelerator with 0-d device factors (no
     host read); there the parameters must share one dtype (None otherwise).
 
     Example:
@@ -495,7 +495,8 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
         return _plan_on_accelerator(optimizer, g, p, s, [scratch[i] for i in active], lr_s, t,
                                     [decay is None or decay[i] for i in active], iterations)
     rate = optimizer.weight_decay
-    shrink = [-lr_s * rate if rate is not None and (decay is None or decay[i]) else None for i in active]
+    decaying = [p[k] for k, i in enumerate(active) if decay is None or decay[i]] if rate is not None else []
+    shrink = (decaying, -lr_s * rate if decaying else 0.0)
     constants: tuple
     if _kernel_name(optimizer) == "sgd":
         constants = (lr_s, optimizer.momentum, bool(optimizer.nesterov))
@@ -568,45 +569,40 @@ def _write_on_accelerator(plan: tuple) -> None:
 
 
 def write_in_place(plan: tuple) -> None:
-    """The update of a :func:`plan_in_place` plan, in place: the same kernels (and numbers) as
-    :func:`apply_gradients_inplace`, then the step counter. Only C functions run from the first
+    """The update of a :func:`plan_in_place` plan, in place: the multi-tensor kernels (and numbers)
+    of :func:`apply_gradients_inplace`, then the step counter. Only C functions run from the first
     write to the last (a held signal handler or a trace function's call event cannot stop it
     half-way); call it with gradients disabled."""
-    kind, params, grads, slots, scratch, shrink, constants, iterations = plan
+    kind, params, grads, slots, scratch, (decaying, shrink), constants, iterations = plan
     if kind.endswith("_foreach"):
         _write_on_accelerator(plan)
         return
+    if decaying:
+        torch._foreach_add_(decaying, decaying, alpha=shrink)
     if kind == "adam":
         w1, b2, w2, eps, step_size, amsgrad = constants
         m, v = slots[0], slots[1]
-        v_hat = slots[2] if amsgrad else None
-        for k in range(len(params)):
-            p, g, velocity = params[k], grads[k], v[k]
-            if shrink[k] is not None:
-                p.add_(p, alpha=shrink[k])
-            m[k].lerp_(g, w1)
-            velocity.mul_(b2)
-            velocity.addcmul_(g, g, value=w2)
-            if v_hat is not None:
-                velocity = torch.maximum(v_hat[k], velocity, out=v_hat[k])
-            denominator = torch.sqrt(velocity, out=scratch[k])
-            denominator.add_(eps)
-            p.addcdiv_(m[k], denominator, value=-step_size)
+        torch._foreach_lerp_(m, grads, w1)
+        torch._foreach_mul_(v, b2)
+        torch._foreach_addcmul_(v, grads, grads, value=w2)
+        if amsgrad:
+            torch._foreach_maximum_(slots[2], v)
+            v = slots[2]
+        torch._foreach_copy_(scratch, v)  # the denominators in the plan's spare tensors (no allocation)
+        torch._foreach_sqrt_(scratch)
+        torch._foreach_add_(scratch, eps)
+        torch._foreach_addcdiv_(params, m, scratch, value=-step_size)
     else:
         lr, momentum, nesterov = constants
-        for k in range(len(params)):
-            p, g = params[k], grads[k]
-            if shrink[k] is not None:
-                p.add_(p, alpha=shrink[k])
-            if momentum == 0.0:
-                p.add_(g, alpha=-lr)
-                continue
-            velocity = slots[0][k]
-            velocity.mul_(momentum)
-            velocity.add_(g, alpha=-lr)
+        if momentum == 0.0:
+            torch._foreach_add_(params, grads, alpha=-lr)
+        else:
+            velocity = slots[0]
+            torch._foreach_mul_(velocity, momentum)
+            torch._foreach_add_(velocity, grads, alpha=-lr)
             if nesterov:
-                p.add_(velocity, alpha=momentum)
-                p.add_(g, alpha=-lr)
+                torch._foreach_add_(params, velocity, alpha=momentum)
+                torch._foreach_add_(params, grads, alpha=-lr)
             else:
-                p.add_(velocity)
+                torch._foreach_add_(params, velocity)
     iterations.add_(1)

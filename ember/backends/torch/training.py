@@ -123,17 +123,18 @@ class _StepCounter:
     once (the first step of a ``fit``, or after anything else changed it: another tensor, or an
     in-place write that moved its ``_version``), then counted on the host alongside the in-place
     writes (``_write_in_place`` records each), so Adam's bias corrections are Python floats (one
-    kernel per step instead of a dozen tiny ones). On the CPU the plan reads the counter itself at
-    no cost: :meth:`next` gives None.
+    kernel per step instead of a dozen tiny ones). On the CPU it is read every step (no wait).
     """
 
     def __init__(self) -> None:
         self._known: tuple | None = None  # (the counter tensor, its _version after our write, its value)
 
     def next(self, iterations: Any) -> int | None:
-        """The number of the coming update (``iterations + 1``), or None on the CPU."""
-        if not isinstance(iterations, torch.Tensor) or _base.host_reads_free(iterations.device):
+        """The number of the coming update (``iterations + 1``); None for a counter that is no tensor."""
+        if not isinstance(iterations, torch.Tensor):
             return None
+        if _base.host_reads_free(iterations.device):
+            return int(iterations) + 1
         known = self._known
         if known is not None and known[0] is iterations and known[1] == iterations._version:
             return known[2] + 1
@@ -145,6 +146,32 @@ class _StepCounter:
 
 def _detach(value: Any) -> Any:
     return value.detach() if isinstance(value, torch.Tensor) else value
+
+
+class _UpdateLayout:
+    """The flat views of one optimizer state that fit's in-place update reads every step.
+
+    Made from the state ``Optimizer.plan_in_place`` checked; valid while the state's dict, its
+    slot trees and the param tensors are the same objects (the in-place update keeps them; a
+    state taken anew by ``own`` has new ones).
+    """
+
+    def __init__(self, optimizer: Any, opt_state: dict, trainable: dict, leaves: list, scratch: Any) -> None:
+        spec = optree.tree_structure(trainable)
+        names = optim.in_place_slots(optimizer, leaves) or ()
+        self.opt_state = opt_state
+        self.leaves = list(leaves)
+        self.trees = [opt_state[name] for name in names]
+        self.slots = {name: spec.flatten_up_to(tree) for name, tree in zip(names, self.trees)}
+        self.decay = optimizer.decay_mask(trainable)
+        self.scratch = spec.flatten_up_to(scratch) if scratch is not None else [None] * len(leaves)
+
+    def fits(self, opt_state: dict, leaves: list) -> bool:
+        """Whether this layout shows ``opt_state`` for the params ``leaves``."""
+        mine = self.leaves
+        return (opt_state is self.opt_state and len(leaves) == len(mine)
+                and all([a is b for a, b in zip(leaves, mine)])
+                and all([opt_state[name] is tree for name, tree in zip(self.slots, self.trees)]))
 
 
 def _keeps_grad_mode(step: Callable) -> Callable:
@@ -223,6 +250,7 @@ class _TorchSteps(_StepsBase):
         self.buffers = kit.StepBuffers(_clone_leaf, _fits, _copy_into)
         self._held = HeldSignals()  # held from an in-place write until the loop publishes its result
         self._step_counter = _StepCounter()
+        self._layout: _UpdateLayout | None = None  # the flat views of the state fit updates in place
 
     # --- state ownership ------------------------------------------------------------------
     def own(self, state: dict, donated: frozenset = frozenset()) -> dict:
@@ -255,6 +283,7 @@ class _TorchSteps(_StepsBase):
         super().finish_fit()
         self._released = None  # the owned params behind the published views: the views own them now
         self._step_counter.clear()
+        self._layout = None
 
     def release(self, model_state: dict) -> dict:
         # The loop publishes right after recording a step: signals held by its in-place write are
@@ -312,7 +341,7 @@ class _TorchSteps(_StepsBase):
             aux, grads = self._gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng, leaves)
         if (buffers is not None and self.sync is None and _IN_PLACE_UNDER_HELD_SIGNALS and not core.constraints
                 and optim.in_place_slots(core.optimizer, leaves) is not None):
-            return self._write_in_place(state, batch, aux, spec.unflatten(list(grads)), trainable, leaves)
+            return self._write_in_place(state, batch, aux, list(grads), trainable, leaves)
         with torch.no_grad():
             optimizer, opt_state = core.optimizer, state["optimizer"]
             written = optim.written_slots(optimizer, leaves) if buffers is not None and _large(leaves) else None
@@ -348,7 +377,7 @@ class _TorchSteps(_StepsBase):
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
                 "rng": self.kit.advance_rng(rng)}
 
-    def _write_in_place(self, state: dict, batch: tuple, aux: tuple, grads: dict, trainable: dict,
+    def _write_in_place(self, state: dict, batch: tuple, aux: tuple, grads: list, trainable: dict,
                         leaves: list) -> dict:
         """The step's update written into ``state``'s own tensors: all or nothing.
 
@@ -361,14 +390,16 @@ class _TorchSteps(_StepsBase):
         """
         core = self.core
         x, y, sw = batch
-        with torch.no_grad():
-            total, per_output, y_pred_flat, new_buffers = optree.tree_map(_detach, aux)
+        opt_state = state["optimizer"]
+        with torch.no_grad():  # the metrics read no gradients: only the buffers kept in the state are detached
+            total, per_output, y_pred_flat, new_buffers = aux
+            if new_buffers:
+                new_buffers = optree.tree_map(_detach, new_buffers)
             metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
-            iterations = state["optimizer"]["iterations"]
+            iterations = opt_state["iterations"]
             step = None if core.optimizer.kernel_name == "sgd" else self._step_counter.next(iterations)
-            plan = core.optimizer.plan_in_place(grads, state["optimizer"], trainable,
-                                                self._scratch_for(trainable, leaves), step=step)
-        new = {"model": {"params": state["model"]["params"], "buffers": new_buffers}, "optimizer": state["optimizer"],
+            plan = self._plan(grads, opt_state, trainable, leaves, iterations, step)
+        new = {"model": {"params": state["model"]["params"], "buffers": new_buffers}, "optimizer": opt_state,
                "metrics": metrics, "rng": self.kit.advance_rng(state["rng"])}
         counter = self._step_counter
         self._held.hold()
@@ -378,6 +409,26 @@ class _TorchSteps(_StepsBase):
         # the first write and the loop's publish).
         counter._known = None if step is None else (iterations, iterations._version, step)
         return new
+
+    def _plan(self, grads: list, opt_state: dict, trainable: dict, leaves: list, iterations: Any,
+              step: int | None) -> tuple:
+        """The optimizer's in-place plan for this step (nothing written yet).
+
+        The first step of a fit, and the first after the state was replaced (new weights from a
+        callback, a restored checkpoint), plans through ``Optimizer.plan_in_place``, which checks the
+        state against the params; the flat views it used are kept (:class:`_UpdateLayout`) and the
+        steps after it plan from them directly while the state's tensors stay the same objects.
+        """
+        optimizer, layout = self.core.optimizer, self._layout
+        if layout is not None and layout.fits(opt_state, leaves):
+            lr = optimizer.learning_rate_at(iterations, opt_state)
+            return optim.plan_in_place(optimizer, grads, leaves, layout.slots, 0 if step is None else step, lr,
+                                       layout.decay, layout.scratch, iterations)
+        scratch = self._scratch_for(trainable, leaves)
+        spec = optree.tree_structure(trainable)
+        plan = optimizer.plan_in_place(spec.unflatten(grads), opt_state, trainable, scratch, step=step)
+        self._layout = _UpdateLayout(optimizer, opt_state, trainable, leaves, scratch)
+        return plan
 
     def _scratch_for(self, trainable: dict, leaves: list) -> Any:
         """Tensors mirroring ``trainable`` for Adam's denominators (None for SGD), kept until fit ends."""

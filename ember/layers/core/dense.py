@@ -78,9 +78,7 @@ class Dense(Layer):
                 f"layer {self.name!r} expects a last dimension of {ops.shape(kernel)[0]}, "
                 f"received input of shape {ops.shape(inputs)}"
             )
-        y = ops.matmul(inputs, kernel)
-        if self.use_bias:
-            y = ops.add(y, params["bias"])
+        y = ops.nn.dense(inputs, kernel, params["bias"] if self.use_bias else None)
         y = activations.get(self.activation)(y)
         if self.activity_regularizer is not None:
             add_loss(self.activity_regularizer(y))

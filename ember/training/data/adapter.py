@@ -105,6 +105,9 @@ class ArrayAdapter(DataAdapter):
         self.seed = int(seed)
         self.num_batches = math.ceil(self.num_samples / self.batch_size)
 
+    def all_targets(self) -> Any:
+        return self.y
+
     def batches(self, epoch: int = 0) -> Iterator[tuple]:
         n, size = self.num_samples, self.batch_size
         leaves, treedef = self._flat

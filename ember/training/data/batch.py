@@ -44,6 +44,12 @@ class DataAdapter:
     def on_epoch_end(self) -> None:
         """Called after each epoch (a :class:`ember.data.Dataset` reshuffles here)."""
 
+    def all_targets(self) -> Any:
+        """Every batch's targets as whole arrays when the adapter holds them in memory (the ``y`` of
+        array data), else None. ``fit``/``evaluate`` check sparse labels once over these
+        (:meth:`ember.training.label_check.SparseLabelCheck.vouch`) instead of batch by batch."""
+        return None
+
     def peek(self) -> tuple:
         """The first batch (without consuming it), for building a model from the data's shapes."""
         batches = self.batches(epoch=0)

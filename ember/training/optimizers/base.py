@@ -271,6 +271,18 @@ class Optimizer:
         return self.weight_decay is not None and (
             self._exclude_pattern is None or self._exclude_pattern.search(path) is None)
 
+    def decay_mask(self, params: Any) -> list[bool]:
+        """Whether weight decay applies to each leaf of ``params`` (in flattening order).
+
+        Example:
+            >>> from ember import optimizers
+            >>> opt = optimizers.AdamW(weight_decay=0.1)
+            >>> opt.exclude_from_weight_decay(var_names=["bias"])
+            >>> opt.decay_mask({"dense": {"bias": 0.0, "kernel": 0.0}})
+            [False, True]
+        """
+        return self._decay_mask(params, len(optree.tree_leaves(params)))
+
     def _decay_mask(self, params: Any, count: int) -> list[bool]:
         if self.weight_decay is None:
             return [False] * count
