@@ -253,7 +253,8 @@ def _vouched(check: Any, iterator: Any) -> Any:
     if check is None:
         return None
     adapter = getattr(iterator, "adapter", None)
-    return None if adapter is not None and check.vouch(adapter.all_targets()) else check
+    targets = None if adapter is None else adapter.all_targets()
+    return None if targets is not None and check.vouch(targets) else check
 
 
 def guarded(strategy: Any, step: Any, what: str) -> Any:

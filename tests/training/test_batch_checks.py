@@ -96,6 +96,68 @@ def test_ignore_class_is_allowed(backend):
         model.fit(X, _labels(bad_index=6, value=-2), batch_size=4, epochs=1, shuffle=False, verbose=0)
 
 
+class _CountedBatchChecks:
+    """Counts the per-batch label checks and the whole-data checks of the loops."""
+
+    def __init__(self, monkeypatch):
+        self.batches, self.vouched = 0, []
+        per_batch, vouch = label_check.SparseLabelCheck.__call__, label_check.SparseLabelCheck.vouch
+
+        def counted_call(check, *args):
+            self.batches += 1
+            return per_batch(check, *args)
+
+        def counted_vouch(check, y):
+            self.vouched.append(vouch(check, y))
+            return self.vouched[-1]
+
+        monkeypatch.setattr(label_check.SparseLabelCheck, "__call__", counted_call)
+        monkeypatch.setattr(label_check.SparseLabelCheck, "vouch", counted_vouch)
+
+
+def test_array_labels_in_range_are_checked_once_not_per_batch(backend, monkeypatch):
+    """Array data: one check of every label (their minimum and maximum) per fit/evaluate/validation;
+    all in range, no batch is checked again. The same training as with the per-batch checks."""
+    counted = _CountedBatchChecks(monkeypatch)
+    model = _model(metrics=["accuracy"])
+    model.fit(X, _labels(), batch_size=4, epochs=2, verbose=0, validation_data=(X, _labels()))
+    model.evaluate(X, _labels(), batch_size=4, verbose=0)
+    assert counted.vouched == [True] * 4 and counted.batches == 0  # fit, its two validations, evaluate
+    trained = _weights(model)
+    monkeypatch.setattr(label_check.SparseLabelCheck, "vouch", lambda check, y: False)  # the per-batch checks
+    reference = _model(metrics=["accuracy"])
+    reference.fit(X, _labels(), batch_size=4, epochs=2, verbose=0, validation_data=(X, _labels()))
+    assert counted.batches == 3 * 2 + 3 * 2 and _same(trained, _weights(reference))
+
+
+@pytest.mark.parametrize(("labels", "loss_kwargs"), [
+    (_labels(bad_index=6, value=-1), {"ignore_class": -1}),  # outside [0, 3), allowed: per batch
+    (_labels(bad_index=6, value=9), {}),  # out of range: per batch, which names the batch
+], ids=["ignore_class", "out_of_range"])
+def test_labels_the_whole_data_check_cannot_vouch_for_are_checked_per_batch(backend, monkeypatch, labels,
+                                                                           loss_kwargs):
+    counted = _CountedBatchChecks(monkeypatch)
+    model = _model(loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True, **loss_kwargs))
+    if loss_kwargs:  # trains
+        model.fit(X, labels, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    else:
+        with pytest.raises(ValueError, match=r"fit: epoch 0, batch 1 \(0-based\).*received 9"):
+            model.fit(X, labels, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    assert counted.vouched == [False] and counted.batches >= 1
+
+
+def test_float_labels_with_nan_and_generators_are_checked_per_batch(backend, monkeypatch):
+    counted = _CountedBatchChecks(monkeypatch)
+    checker = label_check.SparseLabelCheck({0: ("sparse_categorical_crossentropy", None)}, ["out"], {0: 3}, "fit")
+    assert not checker.vouch(ops.convert_to_tensor(np.array([0.0, np.nan, 1.0], "float32")))
+    assert checker.vouch(ops.convert_to_tensor(np.array([0.0, 2.0, 1.0], "float32"))) and checker.vouched
+    counted.vouched.clear()
+    model = _model()
+    batches = [(X[i:i + 4], _labels()[i:i + 4]) for i in range(0, 12, 4)]
+    model.fit(batches, epochs=1, verbose=0)  # a list of batches: no whole data to check at once
+    assert counted.vouched == [] and counted.batches == 3
+
+
 def test_deferred_flags_raise_at_the_epoch_end_naming_the_batch(backend, monkeypatch):
     """Where a read would sync (an accelerator), flags wait on the device until the epoch ends."""
     monkeypatch.setattr(label_check, "reads_without_sync", lambda array: False)
