@@ -2,8 +2,8 @@
 
 Composites here: ``nn.dense`` (a projection and its bias), ``nn.lstm`` and ``nn.gru`` (whole
 recurrent sequences), the ops of ``ember.backends._spec.COMPOSABLE``. torch has native fused
-kernels for all three and NumPy a native LSTM; MLX gets the three composites, NumPy the dense
-and the GRU.
+kernels for all three, MLX a native dense and NumPy a native LSTM; MLX gets the LSTM and GRU
+composites, NumPy the dense and the GRU.
 
 A backend implements such an op natively (a fused kernel in its namespace module) or
 leaves it out; ``ember.ops`` binds what :func:`bound_tables` gives: the backend's own

@@ -158,6 +158,15 @@ def batch_size_of(x: Any) -> int:
 
 
 # --------------------------------------------------------------------------------- core
+@dataclasses.dataclass
+class _TrainableMask:
+    """Which params train (``trainable_mask``), for the param tree structure ``spec``."""
+
+    mask: Any = None
+    spec: Any = None
+    all_trainable: bool = True
+
+
 class StepCore:
     """The pure pieces of a step for one model/optimizer/loss/metrics combination."""
 
@@ -168,24 +177,33 @@ class StepCore:
         self.compile_loss = compile_loss
         self.compile_metrics = compile_metrics
         self.output_names = output_names
-        self._mask: Any = None
-        self._mask_spec: Any = None
-        self.all_trainable = True
+        # The trainable mask lives in one mutable record that a backend's shallow copy of the core
+        # (its own view with a fused loss) shares: whichever copy prepares it, every copy splits by it.
+        self._masks = _TrainableMask()
         constraints = getattr(model, "constraints", None)
         self.constraints = constraints() if callable(constraints) else {}
 
     # --- params ------------------------------------------------------------------------
+    @property
+    def _mask(self) -> Any:
+        return self._masks.mask
+
+    @property
+    def all_trainable(self) -> bool:
+        return self._masks.all_trainable
+
     def prepare_mask(self, params: dict) -> None:
+        masks = self._masks
         spec = optree.tree_structure(params)
-        if spec != self._mask_spec:
-            self._mask = trainable_mask(self.model, params)
-            self._mask_spec = spec
-            self.all_trainable = _all_true(self._mask)
+        if spec != masks.spec:
+            mask = trainable_mask(self.model, params)
+            masks.mask, masks.spec, masks.all_trainable = mask, spec, _all_true(mask)
 
     def split(self, params: dict) -> tuple[dict, dict]:
-        if self.all_trainable:
+        masks = self._masks
+        if masks.all_trainable:
             return params, {}
-        return split_tree(params, self._mask)
+        return split_tree(params, masks.mask)
 
     def merge(self, trainable: dict, frozen: dict) -> dict:
         return trainable if not frozen else merge_trees(trainable, frozen)

@@ -1,7 +1,7 @@
 """The recorded graph (``GradientTape(record_graph=True)``): the same structure on every backend that
 runs the same ops, exports, the dependency helper and gradient-times-input attribution (against NumPy
-float64). A Dense layer runs ``ops.nn.dense``: one fused node on torch (``torch.addmm``), its composite's
-``matmul`` and ``add`` on NumPy and MLX."""
+float64). A Dense layer runs ``ops.nn.dense``: one fused node on torch and MLX (``addmm``), its composite's
+``matmul`` and ``add`` on NumPy."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _structure(graph):
     return nodes, sources, graph.edges
 
 
-DENSE_OPS = {"torch": ["nn.dense"]}  # the fused kernel; elsewhere the composite's two ops
+DENSE_OPS = {"torch": ["nn.dense"], "mlx": ["nn.dense"]}  # fused kernels; NumPy: the composite's two ops
 
 
 def test_dense_relu_dense_mse_has_the_same_graph_on_every_backend():

@@ -51,6 +51,34 @@ def test_torch_fused_loss_equals_the_generic_loss(torch_backend):
     assert not fusable_sparse_crossentropy(CompileLoss("sparse_categorical_crossentropy", None, ["out"]))  # probs
 
 
+@pytest.mark.parametrize("labels_shape", [(16,), (16, 1)])
+def test_mlx_fused_loss_equals_the_generic_loss(labels_shape):
+    """MLX's sparse cross-entropy from logits as ``mean(logsumexp - picked logit)``: the generic loss's
+    value and gradient; anything it does not take (float labels, sample weights) goes to the generic one."""
+    mx = pytest.importorskip("mlx.core")
+    from ember.backends.mlx.training import _FusedLoss
+    from ember.training.compile_utils import CompileLoss
+    from ember.training.steps import fusable_sparse_crossentropy
+
+    with ember.using_backend("mlx"):
+        logits, labels = _logits_labels()
+        generic = CompileLoss(ember.losses.SparseCategoricalCrossentropy(from_logits=True), None, ["out"])
+        fused = _FusedLoss(generic, fusable_sparse_crossentropy(generic))
+        assert fused.fused
+        y = mx.array(labels.reshape(labels_shape))
+        results = []
+        for fn in (fused, generic):
+            value, grad = mx.value_and_grad(lambda z, fn=fn: fn([y], [z], [None])[0])(mx.array(logits))
+            results.append((float(value), np.array(grad)))
+        np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
+        np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-7)
+        weights = mx.array(np.linspace(0.5, 1.5, 16, dtype=np.float32))
+        for args in (([mx.array(labels.astype(np.float32))], [None]), ([y], [weights])):
+            z = mx.array(logits)
+            np.testing.assert_allclose(float(fused(args[0], [z], args[1])[0]), float(generic(args[0], [z], args[1])[0]),
+                                       rtol=1e-6)
+
+
 @pytest.mark.parametrize("shape", [(16, 3), (4, 5, 2)])
 @pytest.mark.parametrize("loss", ["mse", "mean_squared_error", ember.losses.MeanSquaredError()], ids=repr)
 def test_torch_fused_mean_squared_error_equals_the_generic_loss(torch_backend, loss, shape):

@@ -41,7 +41,8 @@ NAMESPACES = {"core": core, "linalg": linalg, "stats": stats, "nn": nn, "random"
 
 # Ops a backend may leave out. ``ember.ops`` has a composite of each, written with the other
 # ops (:mod:`ember.ops._composite`), and binds it for a backend without a kernel of its own;
-# a backend with a fused kernel (torch's ``dense``/``lstm``/``gru``, NumPy's ``lstm``) defines the op.
+# a backend with a fused kernel (torch's ``dense``/``lstm``/``gru``, MLX's ``dense``, NumPy's ``lstm``) defines
+# the op.
 COMPOSABLE = {"nn": frozenset({"dense", "lstm", "gru"})}
 
 

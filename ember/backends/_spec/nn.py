@@ -224,10 +224,11 @@ class nn:
         ``matmul`` and ``add``. Any other shape is a ValueError naming the argument.
         Differentiable with respect to every array argument.
 
-        torch runs one fused kernel (``torch.addmm``: the product and the bias in one GEMM, one
-        autograd node) for floating operands of one dtype; NumPy and MLX run the composite of
-        :mod:`ember.ops._composite` (``matmul``, then ``add``), which tapes and ``mx.compile``
-        see op by op. The fused sum may round differently from the two ops in the last bit.
+        torch and MLX run one fused kernel (``torch.addmm``/``mx.addmm``: the product and the bias
+        in one GEMM, one autograd node or compiled primitive) for floating operands of one dtype
+        (MLX: float32 and the half types); NumPy runs the composite of :mod:`ember.ops._composite`
+        (``matmul``, then ``add``), which its tape records op by op. The fused sum may round
+        differently from the two ops in the last bit.
 
         Example:
             >>> from ember import ops

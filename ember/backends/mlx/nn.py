@@ -1,4 +1,4 @@
-"""Neural-network ops of the MLX backend: activations, convolution, pooling, moments.
+"""Neural-network ops of the MLX backend: activations, dense (``mx.addmm``), convolution, pooling, moments.
 
 No ``lstm``/``gru``: MLX has no fused recurrent kernel, so ``ember.ops`` binds the
 composites of :mod:`ember.ops._composite` (traced op by op by the tapes and ``mx.compile``).
@@ -17,9 +17,10 @@ import math
 import mlx.core as mx
 import numpy as np
 
+from ember.backends._common import check_dense_shapes
 from ember.backends.mlx import _f64
 from ember.backends.mlx import core as _core
-from ember.backends.mlx._base import FLOATS, INEXACT, binary_same, floatx, inexact, normalize_axis, to_mx
+from ember.backends.mlx._base import FLOATS, INEXACT, A, binary_same, floatx, inexact, normalize_axis, to_mx
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -372,6 +373,27 @@ def avg_pool(inputs, pool_size, strides=None, padding="valid", data_format="chan
     else:
         y = total * (1.0 / math.prod(pool))
     return _restore(y, data_format)
+
+
+# -------------------------------------------------------------------------------- dense
+_ADDMM_DTYPES = (mx.float32, mx.float16, mx.bfloat16)  # float64 goes through matmul's CPU path
+
+
+def dense(inputs, kernel, bias=None):
+    x, w, b = inputs, kernel, bias
+    if (type(x) is A and type(w) is A and x.dtype == w.dtype and x.dtype in _ADDMM_DTYPES and w.ndim == 2
+            and x.ndim >= 2 and x.shape[-1] == w.shape[0]
+            and (b is None or (type(b) is A and b.dtype == x.dtype and b.shape == w.shape[1:]))):
+        if x.ndim == 2:  # one GEMM with the bias (one primitive in a compiled step)
+            return mx.matmul(x, w) if b is None else mx.addmm(b, x, w)
+        rows = x.reshape(-1, x.shape[-1])
+        out = mx.matmul(rows, w) if b is None else mx.addmm(b, rows, w)
+        return out.reshape(*x.shape[:-1], w.shape[1])
+    x, w = to_mx(inputs, "inputs"), to_mx(kernel, "kernel")
+    b = None if bias is None else to_mx(bias, "bias")
+    check_dense_shapes(tuple(x.shape), tuple(w.shape), None if b is None else tuple(b.shape))
+    y = _core.matmul(x, w)
+    return y if b is None else _core.add(y, b)
 
 
 # ------------------------------------------------------------------------------- moments

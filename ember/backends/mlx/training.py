@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +35,47 @@ if TYPE_CHECKING:
 else:
     _StepsBase = object  # the real base, the kit's GenericSteps, is mixed in by _steps_class
 
+_LABEL_DTYPES = (mx.int32, mx.int64, mx.uint8, mx.int8, mx.int16, mx.uint16, mx.uint32, mx.uint64)
+
+
+class _FusedLoss:
+    """The compiled loss, with the most common case written as MLX's own cross-entropy.
+
+    ``SparseCategoricalCrossentropy(from_logits=True)`` (mean reduction, no ``ignore_class``, no
+    sample weights, one output) on float32 logits ``(batch, classes)`` and integer labels is
+    ``mean(logsumexp(logits) - logits[label])``: the math of the generic loss in a third of its
+    operations (``mlx.nn.losses.cross_entropy``'s form), so the compiled step has fewer to run.
+    Labels out of range are the loops' business (``ember.training.label_check`` checks them before
+    the step); every other case goes to the generic losses.
+    """
+
+    def __init__(self, generic: Any, fused: bool) -> None:
+        self.generic = generic
+        self.entries = generic.entries
+        self.per_output_logs = generic.per_output_logs
+        self.fused = fused
+
+    def __call__(self, y_true: list, y_pred: list, sample_weight: list) -> tuple[Any, list]:
+        if self.fused:
+            entry = self.entries[0]
+            labels, logits = y_true[entry.index], y_pred[entry.index]
+            if (sample_weight[entry.index] is None and isinstance(logits, mx.array) and isinstance(labels, mx.array)
+                    and logits.ndim == 2 and logits.dtype == mx.float32 and labels.dtype in _LABEL_DTYPES
+                    and labels.shape[0] == logits.shape[0]
+                    and (labels.ndim == 1 or (labels.ndim == 2 and labels.shape[1] == 1))):
+                picked = mx.take_along_axis(logits, labels.reshape(-1, 1), axis=-1)
+                value = mx.mean(mx.logsumexp(logits, axis=-1) - picked.reshape(-1))
+                return value, [value]
+        return self.generic(y_true, y_pred, sample_weight)
+
 
 class _MLXSteps(_StepsBase):
     """The generic pure steps, compiled with ``mx.compile`` (see the module docstring), on the
     trainer's ``GenericSteps`` (given in the kit: :func:`make_steps`)."""
 
     def __init__(self, core: Any, kit: Any, jit: bool = True) -> None:
+        core = copy.copy(core)  # this backend's own view, with the fused loss
+        core.compile_loss = _FusedLoss(core.compile_loss, kit.fusable_sparse_crossentropy(core.compile_loss))
         super().__init__(core, mx.value_and_grad)
         self.kit = kit
         self.jit = jit
