@@ -499,7 +499,7 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
     shrink = (decaying, -lr_s * rate if decaying else 0.0)
     constants: tuple
     if _kernel_name(optimizer) == "sgd":
-        constants = (lr_s, optimizer.momentum, bool(optimizer.nesterov))
+        constants = (-lr_s, optimizer.momentum, bool(optimizer.nesterov))
         return ("sgd", p, g, s, None, shrink, constants, iterations)
     d = [scratch[i] for i in active]
     constants = (1.0 - optimizer.beta_1, optimizer.beta_2, 1.0 - optimizer.beta_2, optimizer.epsilon,
@@ -511,7 +511,7 @@ def _plan_on_accelerator(optimizer: Any, grads: Tensors, params: list, slots: li
                          t: Scalar, decayed: list, iterations: Any) -> tuple:
     """:func:`plan_in_place` for tensors on an accelerator: every factor a 0-d tensor on the device,
     the terms that read only the old values (decay, scaled gradients) computed here; the write is
-    multi-tensor kernels alone (:func:`_write_on_accelerator`)."""
+    multi-tensor kernels alone (:func:`write_in_place`)."""
     with torch.no_grad():
         dtype, device = params[0].dtype, params[0].device
         if not _is_tensor(lr):
@@ -521,7 +521,7 @@ def _plan_on_accelerator(optimizer: Any, grads: Tensors, params: list, slots: li
         decay_terms = torch._foreach_mul(decaying, (-lr * rate).to(dtype)) if decaying else []
         if _kernel_name(optimizer) == "sgd":
             scaled = torch._foreach_mul(grads, (-lr).to(dtype))
-            constants: tuple = (optimizer.momentum, bool(optimizer.nesterov))
+            constants: tuple = (1.0, optimizer.momentum, bool(optimizer.nesterov))  # grads already times -lr
             return ("sgd_foreach", params, scaled, slots, None, (decaying, decay_terms), constants, iterations)
         if _is_tensor(t):  # the step number on the device: its factors are computed there
             negative_step = (-_step_size(optimizer, lr, t)).to(dtype)
@@ -532,55 +532,25 @@ def _plan_on_accelerator(optimizer: Any, grads: Tensors, params: list, slots: li
         return ("adam_foreach", params, grads, slots, scratch, (decaying, decay_terms), constants, iterations)
 
 
-def _write_on_accelerator(plan: tuple) -> None:
-    """The write of an accelerator plan: ``torch._foreach_*`` kernels only (C calls, a few launches
-    for all tensors), then the step counter."""
-    kind, params, grads, slots, scratch, (decaying, decay_terms), constants, iterations = plan
-    if decaying:
-        torch._foreach_add_(decaying, decay_terms)
-    if kind == "adam_foreach":
-        w1, b2, w2, eps, negative_step, amsgrad = constants
-        m, v = slots[0], slots[1]
-        torch._foreach_lerp_(m, grads, w1)
-        torch._foreach_mul_(v, b2)
-        torch._foreach_addcmul_(v, grads, grads, value=w2)
-        if amsgrad:
-            torch._foreach_maximum_(slots[2], v)
-            v = slots[2]
-        torch._foreach_copy_(scratch, v)
-        torch._foreach_sqrt_(scratch)
-        torch._foreach_add_(scratch, eps)
-        torch._foreach_div_(scratch, negative_step)  # p - step * m / d  as  p + m / (d / -step)
-        torch._foreach_addcdiv_(params, m, scratch)
-    else:
-        momentum, nesterov = constants
-        if momentum == 0.0:
-            torch._foreach_add_(params, grads)  # grads: the gradients scaled by -lr
-        else:
-            velocity = slots[0]
-            torch._foreach_mul_(velocity, momentum)
-            torch._foreach_add_(velocity, grads)
-            if nesterov:
-                torch._foreach_add_(params, velocity, alpha=momentum)
-                torch._foreach_add_(params, grads)
-            else:
-                torch._foreach_add_(params, velocity)
-    iterations.add_(1)
-
-
 def write_in_place(plan: tuple) -> None:
-    """The update of a :func:`plan_in_place` plan, in place: the multi-tensor kernels (and numbers)
-    of :func:`apply_gradients_inplace`, then the step counter. Only C functions run from the first
-    write to the last (a held signal handler or a trace function's call event cannot stop it
-    half-way); call it with gradients disabled."""
-    kind, params, grads, slots, scratch, (decaying, shrink), constants, iterations = plan
-    if kind.endswith("_foreach"):
-        _write_on_accelerator(plan)
-        return
+    """The update of a :func:`plan_in_place` plan, in place: the multi-tensor kernels of
+    :func:`apply_gradients_inplace` (on the CPU its numbers exactly), then the step counter.
+
+    One function with no calls into Python: only C functions run from the first write to the
+    last, so a held signal handler or a trace function's call event cannot stop it half-way (the
+    host and accelerator plans therefore share this body rather than helpers). Call it with
+    gradients disabled. An accelerator plan (``*_foreach``) carries its decay terms precomputed, its
+    factors as 0-d device tensors and SGD's gradients already scaled by ``-lr``.
+    """
+    kind, params, grads, slots, scratch, (decaying, decay), constants, iterations = plan
+    on_device = kind.endswith("_foreach")
     if decaying:
-        torch._foreach_add_(decaying, decaying, alpha=shrink)
-    if kind == "adam":
-        w1, b2, w2, eps, step_size, amsgrad = constants
+        if on_device:
+            torch._foreach_add_(decaying, decay)  # the terms -lr * rate * p, computed by the plan
+        else:
+            torch._foreach_add_(decaying, decaying, alpha=decay)
+    if kind.startswith("adam"):
+        w1, b2, w2, eps, step, amsgrad = constants
         m, v = slots[0], slots[1]
         torch._foreach_lerp_(m, grads, w1)
         torch._foreach_mul_(v, b2)
@@ -591,18 +561,22 @@ def write_in_place(plan: tuple) -> None:
         torch._foreach_copy_(scratch, v)  # the denominators in the plan's spare tensors (no allocation)
         torch._foreach_sqrt_(scratch)
         torch._foreach_add_(scratch, eps)
-        torch._foreach_addcdiv_(params, m, scratch, value=-step_size)
+        if on_device:  # step: -step_size as a device tensor; p - s * m / d  as  p + m / (d / -s)
+            torch._foreach_div_(scratch, step)
+            torch._foreach_addcdiv_(params, m, scratch)
+        else:
+            torch._foreach_addcdiv_(params, m, scratch, value=-step)
     else:
-        lr, momentum, nesterov = constants
+        alpha, momentum, nesterov = constants  # alpha: -lr (1.0 for gradients already scaled)
         if momentum == 0.0:
-            torch._foreach_add_(params, grads, alpha=-lr)
+            torch._foreach_add_(params, grads, alpha=alpha)
         else:
             velocity = slots[0]
             torch._foreach_mul_(velocity, momentum)
-            torch._foreach_add_(velocity, grads, alpha=-lr)
+            torch._foreach_add_(velocity, grads, alpha=alpha)
             if nesterov:
                 torch._foreach_add_(params, velocity, alpha=momentum)
-                torch._foreach_add_(params, grads, alpha=-lr)
+                torch._foreach_add_(params, grads, alpha=alpha)
             else:
                 torch._foreach_add_(params, velocity)
     iterations.add_(1)
