@@ -46,7 +46,8 @@ class _FusedLoss:
     ``mean(logsumexp(logits) - logits[label])``: the math of the generic loss in a third of its
     operations (``mlx.nn.losses.cross_entropy``'s form), so the compiled step has fewer to run.
     Labels out of range are the loops' business (``ember.training.label_check`` checks them before
-    the step); every other case goes to the generic losses.
+    the step and raises); here they are clamped into range so that the gather stays inside each
+    row. Every other case goes to the generic losses.
     """
 
     def __init__(self, generic: Any, fused: bool) -> None:
@@ -63,7 +64,10 @@ class _FusedLoss:
                     and logits.ndim == 2 and logits.dtype == mx.float32 and labels.dtype in _LABEL_DTYPES
                     and labels.shape[0] == logits.shape[0]
                     and (labels.ndim == 1 or (labels.ndim == 2 and labels.shape[1] == 1))):
-                picked = mx.take_along_axis(logits, labels.reshape(-1, 1), axis=-1)
+                # Clamped: a gather reads no memory outside the row whatever the labels (the loops check
+                # them before the step and raise; a clamp costs one fused elementwise op).
+                index = mx.clip(labels.reshape(-1, 1), 0, logits.shape[1] - 1)
+                picked = mx.take_along_axis(logits, index, axis=-1)
                 value = mx.mean(mx.logsumexp(logits, axis=-1) - picked.reshape(-1))
                 return value, [value]
         return self.generic(y_true, y_pred, sample_weight)
