@@ -72,6 +72,14 @@ def test_mlx_fused_loss_equals_the_generic_loss(labels_shape):
             results.append((float(value), np.array(grad)))
         np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
         np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-7)
+        # A label out of range (the loops raise before the step) is clamped for the gather: a value
+        # from inside the row, never memory outside it.
+        bad = np.array(labels.reshape(labels_shape))
+        bad.reshape(-1)[:2] = [7, -3]
+        clamped = np.clip(bad, 0, 4)
+        z = mx.array(logits)
+        np.testing.assert_allclose(float(fused([mx.array(bad)], [z], [None])[0]),
+                                   float(fused([mx.array(clamped)], [z], [None])[0]), rtol=1e-6)
         weights = mx.array(np.linspace(0.5, 1.5, 16, dtype=np.float32))
         for args in (([mx.array(labels.astype(np.float32))], [None]), ([y], [weights])):
             z = mx.array(logits)
