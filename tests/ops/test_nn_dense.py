@@ -15,7 +15,8 @@ from tests.helpers import float64_device
 
 torch = pytest.importorskip("torch")  # the gradient reference, not the code under test
 
-SHAPES = [(5, 4), (2, 3, 4), (2, 1, 3, 4), (0, 4)]  # rows, sequences, images of rows, an empty batch
+SHAPES = [(5, 4), (2, 3, 4), (2, 1, 3, 4), (0, 4), (2, 3, 0)]  # rows, sequences, images of rows, an empty batch,
+# no features (torch cannot fold those into rows: its general path)
 
 
 def _operands(input_shape, units=3, seed=0, use_bias=True):

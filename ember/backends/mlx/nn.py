@@ -386,7 +386,7 @@ def dense(inputs, kernel, bias=None):
             and (b is None or (type(b) is A and b.dtype == x.dtype and b.shape == w.shape[1:]))):
         if x.ndim == 2:  # one GEMM with the bias (one primitive in a compiled step)
             return mx.matmul(x, w) if b is None else mx.addmm(b, x, w)
-        rows = x.reshape(-1, x.shape[-1])
+        rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])  # explicit: no -1 to infer for empty inputs
         out = mx.matmul(rows, w) if b is None else mx.addmm(b, rows, w)
         return out.reshape(*x.shape[:-1], w.shape[1])
     x, w = to_mx(inputs, "inputs"), to_mx(kernel, "kernel")

@@ -373,8 +373,13 @@ def dense(inputs, kernel, bias=None):
             rows = x.reshape(-1, x.shape[-1])
             out = torch.mm(rows, w) if b is None else torch.addmm(b, rows, w)
             return out.reshape(x.shape[:-1] + w.shape[1:])
-        except RuntimeError:
-            pass  # e.g. operands on two devices: the general path gives matmul's error
+        except RuntimeError:  # e.g. operands on two devices: the general path raises matmul's error
+            return _dense_as_two_ops(inputs, kernel, bias)
+    return _dense_as_two_ops(inputs, kernel, bias)
+
+
+def _dense_as_two_ops(inputs, kernel, bias):
+    """``dense`` for any operands: checked shapes, then ``matmul`` and ``add`` with their dtype rules."""
     x, w = native(inputs, "inputs"), native(kernel, "kernel")
     b = None if bias is None else native(bias, "bias")
     check_dense_shapes(tuple(x.shape), tuple(w.shape), None if b is None else tuple(b.shape))
