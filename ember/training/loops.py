@@ -182,10 +182,11 @@ class FitLoop:
 
     def _run_epoch(self, epoch: int, wants_begin: bool, wants_end: bool, results: Any) -> bool:
         """The steps of one epoch; whether any ran. The losses skip their eager label-value checks
-        (a host sync each): the first batch was checked by ``Trainer.check_first_batch``, and every
-        batch's sparse labels by :mod:`ember.training.label_check` (one reduction, no sync on
-        an accelerator). When the first step raises, ``Trainer.explain_step_error`` runs the eager
-        check on its batch, whose clear error replaces the step's where the data is at fault."""
+        (a host sync each): the first batch was checked by ``Trainer.check_first_batch``, and the
+        sparse labels by :mod:`ember.training.label_check` (array data: all at once before the
+        loop; otherwise one reduction per batch, no sync on an accelerator). When the first step
+        raises, ``Trainer.explain_step_error`` runs the eager check on its batch, whose clear error
+        replaces the step's where the data is at fault."""
         model, callbacks, step_fn, check = self.model, self.callbacks, self.step_fn, self.label_check
         watch = self.loss_watch
         skip, self.skip_steps = self.skip_steps, 0
