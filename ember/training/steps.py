@@ -259,19 +259,22 @@ class StepCore:
     def update_metrics(self, state: dict, x: Any, y: Any, y_pred_flat: list, sw: Any, total: Any,
                        per_output: list) -> dict:
         count = float(batch_size_of(x))
-
-        def track(tracker: dict, value: Any) -> dict:
-            value = ops.cast(value, ops.dtype(tracker["total"]))
-            return {"total": ops.add(tracker["total"], ops.multiply(value, count)),
-                    "count": ops.add(tracker["count"], count)}
-
-        new = {"loss": track(state["loss"], total),
-               "output_losses": [track(t, v) for t, v in zip(state["output_losses"], per_output)],
+        track = self.accumulate
+        new = {"loss": track(state["loss"], total, count),
+               "output_losses": [track(t, v, count) for t, v in zip(state["output_losses"], per_output)],
                "metrics": state["metrics"]}
         if self.compile_metrics.entries and y is not None:
             new["metrics"] = self.compile_metrics.update(state["metrics"], self.flat(y, "y"), y_pred_flat,
                                                          self.flat(sw, "sample_weight"))
         return new
+
+    @staticmethod
+    def accumulate(tracker: dict, value: Any, count: float) -> dict:
+        """A loss tracker ``{"total", "count"}`` after a batch of ``count`` samples whose mean loss is
+        ``value`` (a backend's steps may put a native version on their copy of the core)."""
+        value = ops.cast(value, ops.dtype(tracker["total"]))
+        return {"total": ops.add(tracker["total"], ops.multiply(value, count)),
+                "count": ops.add(tracker["count"], count)}
 
     def results(self, state: dict) -> dict:
         """``{log name: native scalar}``: the running loss, per-output losses and metrics."""

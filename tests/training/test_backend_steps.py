@@ -375,3 +375,65 @@ def test_torch_accelerator_update_equals_the_cpu_update(torch_backend, make, mon
     monkeypatch.setattr(_base, "host_reads_free", lambda device: False)
     for got, expected in zip(train(), on_cpu):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_torch_gradients_of_scalar_equal_autograd(torch_backend):
+    """The step's direct call into the autograd engine gives ``torch.autograd.grad``'s gradients
+    (None for a leaf the loss does not use) and leaves the graph freed, as ``grad`` does."""
+    import torch
+
+    from ember.backends.torch.training import gradients_of_scalar
+
+    rng = np.random.default_rng(0)
+    w = torch.tensor(rng.normal(size=(4, 3)), requires_grad=True)
+    b = torch.tensor(rng.normal(size=(3,)), requires_grad=True)
+    unused = torch.zeros(2, requires_grad=True)
+    x = torch.tensor(rng.normal(size=(5, 4)))
+
+    def loss():
+        return torch.tanh(x @ w + b).pow(2).mean()
+
+    expected = torch.autograd.grad(loss(), [w, b, unused], allow_unused=True)
+    value = loss()
+    found = gradients_of_scalar(value, [w, b, unused])
+    assert found[2] is None and expected[2] is None
+    for a, e in zip(found[:2], expected[:2]):
+        np.testing.assert_array_equal(a.numpy(), e.numpy())
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        gradients_of_scalar(value, [w])
+
+
+def test_torch_gradients_of_scalar_leaves_other_losses_to_autograd(torch_backend):
+    """A loss the engine call does not take gives ``torch.autograd.grad``'s own result or error."""
+    import torch
+
+    from ember.backends.torch.training import gradients_of_scalar
+
+    w = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="only for scalar outputs"):
+        gradients_of_scalar(w * 2.0, [w])  # not a scalar
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        gradients_of_scalar(torch.ones(()), [w])  # not connected to the leaves
+
+    class Traced(torch.Tensor):  # a tensor subclass: torch's override dispatch must see it
+        pass
+
+    (grad,) = gradients_of_scalar((w * w).sum().as_subclass(Traced), [w])
+    np.testing.assert_array_equal(grad.numpy(), [2.0, 2.0, 2.0])
+
+
+def test_torch_loss_tracker_equals_the_generic_one(torch_backend):
+    """Torch's native loss tracker gives the generic ops' totals (a loss of another dtype is cast)."""
+    import torch
+
+    from ember.backends.torch.training import _accumulate
+    from ember.training.steps import StepCore
+
+    tracker = {"total": torch.tensor(1.5), "count": torch.tensor(8.0)}
+    for value in (torch.tensor(0.25), torch.tensor(0.25, dtype=torch.float64)):
+        native = _accumulate(StepCore.accumulate, tracker, value, 24.0)
+        generic = StepCore.accumulate(tracker, value, 24.0)
+        for key in ("total", "count"):
+            assert native[key].dtype == torch.float32
+            assert float(native[key]) == float(generic[key])
+    assert float(tracker["total"]) == 1.5  # not written in place
