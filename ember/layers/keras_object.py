@@ -76,7 +76,8 @@ from ember.symbolic import is_shape
 
 # Attributes of a layer object that are bookkeeping, not configuration.
 _INTERNAL = frozenset({"_frozen", "_handle_slot", "_child_keys", "_init_config", "_init_specs", "_built_specs",
-                       "_declared_cache", "_input_shape_arg", "_auto_name", "_state_key_map"})
+                       "_declared_cache", "_input_shape_arg", "_auto_name", "_state_key_map",
+                       "_stage_cache"})
 
 
 # ============================================================================ class setup

@@ -39,10 +39,8 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import inspect
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import optree
@@ -68,11 +66,12 @@ _name_counts: dict[str, int] = {}
 _loss_collectors: list[list] = []
 
 
-@contextlib.contextmanager
-def collect_losses() -> Iterator[list]:
+class collect_losses:  # lower case: used like a function, ``with collect_losses() as losses``
     """Collect the scalars layers pass to :func:`add_loss` while the block runs.
 
-    The trainer wraps each forward pass in this to add activity losses to the loss.
+    The trainer wraps each forward pass in this to add activity losses to the loss. (A class
+    with ``__enter__``/``__exit__`` rather than a generator context manager: it runs in every
+    training step.)
 
     Example:
         >>> from ember.layers.layer import add_loss, collect_losses
@@ -81,11 +80,18 @@ def collect_losses() -> Iterator[list]:
         >>> losses
         [0.5]
     """
-    collected: list = []
-    _loss_collectors.append(collected)
-    try:
-        yield collected
-    finally:
+
+    __slots__ = ("collected",)
+
+    def __init__(self) -> None:
+        self.collected: list = []
+
+    def __enter__(self) -> list:
+        _loss_collectors.append(self.collected)
+        return self.collected
+
+    def __exit__(self, *exc_info: object) -> None:
+        collected = self.collected
         for index in range(len(_loss_collectors) - 1, -1, -1):  # by identity: `==` would compare arrays
             if _loss_collectors[index] is collected:
                 del _loss_collectors[index]

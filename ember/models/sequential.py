@@ -105,6 +105,7 @@ class Sequential(Model):
         object.__setattr__(self, "_layers", self._layers + [layer])
         object.__setattr__(self, "state", None)
         self.__dict__.pop("_state_key_map", None)
+        self.__dict__.pop("_stage_cache", None)
         self._own_layers()
 
     def pop(self) -> Layer:
@@ -115,6 +116,7 @@ class Sequential(Model):
         object.__setattr__(self, "_layers", self._layers[:-1])
         object.__setattr__(self, "state", None)
         self.__dict__.pop("_state_key_map", None)
+        self.__dict__.pop("_stage_cache", None)
         return layer
 
     @property
@@ -189,25 +191,36 @@ class Sequential(Model):
         params, buffers = state["params"], state["buffers"]
         new_buffers = dict(buffers)
         mask = None  # Keras-style masks, as in Model.apply
-        keys = self._state_keys()
         rng = _checked_rng(rng)
-        for layer in self._layers:
-            key = keys[id(layer)]
+        for layer, key, mask_in, mask_out in self._stages():
             child = {"params": params.get(key, {}), "buffers": buffers.get(key, {})}
-            kwargs: dict[str, Any] = {"mask": mask} if mask is not None and takes_mask(layer) else {}
             x_in = x
             try:
-                x, child = autocast.apply(layer, child, x, training=training,
-                                       rng=_layer_rng(layer, rng, key), **kwargs)
+                if mask is not None and mask_in:
+                    x, child = autocast.apply(layer, child, x, training=training, rng=_layer_rng(layer, rng, key),
+                                              mask=mask)
+                else:
+                    x, child = autocast.apply(layer, child, x, training=training, rng=_layer_rng(layer, rng, key))
             except Exception as error:
                 shape = input_shapes(x_in)
                 raise_if_mismatched(layer, child, functools.partial(layer.build, shape, seed=0), shape, error)
                 raise
             if child["buffers"]:
                 new_buffers[key] = child["buffers"]
-            if mask is not None or makes_mask(layer):
+            if mask is not None or mask_out:
                 mask = layer.compute_mask(x_in, mask)
         return x, {"params": params, "buffers": new_buffers}
+
+    def _stages(self) -> tuple:
+        """``(layer, state key, takes a mask, makes a mask)`` per layer, in order: what ``apply``
+        reads of each layer on every call, worked out once per architecture (``add``/``pop``
+        drop it with the state keys)."""
+        stages = self.__dict__.get("_stage_cache")
+        if stages is None:
+            keys = self._state_keys()
+            stages = tuple((layer, keys[id(layer)], takes_mask(layer), makes_mask(layer)) for layer in self._layers)
+            object.__setattr__(self, "_stage_cache", stages)
+        return stages
 
     def _forward_on_batch(self, x: Any, training: bool = False) -> Any:
         with self._restored_on_error():

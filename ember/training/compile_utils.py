@@ -55,7 +55,7 @@ def flatten_outputs(value: Any, names: list[str], what: str) -> list:
         if unknown:
             raise ValueError(f"{what}: unknown output name(s) {sorted(unknown)}; the model's outputs are {names}")
         return [value.get(name) for name in names]
-    if is_array_like(value) or not isinstance(value, (list, tuple)):
+    if not isinstance(value, (list, tuple)) or is_array_like(value):
         if count == 1:
             return [value]
         if what == "sample_weight":

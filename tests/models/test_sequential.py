@@ -86,6 +86,21 @@ def test_add_and_pop():
         model.pop()
 
 
+def test_apply_follows_add_and_pop_after_a_call():
+    """The per-layer plan ``apply`` keeps between calls is redone when ``add``/``pop`` change the stack."""
+    model = ember.Sequential([ember.Input((4,)), layers.Dense(3, name="first")])
+    x = ops.ones((2, 4))
+    assert ops.shape(model.apply(model.build(seed=0), x)[0]) == (2, 3)
+    model.add(layers.Dense(6, name="second"))
+    state = model.build(seed=0)
+    y, _ = model.apply(state, x)
+    first, second = state["params"]["first"], state["params"]["second"]
+    hidden = ops.to_numpy(x) @ ops.to_numpy(first["kernel"]) + ops.to_numpy(first["bias"])
+    assert_close(y, hidden @ ops.to_numpy(second["kernel"]) + ops.to_numpy(second["bias"]))
+    model.pop()
+    assert ops.shape(model.apply(model.build(seed=0), x)[0]) == (2, 3)
+
+
 def test_summary():
     lines = []
     make().summary(print_fn=lines.append)

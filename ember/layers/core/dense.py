@@ -73,10 +73,11 @@ class Dense(Layer):
 
     def call(self, params: dict, inputs: Any) -> Any:
         kernel = params["kernel"]
-        if ops.shape(inputs)[-1] != ops.shape(kernel)[0]:
+        shape = ops.shape(inputs)
+        if shape[-1] != ops.shape(kernel)[0]:
             raise ValueError(
                 f"layer {self.name!r} expects a last dimension of {ops.shape(kernel)[0]}, "
-                f"received input of shape {ops.shape(inputs)}"
+                f"received input of shape {shape}"
             )
         y = ops.nn.dense(inputs, kernel, params["bias"] if self.use_bias else None)
         y = activations.get(self.activation)(y)
