@@ -147,21 +147,20 @@ def predicted_shapes(model: Any, names: list[str], x: Any) -> list[tuple] | None
     return out
 
 
-def eager_first_step(backend: str, jit_compile: Any, cuda_graphs: bool, loss_scaled: bool,
-                     distributed: bool) -> bool:
+def eager_first_step(backend: str, jit_compile: Any, cuda_graphs: bool, distributed: bool) -> bool:
     """Whether ``fit``'s first step runs the model eagerly (so it raises what the eager check would):
-    NumPy; torch without ``jit_compile=True`` or CUDA graphs; MLX with ``jit_compile=False``; every
-    backend with a ``LossScaleOptimizer`` (its generic eager step). Never under ``ember.distribute``.
+    NumPy; torch without ``jit_compile=True`` or CUDA graphs; MLX with ``jit_compile=False``. Never
+    under ``ember.distribute``.
 
     Example:
-        >>> eager_first_step("torch", "auto", cuda_graphs=False, loss_scaled=False, distributed=False)
+        >>> eager_first_step("torch", "auto", cuda_graphs=False, distributed=False)
         True
-        >>> eager_first_step("mlx", "auto", cuda_graphs=False, loss_scaled=False, distributed=False)
+        >>> eager_first_step("mlx", "auto", cuda_graphs=False, distributed=False)
         False
     """
     if distributed or cuda_graphs:
         return False
-    if loss_scaled or backend == "numpy":
+    if backend == "numpy":
         return True
     if backend == "torch":
         return jit_compile is not True

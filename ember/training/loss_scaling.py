@@ -1,27 +1,24 @@
-"""The training steps of a model compiled with a :class:`~ember.optimizers.LossScaleOptimizer`.
+"""When ``compile`` turns on dynamic loss scaling (Keras's ``auto_scale_loss``).
 
-The differentiated loss must be multiplied by the *current* dynamic scale, which lives in the
-optimizer state. The backends' fast steps differentiate ``StepCore.objective``, which sees no
-optimizer state, so a loss-scaled model trains with these generic steps instead, on every
-backend: :class:`LossScaleSteps` differentiates ``scale * loss`` with
-:func:`ember.value_and_grad` (torch autograd, MLX's transforms, NumPy's engine) and hands
-the gradients to the optimizer, which unscales them, checks them for ``inf``/``nan`` and
-applies or skips the update (:mod:`ember.training.optimizers.loss_scale`). The steps are
-pure, run eagerly (no ``mx.compile``, no fused torch kernels) and synchronise nothing on the
-host. ``Trainer.steps`` picks them; everything else (metrics, distribution, callbacks) is the
-generic step's.
+A model that computes in float16 (the ``mixed_float16`` policy, globally or on any layer) has its
+optimizer wrapped in a :class:`~ember.optimizers.LossScaleOptimizer` by ``compile``, as Keras
+does. The training steps need nothing else: every backend's step (torch's fused eager step and
+its ``torch.compile``d one, MLX's ``mx.compile``d step, NumPy's) differentiates the loss times
+the optimizer state's current scale (``StepCore.loss_scale_of``: an input of the step, so a
+compiled step follows it), and the optimizer unscales the gradients and applies or skips the
+update on the device (:mod:`ember.training.optimizers.loss_scale`).
 
 Example:
     >>> import numpy as np
     >>> import ember
     >>> from ember import layers, optimizers
     >>> ember.set_backend("numpy")
-    >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
+    >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1, dtype="mixed_float16")])
+    >>> computes_in_float16(model), type(with_loss_scaling("sgd")).__name__
+    (True, 'LossScaleOptimizer')
     >>> _ = model.build(seed=0)
     >>> opt = optimizers.LossScaleOptimizer(optimizers.SGD(0.1), initial_scale=1024.0)
     >>> trainer = ember.Trainer(model, optimizer=opt, loss="mse")
-    >>> type(trainer.steps).__name__
-    'LossScaleSteps'
     >>> state, logs = trainer.train_step(trainer.init_state(seed=0), (np.ones((4, 2)), np.zeros((4, 1))))
     >>> float(state["optimizer"]["dynamic_scale"]), int(state["optimizer"]["iterations"])
     (1024.0, 1)
@@ -31,50 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import optree
-
-from ember import dtype_policies, ops
-from ember.autodiff import functional
+from ember import dtype_policies
 from ember.training import optimizers
-from ember.training.steps import GenericSteps, StepCore
-
-
-def _detach(tree: Any) -> Any:
-    return optree.tree_map(lambda leaf: ops.stop_gradient(leaf) if ops.is_array(leaf) else leaf, tree,
-                           none_is_leaf=False)
-
-
-class LossScaleSteps(GenericSteps):
-    """Generic pure steps that differentiate ``dynamic_scale * loss`` (see the module docstring)."""
-
-    def __init__(self, core: StepCore) -> None:
-        super().__init__(core, lambda fn: fn, detach=_detach)
-        self._scaled_value_and_grad = functional.value_and_grad(self._scaled_objective, has_aux=True)
-        self._grad_objective = self._scaled_grad
-        self._scale: Any = None
-
-    def _scaled_objective(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any,
-                          scale: Any) -> tuple[Any, tuple]:
-        core = self.core
-        params = core.merge(trainable, frozen)
-        y_pred, new_buffers, activity = core.forward(params, buffers, x, True, rng)
-        y_pred_flat = core.flat(y_pred, "the model's outputs")
-        total, per_output = core.total_loss(params, y, y_pred_flat, sw, activity)
-        scaled = ops.multiply(total, ops.cast(scale, ops.dtype(total)))
-        return scaled, (total, per_output, y_pred_flat, new_buffers)
-
-    def _scaled_grad(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any,
-                     rng: Any) -> tuple:
-        return self._scaled_value_and_grad(trainable, frozen, buffers, x, y, sw, rng, self._scale)
-
-    def train_step(self, state: dict, batch: tuple) -> dict:
-        self._scale = state["optimizer"]["dynamic_scale"]
-        try:
-            return super().train_step(state, batch)
-        finally:
-            self._scale = None
-
-    fit_step = train_step
 
 
 def computes_in_float16(model: Any) -> bool:

@@ -44,6 +44,7 @@ from ember.training.compile_utils import flatten_outputs
 from ember.training.losses import MeanSquaredError, SparseCategoricalCrossentropy
 from ember.training.losses.base import LossFunctionWrapper, unchecked_values
 from ember.training.losses.regression import mean_squared_error
+from ember.training.optimizers.loss_scale import LossScaleOptimizer
 from ember.training.step_buffers import StepBuffers
 
 # Park-Miller "minimal standard" generator: the step seeds s_{k+1} = 48271 s_k mod (2^31 - 1).
@@ -182,6 +183,8 @@ class StepCore:
         self._masks = _TrainableMask()
         constraints = getattr(model, "constraints", None)
         self.constraints = constraints() if callable(constraints) else {}
+        # A LossScaleOptimizer's dynamic scale lives in its state: the steps pass it to objective.
+        self.loss_scaled = isinstance(optimizer, LossScaleOptimizer)
 
     # --- params ------------------------------------------------------------------------
     @property
@@ -239,13 +242,27 @@ class StepCore:
         return total, per_output
 
     def objective(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any,
-                  rng: Any) -> tuple[Any, tuple]:
-        """The differentiated function: ``(scaled loss, (loss, per-output losses, y_pred_flat, new_buffers))``."""
+                  rng: Any, scale: Any = None) -> tuple[Any, tuple]:
+        """The differentiated function: ``(scaled loss, (loss, per-output losses, y_pred_flat, new_buffers))``;
+        ``scale``: a ``LossScaleOptimizer``'s dynamic scale (:meth:`loss_scale_of`), else None."""
         params = self.merge(trainable, frozen)
         y_pred, new_buffers, activity = self.forward(params, buffers, x, True, rng)
         y_pred_flat = self.flat(y_pred, "the model's outputs")
         total, per_output = self.total_loss(params, y, y_pred_flat, sw, activity)
-        return self.optimizer.scale_loss(total), (total, per_output, y_pred_flat, new_buffers)
+        return self.scaled(total, scale), (total, per_output, y_pred_flat, new_buffers)
+
+    def loss_scale_of(self, opt_state: dict) -> Any:
+        """The dynamic loss scale in ``opt_state`` (a 0-d float32 array) under a ``LossScaleOptimizer``;
+        None for any other optimizer. The scale is an input of the step, never a constant of it, so a
+        compiled step (``mx.compile``, ``torch.compile``) follows it as it changes."""
+        return opt_state["dynamic_scale"] if self.loss_scaled else None
+
+    def scaled(self, total: Any, scale: Any) -> Any:
+        """The loss that is differentiated: ``total`` times the dynamic ``scale`` when there is one,
+        else ``optimizer.scale_loss(total)`` (a static ``loss_scale_factor``, or ``total`` itself)."""
+        if scale is None:
+            return self.optimizer.scale_loss(total)
+        return ops.multiply(total, ops.cast(scale, ops.dtype(total)))
 
     # --- metrics --------------------------------------------------------------------------------
     def init_metrics(self, output_shapes: list) -> dict:
@@ -347,9 +364,12 @@ class GenericSteps:
         model_state = state["model"]
         trainable, frozen = core.split(model_state["params"])
         rng = state["rng"]
+        scale = core.loss_scale_of(state["optimizer"])
+        scaling = () if scale is None else (scale,)  # no None argument for mx.compile to see
         if self.sync is not None and getattr(batch, "window", None) is not None:
             def gradients() -> tuple:
-                (_, aux), grads = self._grad_objective(trainable, frozen, model_state["buffers"], x, y, sw, rng)
+                (_, aux), grads = self._grad_objective(trainable, frozen, model_state["buffers"], x, y, sw, rng,
+                                                       *scaling)
                 return self._detach(aux), grads
 
             grads, new_buffers, metrics = self.sync.train(core, gradients, state, batch, trainable)
@@ -362,7 +382,7 @@ class GenericSteps:
             total, per_output, y_pred_flat, new_buffers = self._detach(aux)
             new_trainable, opt_state = trainable, state["optimizer"]
         else:
-            (_, aux), grads = self._grad_objective(trainable, frozen, model_state["buffers"], x, y, sw, rng)
+            (_, aux), grads = self._grad_objective(trainable, frozen, model_state["buffers"], x, y, sw, rng, *scaling)
             total, per_output, y_pred_flat, new_buffers = self._detach(aux)
             new_trainable, opt_state = core.optimizer.apply_gradients(grads, state["optimizer"], trainable)
         params = core.apply_constraints(core.merge(new_trainable, frozen))

@@ -69,7 +69,6 @@ from ember.training.data.convert import to_native
 from ember.training.distributed import StepSync
 from ember.training.first_batch import FirstBatchCheck, eager_first_step
 from ember.training.label_check import SparseLabelCheck
-from ember.training.loss_scaling import LossScaleSteps
 from ember.training.steps import STEP_KIT, StepCore
 
 
@@ -147,9 +146,9 @@ class Trainer:
             step on torch (:mod:`ember.backends.torch.compiled_step`: seconds to tens of seconds of
             warm-up, then faster steps). ``"auto"`` compiles where it pays without a warm-up worth
             noticing: MLX compiles, torch runs its fused eager step (as Keras's ``"auto"`` on torch).
-            NumPy has no compiler: True warns and runs eagerly. False runs eagerly everywhere. With a
-            ``LossScaleOptimizer`` every backend runs the generic eager step
-            (:mod:`ember.training.loss_scaling`).
+            NumPy has no compiler: True warns and runs eagerly. False runs eagerly everywhere. A
+            ``LossScaleOptimizer`` trains on the same steps: its dynamic scale is an input of the
+            step (``StepCore.loss_scale_of``), its skip-or-apply decision device-side ``where``.
         run_eagerly: True is ``jit_compile=False`` (for debugging with prints and breakpoints); with
             ``jit_compile=True`` it warns (as Keras) and runs eagerly.
         cuda_graphs: replay ``fit``'s whole torch step (forward, backward, optimizer, metrics) from one
@@ -219,11 +218,8 @@ class Trainer:
         key = name if strategy is None else (name, strategy)
         steps: Any = self._steps.get(key)
         if steps is None:
-            if isinstance(self.optimizer, optimizers.LossScaleOptimizer):  # the scale enters the loss
-                steps = LossScaleSteps(self.core)
-            else:
-                module = importlib.import_module(f"ember.backends.{name}.training")
-                steps = module.make_steps(self.core, STEP_KIT, jit=self.jit_compile)  # the backend imports no trainer
+            module = importlib.import_module(f"ember.backends.{name}.training")
+            steps = module.make_steps(self.core, STEP_KIT, jit=self.jit_compile)  # the backend imports no trainer
             if strategy is not None:  # sharded batches sum gradients and metric states over the ranks
                 steps.sync = StepSync(strategy.all_sum, strategy.world_size)
             if self.cuda_graphs:  # fit's step replayed from a CUDA graph (the torch steps only)
@@ -343,7 +339,6 @@ class Trainer:
         runs eagerly (:mod:`ember.training.first_batch`): that step finds what only a forward can, and
         :meth:`explain_step_error` then gives the check's error."""
         quick = eager_first_step(backends.get_backend(), self.jit_compile, self.cuda_graphs,
-                                 isinstance(self.optimizer, optimizers.LossScaleOptimizer),
                                  distribute.get_strategy() is not None)
         self.first_batch.check(state, batch, quick=quick)
 

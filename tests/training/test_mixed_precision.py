@@ -157,3 +157,75 @@ def test_mixed_checkpoint_loads_on_every_backend(tmp_path):
         np.testing.assert_allclose(got.astype(np.float32), expected.astype(np.float32), atol=2.0 ** -9)
         loaded.fit(x[:128], y[:128], batch_size=64, epochs=1, verbose=0)
         assert int(ops.to_numpy(loaded._training.opt_state["step_counter"])) >= 0
+
+
+@pytest.mark.parametrize("jit_compile", ["auto", False])
+def test_loss_scaled_fit_runs_the_backends_steps_and_equals_its_inner_optimizer(backend, jit_compile):
+    """A LossScaleOptimizer trains on the backend's own steps (MLX's ``mx.compile``d one with "auto",
+    torch's fused eager step, NumPy's): on a float32 model whose gradients never overflow, a scale
+    of 2**10 is exact, so its weights are its inner Adam's; the scale doubles every 3 finite steps."""
+    x, y, _, _ = _digits()
+    models = {}
+    for name, opt in [("scaled", optimizers.LossScaleOptimizer(optimizers.Adam(0.01), initial_scale=2.0 ** 10,
+                                                               dynamic_growth_steps=3)),
+                      ("plain", optimizers.Adam(0.01))]:
+        model = _mlp(None)
+        model.build(seed=0)
+        model.compile(opt, "sparse_categorical_crossentropy", jit_compile=jit_compile, seed=0)
+        model.fit(x[:384], y[:384], batch_size=64, epochs=1, shuffle=False, verbose=0)
+        models[name] = model
+    steps = models["scaled"]._training.trainer.steps
+    assert type(steps).__module__.startswith(f"ember.backends.{ember.backends.get_backend()}.")
+    opt_state = models["scaled"]._training.opt_state
+    assert float(ops.to_numpy(opt_state["dynamic_scale"])) == 2.0 ** 12  # 6 finite steps: doubled twice
+    assert int(ops.to_numpy(opt_state["iterations"])) == 6
+    for got, want in zip(optree.tree_leaves(models["scaled"].state), optree.tree_leaves(models["plain"].state)):
+        np.testing.assert_allclose(ops.to_numpy(got), ops.to_numpy(want), rtol=1e-5, atol=1e-6)
+
+
+def test_fit_skips_overflowing_steps_and_halves_the_scale(backend):
+    """Through ``fit`` (each backend's fit step, in place where it writes in place): a scale of 2**40
+    overflows the float16 gradients, so every step is skipped (weights, slots and ``iterations``
+    unchanged) and halves the scale."""
+    x, y, _, _ = _digits()
+    model = _mlp("mixed_float16")
+    model.build(seed=0)
+    model.compile(optimizers.LossScaleOptimizer(optimizers.Adam(0.01), initial_scale=2.0 ** 40),
+                  "sparse_categorical_crossentropy", seed=0)
+    before = [ops.to_numpy(v).copy() for v in optree.tree_leaves(model.state)]
+    model.fit(x[:192], y[:192], batch_size=64, epochs=1, verbose=0)
+    opt_state = model._training.opt_state
+    assert float(ops.to_numpy(opt_state["dynamic_scale"])) == 2.0 ** 37
+    assert int(ops.to_numpy(opt_state["iterations"])) == 0
+    for old, new in zip(before, optree.tree_leaves(model.state)):
+        np.testing.assert_array_equal(ops.to_numpy(new), old)
+    assert all(not np.any(ops.to_numpy(v)) for v in optree.tree_leaves(
+        {k: v for k, v in opt_state.items() if k in ("momentum", "velocity")}))
+
+
+def test_loss_scaled_compiled_torch_step_equals_the_eager_step(torch_backend):
+    """``jit_compile=True`` with a LossScaleOptimizer: the scale is an input of the one compiled graph
+    (no graph break), and 12 steps give the eager step's weights and scale. (A float32 model: Inductor
+    computes float16 arithmetic in float32, so a float16 model's weights would differ by rounding.)"""
+    import torch
+
+    x, y, _, _ = _digits()
+    results = {}
+    for jit in (False, True):
+        model = _mlp(None)
+        model.build(seed=0)
+        model.compile(optimizers.LossScaleOptimizer(optimizers.Adam(0.01), initial_scale=2.0 ** 8,
+                                                    dynamic_growth_steps=4),
+                      "sparse_categorical_crossentropy", jit_compile=jit, seed=0)
+        torch._dynamo.utils.counters.clear()
+        model.fit(x[:768], y[:768], batch_size=64, epochs=1, shuffle=False, verbose=0)
+        results[jit] = model
+    steps = results[True]._training.trainer.steps
+    assert type(steps).__name__ == "CompiledTorchSteps" and steps.fallback_reason is None
+    assert dict(torch._dynamo.utils.counters["graph_break"]) == {}
+    for key in ("dynamic_scale", "iterations", "step_counter"):
+        assert float(ops.to_numpy(results[True]._training.opt_state[key])) == float(
+            ops.to_numpy(results[False]._training.opt_state[key]))
+    assert float(ops.to_numpy(results[True]._training.opt_state["dynamic_scale"])) == 2.0 ** 11
+    for got, want in zip(optree.tree_leaves(results[True].state), optree.tree_leaves(results[False].state)):
+        np.testing.assert_allclose(ops.to_numpy(got), ops.to_numpy(want), rtol=1e-5, atol=1e-6)

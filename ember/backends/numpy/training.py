@@ -183,8 +183,10 @@ class _NumpySteps(_StepsBase):
             self._regularized = bool(regularization(params)) if regularization is not None else False
         return self._regularized
 
-    def gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any) -> tuple:
-        """``((total, per-output losses, y_pred_flat, new_buffers), grads)``."""
+    def gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any,
+                  scale: Any = None) -> tuple:
+        """``((total, per-output losses, y_pred_flat, new_buffers), grads)``, the gradients of the loss
+        times the dynamic ``scale`` of a ``LossScaleOptimizer`` when given."""
         core = self.core
         with self.kit.GradientTape() as tape:
             tape.watch(trainable)
@@ -192,12 +194,13 @@ class _NumpySteps(_StepsBase):
             y_pred, new_buffers, activity = core.forward(params, buffers, x, True, rng)
             y_pred_flat = core.flat(y_pred, "the model's outputs")
             fused = None
-            if self._fused_loss and sw is None and not activity and not self._has_regularization(params):
+            if (self._fused_loss and sw is None and scale is None and not activity
+                    and not self._has_regularization(params)):
                 with tape.stop_recording():
                     fused = sparse_crossentropy_from_logits(core.flat(y, "y")[0], y_pred_flat[0])
             if fused is None:
                 total, per_output = core.total_loss(params, y, y_pred_flat, sw, activity)
-                scaled = core.optimizer.scale_loss(total)
+                scaled = core.scaled(total, scale)
         if fused is None:
             grads = tape.gradient(scaled, trainable, unconnected_gradients="zero")
         else:
@@ -226,14 +229,15 @@ class _NumpySteps(_StepsBase):
         params = model_state["params"]
         trainable, frozen = core.split(params)
         rng = state["rng"]
+        scale = core.loss_scale_of(state["optimizer"])
         metrics = None
         if self.sync is not None and getattr(batch, "window", None) is not None:  # ember.distribute
             grads, new_buffers, metrics = self.sync.train(
-                core, lambda: self.gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng), state, batch,
-                trainable)
+                core, lambda: self.gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng, scale), state,
+                batch, trainable)
         else:
             (total, per_output, y_pred_flat, new_buffers), grads = self.gradients(
-                trainable, frozen, model_state["buffers"], x, y, sw, rng)
+                trainable, frozen, model_state["buffers"], x, y, sw, rng, scale)
         optimizer, opt_state = core.optimizer, state["optimizer"]
         leaves, spec = optree.tree_flatten(trainable)
         written = optim.written_slots(optimizer, leaves)

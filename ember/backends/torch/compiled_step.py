@@ -152,9 +152,10 @@ class CompiledSteps:
         model_state = state["model"]
         trainable, frozen = core.split(model_state["params"])
         buffers, rng = model_state["buffers"], state["rng"]
+        scale = core.loss_scale_of(state["optimizer"])  # a LossScaleOptimizer's: an input of the graph
 
         def objective(values: dict) -> tuple:
-            return core.objective(values, frozen, buffers, x, y, sw, rng)
+            return core.objective(values, frozen, buffers, x, y, sw, rng, scale)
 
         grads, aux = torch.func.grad(objective, has_aux=True)(trainable)
         total, per_output, y_pred_flat, new_buffers = aux

@@ -362,10 +362,11 @@ class _TorchSteps(_StepsBase):
             raise RuntimeError("TorchSteps.fit_step needs a state made by own(state); use train_step for "
                                "a state you hold")
         metrics = None
+        scale = core.loss_scale_of(state["optimizer"])
         if self.sync is not None and getattr(batch, "window", None) is not None:  # ember.distribute
             def gradients() -> tuple:
                 local_aux, local_grads = self._gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng,
-                                                         leaves)
+                                                         leaves, scale)
                 local_grads = [torch.zeros_like(leaf) if g is None else g for leaf, g in zip(leaves, local_grads)]
                 return optree.tree_map(_detach, local_aux), spec.unflatten(local_grads)
 
@@ -373,7 +374,7 @@ class _TorchSteps(_StepsBase):
                 synced, new_buffers, metrics = self.sync.train(core, gradients, state, batch, trainable)
             grads = spec.flatten_up_to(synced)
         else:
-            aux, grads = self._gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng, leaves)
+            aux, grads = self._gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng, leaves, scale)
         if (buffers is not None and self.sync is None and _IN_PLACE_UNDER_HELD_SIGNALS and not core.constraints
                 and optim.in_place_slots(core.optimizer, leaves) is not None):
             return self._write_in_place(state, batch, aux, list(grads), trainable, leaves)
@@ -475,13 +476,14 @@ class _TorchSteps(_StepsBase):
         return optree.tree_structure(trainable).unflatten(scratch)
 
     def _gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any,
-                   leaves: list) -> tuple:
-        """``(aux, grads)`` by autograd (None for a leaf the loss does not use); the grad mode is
-        restored after (C calls: cheaper than ``enable_grad``'s context manager)."""
+                   leaves: list, scale: Any = None) -> tuple:
+        """``(aux, grads)`` by autograd (None for a leaf the loss does not use), of the loss times the
+        dynamic ``scale`` of a ``LossScaleOptimizer`` when given; the grad mode is restored after (C
+        calls: cheaper than ``enable_grad``'s context manager)."""
         mode = torch.is_grad_enabled()
         torch._C._set_grad_enabled(True)
         try:
-            scaled, aux = self.core.objective(trainable, frozen, buffers, x, y, sw, rng)
+            scaled, aux = self.core.objective(trainable, frozen, buffers, x, y, sw, rng, scale)
             grads = gradients_of_scalar(scaled, leaves)
         finally:
             torch._C._set_grad_enabled(mode)

@@ -15,8 +15,8 @@ graph every step under ``mx.compile``). The optimizer state is the inner optimiz
 ``dynamic_scale`` (float32) and ``step_counter`` (finite steps since the last change), so
 checkpoints save and restore the scale with the slots. ``model.compile`` wraps the
 optimizer in one automatically when a layer of the model computes in float16 (as Keras
-does under ``mixed_float16``); ``fit`` then runs the generic step
-(:mod:`ember.training.loss_scaling`), which passes the scale into the differentiated loss.
+does under ``mixed_float16``); every backend's training step then differentiates the loss times
+the state's scale (``StepCore.loss_scale_of``; :mod:`ember.training.loss_scaling`).
 
 Example:
     >>> import ember
