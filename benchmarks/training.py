@@ -46,11 +46,10 @@ A workload whose Ember layers do not exist yet is listed as "n/a". Hand-written 
 
 W1 and W3 also run Ember's ``fit`` under ``mixed_bfloat16`` (variables float32, computation
 bfloat16, the backend's own step) and ``mixed_float16`` (with the ``LossScaleOptimizer``
-``compile`` adds, which trains through the generic loss-scaled step of
-``ember.training.loss_scaling``), in the same rotation; a second table gives their ratios to
-Ember in float32. On a CPU 16-bit matmuls are not faster (NumPy and MLX accumulate them in
-float32 and round), so these columns measure the cost of the casts and of the generic step;
-the speed-up is a GPU's.
+``compile`` adds, trained on the backend's own step with the scale as one of its inputs), in the
+same rotation; a second table gives their ratios to Ember in float32. On a CPU 16-bit matmuls
+are not faster (NumPy and MLX accumulate them in float32 and round), so these columns measure
+the cost of the casts and of the loss scaling; the speed-up is a GPU's.
 
 Both sides get the same native arrays (no conversion inside the timed region) and run
 ``EPOCHS`` epochs per timed call; Ember's time includes everything ``fit`` does (batching,
@@ -93,7 +92,7 @@ VS_BUILT_IN = ("S1", "C1")  # workloads whose "raw" column is Ember's built-in W
 # torch workloads also timed with jit_compile=True and against a torch.compile'd hand-written loop.
 COMPILED_WORKLOADS = ("W1", "W2", "W3")
 # Workloads also timed under mixed_bfloat16 (the backend's own step) and mixed_float16 (a
-# LossScaleOptimizer: the generic loss-scaled step, ember.training.loss_scaling).
+# LossScaleOptimizer, which compile adds: see ember.training.loss_scaling).
 MIXED_WORKLOADS = ("W1", "W3")
 # Where torch trains (--device; children read it from the environment) and a batch-size override.
 DEVICE = os.environ.get("EMBER_BENCH_DEVICE", "cpu")
@@ -615,7 +614,7 @@ def main() -> None:
             print(line)
     if mixed:
         print("\nMixed precision (same process, same rotation): Ember fit ms per step (min wall time) and the ratio "
-              "of median wall times to Ember float32; mixed_float16 runs the generic loss-scaled step")
+              "of median wall times to Ember float32; mixed_float16 with the LossScaleOptimizer compile adds")
         print(f"{'backend':7} {'work':4} {'f32 ms':>8} {'bf16 ms':>8} {'bf16/f32':>8} {'f16 ms':>8} {'f16/f32':>8} "
               f"{'graph ms':>8} {'grph/f32':>8} {'bf16g ms':>8} {'/f32':>8}")
         for line in mixed:

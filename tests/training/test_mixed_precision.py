@@ -229,3 +229,29 @@ def test_loss_scaled_compiled_torch_step_equals_the_eager_step(torch_backend):
     assert float(ops.to_numpy(results[True]._training.opt_state["dynamic_scale"])) == 2.0 ** 11
     for got, want in zip(optree.tree_leaves(results[True].state), optree.tree_leaves(results[False].state)):
         np.testing.assert_allclose(ops.to_numpy(got), ops.to_numpy(want), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("overflow", [False, True])
+def test_loss_scale_in_place_update_equals_the_pure_update(torch_backend, overflow):
+    """On the CPU the skip decision is read on the host and a finite step runs the inner optimizer's
+    fused in-place kernels: the pure update's params, slots, scale and counter (an overflowing step
+    writes nothing)."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    params = {"w": torch.tensor(rng.normal(size=(5, 3)), dtype=torch.float32),
+              "b": torch.tensor(rng.normal(size=(3,)), dtype=torch.float32)}
+    grads = {"w": torch.tensor(rng.normal(size=(5, 3)) * 512, dtype=torch.float32),
+             "b": torch.tensor([1.0, float("inf") if overflow else 2.0, 3.0])}
+    opt = optimizers.LossScaleOptimizer(optimizers.Adam(0.01), initial_scale=512.0, dynamic_growth_steps=1)
+    state = opt.init(params)
+    pure_params, pure_state = opt.apply_gradients(grads, state, params)
+    owned_params = {k: v.clone() for k, v in params.items()}
+    owned_state = optree.tree_map(lambda v: v.clone(), state)
+    new_params, new_state = opt.apply_gradients_inplace(grads, owned_state, owned_params)
+    assert (new_params["w"] is owned_params["w"]) and float(new_state["dynamic_scale"]) == (256.0 if overflow
+                                                                                                 else 1024.0)
+    for got, want in zip(optree.tree_leaves((new_params, new_state)), optree.tree_leaves((pure_params, pure_state))):
+        np.testing.assert_allclose(ops.to_numpy(got), ops.to_numpy(want), rtol=1e-6, atol=1e-7)
+    if overflow:  # nothing written
+        np.testing.assert_array_equal(owned_params["w"].numpy(), params["w"].numpy())

@@ -40,7 +40,7 @@ from typing import Any
 
 import optree
 
-from ember import dtypes, ops
+from ember import backends, dtypes, ops
 from ember.serialization import deserialize, register_serializable, serialize
 from ember.training.optimizers.base import Optimizer
 
@@ -159,31 +159,39 @@ class LossScaleOptimizer(Optimizer):
         if opt_state is None and params is None:
             return super().apply_gradients(grads)
         inner_state, scale, counter = self._split(opt_state)
-        grad_leaves, treedef = optree.tree_flatten(grads, none_is_leaf=True)
-        present = [g for g in grad_leaves if g is not None]
-        finite = None
-        for grad in present:
-            ok = ops.all(ops.isfinite(grad))
-            finite = ok if finite is None else ops.logical_and(finite, ok)
-        unscaled = treedef.unflatten([None if g is None else ops.divide(g, ops.cast(scale, ops.dtype(g)))
-                                      if dtypes.is_float(ops.dtype(g)) else g for g in grad_leaves])
-        new_params, new_inner = self.inner_optimizer.apply_gradients(unscaled, inner_state, params)
-        if finite is None:  # no gradient at all: the inner optimizer has raised already
-            finite = ops.convert_to_tensor(True)
+        finite = _all_finite(grads)
+        new_params, new_inner = self.inner_optimizer.apply_gradients(_unscaled(grads, scale), inner_state, params)
         new_params = optree.tree_map(lambda new, old: ops.where(finite, new, old), new_params, params)
         new_inner = optree.tree_map(lambda new, old: ops.where(finite, new, old), new_inner, inner_state)
+        return new_params, self._with_next_scale(new_inner, finite, scale, counter)
+
+    def apply_gradients_inplace(self, grads: Any, opt_state: dict, params: Any) -> tuple[Any, dict]:
+        """:meth:`apply_gradients` through the inner optimizer's fused in-place update where the host
+        reads the gradients' finiteness without waiting (torch on the CPU): a finite step updates
+        ``params`` and the inner slots in place from the unscaled gradients, an overflowing one
+        leaves them as they are (the scale follows the same rule). Elsewhere (an accelerator, whose
+        step must not wait for the device; the other backends) the pure :meth:`apply_gradients`."""
+        inner_state, scale, counter = self._split(opt_state)
+        present = [g for g in optree.tree_leaves(grads) if g is not None]
+        if not present or not _host_decides(present):
+            return self.apply_gradients(grads, opt_state, params)
+        finite = _all_finite(grads)
+        if bool(ops.to_numpy(finite)):
+            params, inner_state = self.inner_optimizer.apply_gradients_inplace(_unscaled(grads, scale), inner_state,
+                                                                               params)
+        return params, self._with_next_scale(inner_state, finite, scale, counter)
+
+    def _with_next_scale(self, inner_state: dict, finite: Any, scale: Any, counter: Any) -> dict:
+        """``inner_state`` with the scale and counter after a step: doubled after
+        ``dynamic_growth_steps`` finite steps in a row, halved by an overflow."""
         grow = ops.greater_equal(ops.add(counter, 1), self.dynamic_growth_steps)
         new_scale = ops.where(finite, ops.where(grow, ops.multiply(scale, 2.0), scale), ops.multiply(scale, 0.5))
         zero = ops.zeros_like(counter)
         new_counter = ops.where(finite, ops.where(grow, zero, ops.add(counter, 1)), zero)
-        state = dict(new_inner)
+        state = dict(inner_state)
         state["dynamic_scale"] = ops.cast(new_scale, "float32")
         state["step_counter"] = ops.cast(new_counter, ops.dtype(counter))
-        return new_params, state
-
-    def apply_gradients_inplace(self, grads: Any, opt_state: dict, params: Any) -> tuple[Any, dict]:
-        """The pure :meth:`apply_gradients` (no backend fuses the skip-or-apply decision)."""
-        return self.apply_gradients(grads, opt_state, params)
+        return state
 
     def get_config(self) -> dict:
         return {"name": self.name, "inner_optimizer": serialize(self.inner_optimizer),
@@ -197,4 +205,26 @@ class LossScaleOptimizer(Optimizer):
 
     def __repr__(self) -> str:
         return f"LossScaleOptimizer(inner_optimizer={self.inner_optimizer!r}, scale={self.initial_scale})"
+
+
+def _all_finite(grads: Any) -> Any:
+    """A 0-d boolean array: whether every gradient (None entries skipped) is finite (True for none)."""
+    finite = None
+    for grad in optree.tree_leaves(grads):
+        ok = ops.all(ops.isfinite(grad))
+        finite = ok if finite is None else ops.logical_and(finite, ok)
+    return ops.convert_to_tensor(True) if finite is None else finite
+
+
+def _unscaled(grads: Any, scale: Any) -> Any:
+    """The floating gradients divided by ``scale`` (None entries and integer ones as they are)."""
+    leaves, treedef = optree.tree_flatten(grads, none_is_leaf=True)
+    return treedef.unflatten([None if g is None else ops.divide(g, ops.cast(scale, ops.dtype(g)))
+                              if dtypes.is_float(ops.dtype(g)) else g for g in leaves])
+
+
+def _host_decides(grads: list) -> bool:
+    """Whether the skip decision is read on the host: torch tensors on the CPU (a read waits for
+    nothing there, and the inner optimizer's fused in-place kernels need a decided step)."""
+    return backends.get_backend() == "torch" and all(str(ops.get_device(g)).startswith("cpu") for g in grads)
 
