@@ -36,10 +36,10 @@ def _requires(backend: str) -> None:
 
 @pytest.mark.parametrize("backend_name", ["numpy", "torch", "mlx"])
 def test_two_processes_match_one(backend_name, tmp_path):
-    """SGD (momentum) and Adam; uneven last batch, shuffle, Dropout, validation_split, evaluate and
-    predict; an ember.data.Dataset whose last batch leaves rank 1 without rows, with EarlyStopping;
-    a fit interrupted and resumed by BackupAndRestore: every rank's weights, History and results
-    equal one process's."""
+    """SGD (momentum), Adam and Adam under dynamic loss scaling; uneven last batch, shuffle, Dropout,
+    validation_split, evaluate and predict; an ember.data.Dataset whose last batch leaves rank 1
+    without rows, with EarlyStopping; a fit interrupted and resumed by BackupAndRestore: every
+    rank's weights, History and results equal one process's."""
     _requires(backend_name)
     single, ranks, _ = launch.run_pair("fit", backend_name, tmp_path)
     assert [int(r["world_size"]) for r in ranks] == [2, 2] and int(single["world_size"]) == 1
@@ -47,13 +47,15 @@ def test_two_processes_match_one(backend_name, tmp_path):
     assert 1 < len(single["dataset_history_loss"]) < 30  # EarlyStopping stopped every rank at the same epoch
     np.testing.assert_array_equal(single["backup_epochs"], [2, 3])  # BackupAndRestore resumed after epoch 1
     assert not (tmp_path / "pair" / "backup").exists()  # the main rank deleted its backup at the end
-    for optimizer in ("sgd", "adam"):
+    for optimizer in ("sgd", "adam", "lso"):
         assert {f"{optimizer}_{k}" for k in ("history_loss", "history_accuracy", "history_val_loss",
                                               "history_val_accuracy", "evaluate", "predict", "weight_0")} <= set(keys)
     for rank, result in enumerate(ranks):
         for key in keys:
             np.testing.assert_allclose(result[key], single[key], **TOLERANCE, err_msg=f"rank {rank}: {key}")
     assert not np.allclose(single["adam_weight_1"], single["sgd_weight_1"])  # two different trainings
+    assert float(single["lso_dynamic_scale"]) == 2.0 ** 14  # 12 finite steps: the scale doubled 4 times
+    np.testing.assert_allclose(single["lso_weight_1"], single["adam_weight_1"], rtol=1e-5, atol=1e-6)
     # BatchNormalization: batch statistics per rank (not one process's), the same weights and moving
     # statistics on both ranks (averaged after every step).
     bn_keys = sorted(k for k in single if k.startswith("rankonly_bn_"))

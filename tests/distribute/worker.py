@@ -41,7 +41,10 @@ def model(dropout: float) -> ember.Model:
 def fit_scenario(out: dict, optimizer: str) -> ember.Model:
     x, y = data()
     net = model(0.3)
-    opt = optimizers.Adam(0.01) if optimizer == "adam" else optimizers.SGD(0.1, momentum=0.9)
+    opt = {"adam": lambda: optimizers.Adam(0.01), "sgd": lambda: optimizers.SGD(0.1, momentum=0.9),
+           # dynamic loss scaling: the scale, an input of each rank's step, doubles every 3 finite steps
+           "lso": lambda: optimizers.LossScaleOptimizer(optimizers.Adam(0.01), initial_scale=2.0 ** 10,
+                                                        dynamic_growth_steps=3)}[optimizer]()
     net.compile(optimizer=opt, loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True),
                 metrics=["accuracy"], seed=3)
     # 37 samples, validation_split 0.2 -> 29 training samples: batches 8,8,8,5 (the last uneven).
@@ -52,6 +55,9 @@ def fit_scenario(out: dict, optimizer: str) -> ember.Model:
         out[f"{optimizer}_weight_{i}"] = np.asarray(ember.ops.to_numpy(w))
     out[f"{optimizer}_evaluate"] = np.asarray(net.evaluate(x, y, batch_size=7, verbose=0))
     out[f"{optimizer}_predict"] = net.predict(x, batch_size=5, verbose=0)
+    opt_state = net._training.opt_state
+    if "dynamic_scale" in opt_state:
+        out[f"{optimizer}_dynamic_scale"] = np.asarray(ember.ops.to_numpy(opt_state["dynamic_scale"]))
     return net
 
 
@@ -204,6 +210,7 @@ def main() -> None:
     if scenario == "fit":
         fit_scenario(out, "sgd")
         fit_scenario(out, "adam")
+        fit_scenario(out, "lso")
         dataset_scenario(out)
         backup_scenario(out, directory)
         batchnorm_scenario(out)
