@@ -148,7 +148,8 @@ class Trainer:
             noticing: MLX compiles, torch runs its fused eager step (as Keras's ``"auto"`` on torch).
             NumPy has no compiler: True warns and runs eagerly. False runs eagerly everywhere. A
             ``LossScaleOptimizer`` trains on the same steps: its dynamic scale is an input of the
-            step (``StepCore.loss_scale_of``), its skip-or-apply decision device-side ``where``.
+            step (``StepCore.loss_scale_of``); it skips or applies an update with a device-side
+            ``where`` (on torch's CPU, where a read waits for nothing, the host decides).
         run_eagerly: True is ``jit_compile=False`` (for debugging with prints and breakpoints); with
             ``jit_compile=True`` it warns (as Keras) and runs eagerly.
         cuda_graphs: replay ``fit``'s whole torch step (forward, backward, optimizer, metrics) from one

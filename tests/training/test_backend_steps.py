@@ -415,8 +415,8 @@ def test_torch_gradients_of_scalar_leaves_other_losses_to_autograd(torch_backend
     with pytest.raises(RuntimeError, match="does not require grad"):
         gradients_of_scalar(torch.ones(()), [w])  # not connected to the leaves
 
-    class Traced(torch.Tensor):  # a tensor subclass: torch's override dispatch must see it
-        pass
+    class Traced(torch.Tensor):
+        """A tensor subclass: torch's override dispatch must see it."""
 
     (grad,) = gradients_of_scalar((w * w).sum().as_subclass(Traced), [w])
     np.testing.assert_array_equal(grad.numpy(), [2.0, 2.0, 2.0])
