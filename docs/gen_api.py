@@ -1,8 +1,9 @@
 """Generate the API reference pages (``docs/api/*.md``) from Ember's public names.
 
 Run ``python docs/gen_api.py`` after adding a public name (a name in a namespace's ``__all__``, or
-an op in ``ember/backends/_spec/``) and commit the pages it writes; ``tests/test_docs.py`` fails while a
-page is missing or stale. ``python docs/gen_api.py --check`` only reports the difference.
+an op: one of the protocol's in ``ember/backends/_spec/`` or any other function bound into an
+``ember.ops`` namespace) and commit the pages it writes; ``tests/test_docs.py`` fails while a page is
+missing or stale. ``python docs/gen_api.py --check`` only reports the difference.
 
 The pages hold one mkdocstrings block per name; mkdocstrings reads the docstrings from the source
 files without importing Ember, so building the site needs neither torch nor MLX. This script
@@ -60,13 +61,21 @@ OP_SPECS = {"ember.ops": "core", "ember.ops.linalg": "linalg", "ember.ops.nn": "
             "ember.ops.stats": "stats", "ember.ops.random": "random"}
 
 
-def public_names(namespace: str) -> list[str]:
-    """The public names of ``namespace``: its ``__all__``, the protocol's ops for an ops namespace,
-    else every public function and class the module itself defines."""
-    if namespace in OP_SPECS:
-        from ember.backends._spec import op_names
+_SPEC = "ember.backends._spec"
 
-        return sorted(op_names(OP_SPECS[namespace]))
+
+def public_names(namespace: str) -> list[str]:
+    """The public names of ``namespace``: its ``__all__``; for an ops namespace every function and
+    class bound into it (the protocol's ops and the ops Ember composes from them, read from the
+    namespace itself, so a new op cannot go missing here); else every public function and class
+    the module itself defines."""
+    if namespace in OP_SPECS:
+        from ember import backends
+
+        backends.current()  # the ops are bound into their namespaces when a backend is selected
+        module = importlib.import_module(namespace)
+        return sorted(name for name, value in vars(module).items()
+                      if not name.startswith("_") and callable(value) and not isinstance(value, types.ModuleType))
     module = importlib.import_module(namespace)
     names = getattr(module, "__all__", None)
     if names is None:
@@ -75,18 +84,44 @@ def public_names(namespace: str) -> list[str]:
     return sorted(names, key=lambda name: (name.lower(), name))
 
 
+def protocol_names(namespace: str) -> list[str]:
+    """The ops the protocol itself declares in an ops namespace (each backend implements them; their
+    docstrings, examples included, live in ``ember/backends/_spec/``)."""
+    from ember.backends._spec import op_names
+
+    return sorted(op_names(OP_SPECS[namespace]))
+
+
 def _target(namespace: str, name: str, value: object) -> str:
     """Where mkdocstrings reads ``namespace.name`` from: the module that defines it (re-exports and
     lazily loaded names are not followed statically), or the op protocol for an op."""
     if namespace in OP_SPECS:
-        spec = OP_SPECS[namespace]
-        return f"ember.backends._spec.{spec}.{spec}.{name}"
+        return _op_target(namespace, name, value)
     if isinstance(value, types.ModuleType):
         return value.__name__
     module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
     if isinstance(module, str) and module.startswith("ember") and qualname and "<" not in qualname:
         return f"{module}.{qualname}"
     return f"{_defining_module(name, value) or namespace}.{name}"
+
+
+def _op_target(namespace: str, name: str, value: object) -> str:
+    """Where an op's docstring lives: its protocol stub (the backends' functions, and the top-level
+    forwarders to ``ops.nn``/``ops.linalg``/``ops.stats`` ops, carry that docstring), else the
+    ``ember.ops.extra`` module that defines it."""
+    from ember.backends._spec import op_names
+
+    module = getattr(value, "__module__", None) or ""
+    if module.startswith("ember.ops.extra.") and module != "ember.ops.extra.forward":
+        qualname = getattr(value, "__qualname__", "")
+        if "<" in qualname:  # made by a factory: the docs, which read the source, cannot find it
+            raise ValueError(f"{namespace}.{name} is {module}.{qualname}: define it with `def` at the top level "
+                             f"of {module} so that the API reference can read its signature and docstring")
+        return f"{module}.{qualname}"
+    for spec in dict.fromkeys((OP_SPECS[namespace], *OP_SPECS.values())):
+        if name in op_names(spec):
+            return f"{_SPEC}.{spec}.{spec}.{name}"
+    raise ValueError(f"{namespace}.{name}: neither a protocol op nor defined in ember.ops.extra ({module})")
 
 
 def _defining_module(name: str, value: object) -> str | None:
@@ -108,28 +143,56 @@ def _home_pages() -> dict[str, str]:
     full (its first namespace after the top level, which only points there), so that every object
     has one primary anchor for cross-references."""
     homes: dict[str, str] = {}
-    for _, namespace, _ in NAMESPACES[1:] + NAMESPACES[:1]:
-        module = None if namespace in OP_SPECS else importlib.import_module(namespace)
+    # An op is at home in the namespace whose protocol declares it (``ops.nn.relu``, not the top-level
+    # ``ops.relu`` that forwards to it; ``ops.argmax``, not ``ops.stats.argmax``).
+    for namespace, spec in OP_SPECS.items():
         for name in public_names(namespace):
-            value = None if module is None else getattr(module, name)
-            homes.setdefault(_target(namespace, name, value), f"{namespace}.{name}")
+            target = _target(namespace, name, _value(namespace, name))
+            if target.startswith(f"{_SPEC}.{spec}.{spec}."):
+                homes.setdefault(target, f"{namespace}.{name}")
+    for _, namespace, _ in NAMESPACES[1:] + NAMESPACES[:1]:
+        for name in public_names(namespace):
+            homes.setdefault(_target(namespace, name, _value(namespace, name)), f"{namespace}.{name}")
     return homes
 
 
+def _value(namespace: str, name: str) -> object:
+    return getattr(importlib.import_module(namespace), name)
+
+
+def _page(namespace: str) -> str | None:
+    return next((page for page, ns, _ in NAMESPACES if ns == namespace), None)
+
+
 def _block(namespace: str, name: str, homes: dict[str, str]) -> str:
-    value = None if namespace in OP_SPECS else getattr(importlib.import_module(namespace), name)
+    value = _value(namespace, name)
     target = _target(namespace, name, value)
     home = homes.get(target, f"{namespace}.{name}")
+    if isinstance(value, types.ModuleType) and _page(value.__name__) and value.__name__ != namespace:
+        # A namespace with a page of its own (ember.layers on the top-level page): one anchor, there.
+        return (f"## `{namespace}.{name}`\n\nThe namespace [`{value.__name__}`]({_page(value.__name__)}.md"
+                f"#{value.__name__}); documented on its own page.")
     if home != f"{namespace}.{name}":
-        home_namespace = home.rsplit(".", 1)[0]
-        page = next(page for page, ns, _ in NAMESPACES if ns == home_namespace)
-        return (f"## `{namespace}.{name}`\n\nThe same object as [`{home}`]({page}.md#{target}); "
-                f"documented there.")
+        home_namespace, home_name = home.rsplit(".", 1)
+        same = _value(home_namespace, home_name) is value
+        return (f"## `{namespace}.{name}`\n\n{'The same object as' if same else 'Forwards to'} "
+                f"[`{home}`]({_page(home_namespace)}.md#{target}); documented there.")
     lines = [f"::: {target}", "    options:", f"      heading: \"{namespace}.{name}\"",
              f"      toc_label: \"{name}\""]
     if isinstance(value, types.ModuleType):
         lines.append("      members: false")
+    elif isinstance(value, type) and _trains(value):
+        # compile/fit/evaluate/predict/save/summary... come from TrainingAPI, which has no page of
+        # its own: the model's page lists its inherited methods (Layer's too) with their docstrings.
+        lines.append("      inherited_members: true")
     return "\n".join(lines)
+
+
+def _trains(cls: type) -> bool:
+    """A model class: its training API (``fit`` and the rest) is inherited from ``TrainingAPI``."""
+    from ember.training.model_api import TrainingAPI
+
+    return issubclass(cls, TrainingAPI)
 
 
 # The backend packages and what each needs installed (read from source: the site builds without them).

@@ -24,7 +24,7 @@ torch works). Attribute names (``mean_``, ``components_``, ...) are scikit-learn
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import numpy as np
 import optree
@@ -32,6 +32,12 @@ import optree
 from ember import backends, dtypes, ops
 from ember._tensor import convert_to_tensor
 from ember.serialization import register_serializable
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_: Any):  # informs type checkers and the docs only (as ember.layers.Layer's)
+        return lambda cls: cls
 
 PYTREE_NAMESPACE = "ember"
 
@@ -105,6 +111,8 @@ def _immutable_setattr(self: Any, name: str, value: Any) -> None:
     )
 
 
+# Every subclass is a frozen dataclass too (__init_subclass__ makes it one).
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class Transformer:
     """Base class: immutable configuration, fitted arrays in a replaceable ``state`` dict.

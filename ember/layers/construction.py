@@ -67,6 +67,15 @@ class LayerType(type):
         object.__setattr__(layer, "_frozen", True)
         return layer
 
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        """What ``inspect.signature(cls)`` (and so ``help``, IDEs and Jupyter) reports: the parameters of
+        ``__init__`` without ``self``. Without it inspect would report this metaclass's ``__call__``,
+        ``(*args, **kwargs)``. A property of the metaclass, so a layer object's own signature (its
+        ``__call__``) is not affected."""
+        signature = inspect.signature(cls.__init__)  # type: ignore[misc]  # cls: a layer class
+        return signature.replace(parameters=list(signature.parameters.values())[1:])
+
 
 _INPUT_SHAPE_ARGUMENTS = ("input_shape", "input_dim", "batch_input_shape")
 

@@ -41,23 +41,109 @@ class BaseAdaptivePooling(Layer):
         return pool(inputs, self.output_size, data_format=self.data_format)
 
 
-def _layer(name: str, rank: int, mode: str) -> type:
-    doc = (f"{'Average' if mode == 'average' else 'Max'} pooling of {rank}-D inputs to a fixed ``output_size``.\n\n"
-           "    See :class:`BaseAdaptivePooling` for the bins and arguments.\n\n"
-           "    Example:\n"
-           "        >>> import ember\n"
-           "        >>> from ember import layers, ops\n"
-           "        >>> ember.set_backend(\"numpy\")\n"
-           f"        >>> layer = layers.{name}(2)\n"
-           f"        >>> layer.compute_output_shape((None,{' 5,' * rank} 3))\n"
-           f"        (None,{' 2,' * rank} 3)\n")
-    return type(name, (BaseAdaptivePooling,), {"__doc__": doc, "__module__": __name__, "rank": rank,
-                                               "pool_mode": mode, "__annotations__": {}})
+class AdaptiveAveragePooling1D(BaseAdaptivePooling):
+    """Average pooling of 1-D inputs to a fixed ``output_size``.
+
+    See :class:`BaseAdaptivePooling` for the bins and arguments.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> ember.set_backend("numpy")
+        >>> layer = layers.AdaptiveAveragePooling1D(2)
+        >>> layer.compute_output_shape((None, 5, 3))
+        (None, 2, 3)
+    """
+
+    rank = 1
+    pool_mode = "average"
 
 
-AdaptiveAveragePooling1D = _layer("AdaptiveAveragePooling1D", 1, "average")
-AdaptiveAveragePooling2D = _layer("AdaptiveAveragePooling2D", 2, "average")
-AdaptiveAveragePooling3D = _layer("AdaptiveAveragePooling3D", 3, "average")
-AdaptiveMaxPooling1D = _layer("AdaptiveMaxPooling1D", 1, "max")
-AdaptiveMaxPooling2D = _layer("AdaptiveMaxPooling2D", 2, "max")
-AdaptiveMaxPooling3D = _layer("AdaptiveMaxPooling3D", 3, "max")
+class AdaptiveAveragePooling2D(BaseAdaptivePooling):
+    """Average pooling of 2-D inputs to a fixed ``output_size``.
+
+    See :class:`BaseAdaptivePooling` for the bins and arguments.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> ember.set_backend("numpy")
+        >>> layer = layers.AdaptiveAveragePooling2D(2)
+        >>> layer.compute_output_shape((None, 5, 5, 3))
+        (None, 2, 2, 3)
+    """
+
+    rank = 2
+    pool_mode = "average"
+
+
+class AdaptiveAveragePooling3D(BaseAdaptivePooling):
+    """Average pooling of 3-D inputs to a fixed ``output_size``.
+
+    See :class:`BaseAdaptivePooling` for the bins and arguments.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> ember.set_backend("numpy")
+        >>> layer = layers.AdaptiveAveragePooling3D(2)
+        >>> layer.compute_output_shape((None, 5, 5, 5, 3))
+        (None, 2, 2, 2, 3)
+    """
+
+    rank = 3
+    pool_mode = "average"
+
+
+class AdaptiveMaxPooling1D(BaseAdaptivePooling):
+    """Max pooling of 1-D inputs to a fixed ``output_size``.
+
+    See :class:`BaseAdaptivePooling` for the bins and arguments.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> ember.set_backend("numpy")
+        >>> layer = layers.AdaptiveMaxPooling1D(2)
+        >>> layer.compute_output_shape((None, 5, 3))
+        (None, 2, 3)
+    """
+
+    rank = 1
+    pool_mode = "max"
+
+
+class AdaptiveMaxPooling2D(BaseAdaptivePooling):
+    """Max pooling of 2-D inputs to a fixed ``output_size``.
+
+    See :class:`BaseAdaptivePooling` for the bins and arguments.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> ember.set_backend("numpy")
+        >>> layer = layers.AdaptiveMaxPooling2D(2)
+        >>> layer.compute_output_shape((None, 5, 5, 3))
+        (None, 2, 2, 3)
+    """
+
+    rank = 2
+    pool_mode = "max"
+
+
+class AdaptiveMaxPooling3D(BaseAdaptivePooling):
+    """Max pooling of 3-D inputs to a fixed ``output_size``.
+
+    See :class:`BaseAdaptivePooling` for the bins and arguments.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> ember.set_backend("numpy")
+        >>> layer = layers.AdaptiveMaxPooling3D(2)
+        >>> layer.compute_output_shape((None, 5, 5, 5, 3))
+        (None, 2, 2, 2, 3)
+    """
+
+    rank = 3
+    pool_mode = "max"

@@ -155,18 +155,49 @@ class BaseConvLSTM(Layer):
         return [output, state, state] if self.return_state else output
 
 
-def _layer(name: str, rank: int) -> type:
-    doc = (f"Convolutional LSTM over sequences of {rank}-D inputs ``(batch, time, spatial..., channels)``.\n\n"
-           "    See :class:`BaseConvLSTM` for the cell and the arguments.\n\n"
-           "    Example:\n"
-           "        >>> import ember\n"
-           "        >>> from ember import layers\n"
-           "        >>> ember.set_backend(\"numpy\")\n"
-           f"        >>> layers.{name}(4, 3).compute_output_shape((None, 5{', 8' * rank}, 2))\n"
-           f"        (None{', 6' * rank}, 4)\n")
-    return type(name, (BaseConvLSTM,), {"__doc__": doc, "__module__": __name__, "rank": rank, "__annotations__": {}})
+class ConvLSTM1D(BaseConvLSTM):
+    """Convolutional LSTM over sequences of 1-D inputs ``(batch, time, spatial..., channels)``.
+
+    See :class:`BaseConvLSTM` for the cell and the arguments.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> ember.set_backend("numpy")
+        >>> layers.ConvLSTM1D(4, 3).compute_output_shape((None, 5, 8, 2))
+        (None, 6, 4)
+    """
+
+    rank = 1
 
 
-ConvLSTM1D = _layer("ConvLSTM1D", 1)
-ConvLSTM2D = _layer("ConvLSTM2D", 2)
-ConvLSTM3D = _layer("ConvLSTM3D", 3)
+class ConvLSTM2D(BaseConvLSTM):
+    """Convolutional LSTM over sequences of 2-D inputs ``(batch, time, spatial..., channels)``.
+
+    See :class:`BaseConvLSTM` for the cell and the arguments.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> ember.set_backend("numpy")
+        >>> layers.ConvLSTM2D(4, 3).compute_output_shape((None, 5, 8, 8, 2))
+        (None, 6, 6, 4)
+    """
+
+    rank = 2
+
+
+class ConvLSTM3D(BaseConvLSTM):
+    """Convolutional LSTM over sequences of 3-D inputs ``(batch, time, spatial..., channels)``.
+
+    See :class:`BaseConvLSTM` for the cell and the arguments.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> ember.set_backend("numpy")
+        >>> layers.ConvLSTM3D(4, 3).compute_output_shape((None, 5, 8, 8, 8, 2))
+        (None, 6, 6, 6, 4)
+    """
+
+    rank = 3

@@ -49,31 +49,62 @@ def _weak(x: Any) -> Any:
     return x if isinstance(x, (bool, int, float)) else ops.dtype(ops.convert_to_tensor(x))
 
 
-def _integer_binary(name: str, function: Callable) -> Callable:
-    def op(x, y):
-        result_dtype = dtypes.result_type(*(_weak(v) for v in (x, y)))
-        for argument, value in (("x", x), ("y", y)):
-            kind = _dtype_of(value)
-            if not (dtypes.is_integer(kind) or kind == "bool"):
-                raise TypeError(f"{name}: {argument} must be an integer or bool array, received dtype {kind}")
-        numpy_dtype = dtypes.to_numpy_dtype(result_dtype)
-        out = function(_host(x).astype(numpy_dtype), _host(y).astype(numpy_dtype))
-        return ops.convert_to_tensor(np.asarray(out).astype(numpy_dtype), dtype=result_dtype)
-
-    op.__name__ = name
-    op.__doc__ = f"NumPy's ``{function.__name__}`` of two integer (or bool) arrays, computed on the host."
-    return op
+def _integer_binary(name: str, function: Callable, x: Any, y: Any) -> Any:
+    """NumPy's ``function`` of two integer (or bool) operands on the host, in their promoted dtype."""
+    result_dtype = dtypes.result_type(*(_weak(v) for v in (x, y)))
+    for argument, value in (("x", x), ("y", y)):
+        kind = _dtype_of(value)
+        if not (dtypes.is_integer(kind) or kind == "bool"):
+            raise TypeError(f"{name}: {argument} must be an integer or bool array, received dtype {kind}")
+    numpy_dtype = dtypes.to_numpy_dtype(result_dtype)
+    out = function(_host(x).astype(numpy_dtype), _host(y).astype(numpy_dtype))
+    return ops.convert_to_tensor(np.asarray(out).astype(numpy_dtype), dtype=result_dtype)
 
 
-bitwise_and = _integer_binary("bitwise_and", np.bitwise_and)
-bitwise_or = _integer_binary("bitwise_or", np.bitwise_or)
-bitwise_xor = _integer_binary("bitwise_xor", np.bitwise_xor)
-bitwise_left_shift = _integer_binary("bitwise_left_shift", np.left_shift)
-bitwise_right_shift = _integer_binary("bitwise_right_shift", np.right_shift)
-left_shift = _integer_binary("left_shift", np.left_shift)
-right_shift = _integer_binary("right_shift", np.right_shift)
-gcd = _integer_binary("gcd", np.gcd)
-lcm = _integer_binary("lcm", np.lcm)
+# One function each (not made by a factory), so that each has a signature and a docstring in the source.
+def bitwise_and(x, y):
+    """NumPy's ``bitwise_and`` of two integer (or bool) arrays, computed on the host."""
+    return _integer_binary("bitwise_and", np.bitwise_and, x, y)
+
+
+def bitwise_or(x, y):
+    """NumPy's ``bitwise_or`` of two integer (or bool) arrays, computed on the host."""
+    return _integer_binary("bitwise_or", np.bitwise_or, x, y)
+
+
+def bitwise_xor(x, y):
+    """NumPy's ``bitwise_xor`` of two integer (or bool) arrays, computed on the host."""
+    return _integer_binary("bitwise_xor", np.bitwise_xor, x, y)
+
+
+def bitwise_left_shift(x, y):
+    """NumPy's ``left_shift`` of two integer (or bool) arrays, computed on the host."""
+    return _integer_binary("bitwise_left_shift", np.left_shift, x, y)
+
+
+def bitwise_right_shift(x, y):
+    """NumPy's ``right_shift`` of two integer (or bool) arrays, computed on the host."""
+    return _integer_binary("bitwise_right_shift", np.right_shift, x, y)
+
+
+def left_shift(x, y):
+    """NumPy's ``left_shift`` of two integer (or bool) arrays, computed on the host."""
+    return _integer_binary("left_shift", np.left_shift, x, y)
+
+
+def right_shift(x, y):
+    """NumPy's ``right_shift`` of two integer (or bool) arrays, computed on the host."""
+    return _integer_binary("right_shift", np.right_shift, x, y)
+
+
+def gcd(x, y):
+    """NumPy's ``gcd`` of two integer (or bool) arrays, computed on the host."""
+    return _integer_binary("gcd", np.gcd, x, y)
+
+
+def lcm(x, y):
+    """NumPy's ``lcm`` of two integer (or bool) arrays, computed on the host."""
+    return _integer_binary("lcm", np.lcm, x, y)
 
 
 def bitwise_invert(x):
