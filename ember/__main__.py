@@ -3,7 +3,8 @@
 ``info`` reports every backend Ember knows: whether it is installed (and the command that
 installs a missing one), its library version, its devices and default device, which backend
 is selected and which rule chose it (an explicit call, ``EMBER_BACKEND``/``EMBER_ML_BACKEND``,
-the config file, or auto-detection with its order).
+the config file, or auto-detection with its order), and torch's CPU thread count with the rule
+that set it (``EMBER_NUM_THREADS``, ``OMP_NUM_THREADS``, or Ember's default).
 ``config backend NAME`` remembers NAME in ``$EMBER_HOME/config.json`` for later processes
 (``config backend`` alone prints the remembered one).
 ``doctor`` lists problems a user can fix (:mod:`ember.doctor`); exit status 1 if any.
@@ -16,6 +17,7 @@ after checking the whole file; a damaged or foreign file prints the error and ex
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 from typing import TextIO
@@ -57,8 +59,29 @@ def print_info(out: TextIO = sys.stdout) -> None:
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths)), file=out)
     for row in rows:
         print("  ".join(str(row[h]).ljust(w) for h, w in zip(headers, widths)), file=out)
+    threads = torch_threads_line()
+    if threads:
+        print(threads, file=out)
 
 
+def torch_threads_line() -> str | None:
+    """torch's CPU thread count and who set it, as one line; None where torch does not load (the table
+    says why)."""
+    if not backends.is_installed("torch"):
+        return None
+    try:
+        info = backends.load("torch").cpu_threads()
+    except Exception:  # noqa: BLE001 - a broken install (or a bad EMBER_NUM_THREADS) is in the table
+        return None
+    source = info["source"]
+    how = _THREAD_SOURCES.get(source, f"set by {source}")
+    return f"torch CPU threads: {info['threads']} ({how})"
+
+
+_THREAD_SOURCES = {
+    "default": "Ember's default: half the usable CPUs, 1 to 4; set EMBER_NUM_THREADS or OMP_NUM_THREADS to change it",
+    "torch": "torch's default",
+}
 _SOURCES = {"call": "explicit call", "env": "environment variable", "config": "config file",
             "auto": "auto-detection"}
 
@@ -81,8 +104,26 @@ def config_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     return 0
 
 
+SCRIPT = "ember"  # the console script of pyproject.toml's [project.scripts]
+
+
+def program_name(argv0: str | None = None) -> str:
+    """How the command was invoked, for the usage lines: ``ember`` from the console script, else
+    ``python -m ember`` (``argv0``: ``sys.argv[0]`` when None).
+
+    Example:
+        >>> program_name("/venv/bin/ember")
+        'ember'
+        >>> program_name("/src/ember/__main__.py")
+        'python -m ember'
+    """
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    name = os.path.basename(argv0.replace("\\", "/")) if argv0 else ""
+    return SCRIPT if name.removesuffix(".exe") == SCRIPT else "python -m ember"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ember", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=program_name(), description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="backends, versions and devices, and which rule chose the active backend")
     config = sub.add_parser("config", help="remember a backend choice in $EMBER_HOME/config.json")

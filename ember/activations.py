@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember import ops
+from ember.validation import did_you_mean as _did_you_mean
 
 
 def linear(x: Any) -> Any:
@@ -225,7 +226,8 @@ def standardize(identifier: Any, argument: str = "activation") -> str | Callable
         return "linear"
     if isinstance(identifier, str):
         if identifier not in _FUNCTIONS:
-            raise ValueError(f"{argument}: unknown activation {identifier!r}; expected one of {NAMES}")
+            raise ValueError(f"{argument}: unknown activation {identifier!r}{_did_you_mean(identifier, NAMES)}; "
+                             f"expected one of {NAMES}")
         return identifier
     if callable(identifier):
         name = getattr(identifier, "__name__", None)

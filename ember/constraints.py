@@ -37,6 +37,7 @@ from ember import ops
 from ember.serialization import deserialize as _deserialize
 from ember.serialization import register_serializable, resolve
 from ember.serialization import serialize as _serialize
+from ember.validation import did_you_mean as _did_you_mean
 
 __all__ = [
     "Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "apply_constraints", "deserialize", "get", "serialize",
@@ -281,7 +282,8 @@ def get(identifier: Any, argument: str = "constraint") -> Any:
         >>> constraints.get(None) is None
         True
     """
-    return resolve(identifier, kind="constraint", base=Constraint, names=_NAMES, argument=argument)
+    return resolve(identifier, kind="constraint", base=Constraint, names=_NAMES, argument=argument,
+                   suggest=_did_you_mean)
 
 
 def apply_constraints(constraints: dict, params: dict) -> dict:

@@ -38,6 +38,7 @@ from ember.seeds import derive_seed, is_seed_array, sub_seed  # noqa: F401 (publ
 from ember.serialization import deserialize as _deserialize
 from ember.serialization import register_serializable
 from ember.serialization import serialize as _serialize
+from ember.validation import did_you_mean as _did_you_mean
 
 _global = np.random.default_rng()
 
@@ -594,7 +595,9 @@ def get(identifier: Any) -> Initializer:
     if isinstance(identifier, str):
         cls = _ALIASES.get(identifier) or {c.__name__: c for c in _ALIASES.values()}.get(identifier)
         if cls is None:
-            raise ValueError(f"unknown initializer {identifier!r}; expected one of {sorted(_ALIASES)}")
+            known = [*_ALIASES, *(c.__name__ for c in _ALIASES.values())]
+            raise ValueError(f"unknown initializer {identifier!r}{_did_you_mean(identifier, known)}; expected one of "
+                             f"{sorted(_ALIASES)}")
         return cls()
     if isinstance(identifier, dict):
         return _deserialize(identifier)

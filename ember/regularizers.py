@@ -34,6 +34,7 @@ from ember import ops
 from ember.serialization import deserialize as _deserialize
 from ember.serialization import register_serializable, resolve
 from ember.serialization import serialize as _serialize
+from ember.validation import did_you_mean as _did_you_mean
 
 __all__ = [
     "L1", "L1L2", "L2", "OrthogonalRegularizer", "Regularizer", "deserialize", "get", "serialize", "weight_penalties",
@@ -285,7 +286,8 @@ def get(identifier: Any, argument: str = "regularizer") -> Any:
         >>> regularizers.get(None) is None
         True
     """
-    return resolve(identifier, kind="regularizer", base=Regularizer, names=_NAMES, argument=argument)
+    return resolve(identifier, kind="regularizer", base=Regularizer, names=_NAMES, argument=argument,
+                   suggest=_did_you_mean)
 
 
 def weight_penalties(layer: Any, params: dict, regularizers: dict) -> list:

@@ -195,11 +195,14 @@ def deserialize(data: Any) -> Any:
     return data
 
 
-def resolve(identifier: Any, *, kind: str, base: type, names: dict, argument: str) -> Any:
+def resolve(identifier: Any, *, kind: str, base: type, names: dict, argument: str,
+            suggest: Callable[[str, list[str]], str] | None = None) -> Any:
     """Shared ``get`` for name-resolvable callables (regularizers, constraints).
 
     Accepts None, an instance of ``base``, a name in ``names``, a ``{"class_name", "config"}``
     dict, a ``base`` subclass, or any callable; anything else is an error naming ``argument``.
+    ``suggest(name, valid_names)``: text put after an unknown name in the error (a "did you mean",
+    :func:`ember.validation.did_you_mean`).
     """
     title = base.__name__
     if identifier is None or isinstance(identifier, base):
@@ -208,7 +211,8 @@ def resolve(identifier: Any, *, kind: str, base: type, names: dict, argument: st
         factory = names.get(identifier)
         if factory is None:
             valid = sorted(k for k in names if k.islower())
-            raise ValueError(f"{argument}: unknown {kind} {identifier!r}; expected one of {valid}, "
+            hint = suggest(identifier, list(names)) if suggest is not None else ""
+            raise ValueError(f"{argument}: unknown {kind} {identifier!r}{hint}; expected one of {valid}, "
                              f"a {title}, a config dict or a function")
         return factory()
     if isinstance(identifier, dict):

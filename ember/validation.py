@@ -17,13 +17,74 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import numbers
+from collections.abc import Iterable
 from typing import Any
 
 
 def is_int(value: Any) -> bool:
     """True for an integer that is not a bool (``True`` is not a count)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+# A suggestion: similar (difflib's ratio, 0 to 1) at least this much, and at most this much less
+# similar than the best one (mean_sqared_error: mean_squared_error 0.97, not mean_absolute_error 0.73).
+_SIMILAR = 0.6
+_BEST_MARGIN = 0.1
+
+
+def _ratio(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def _plain(name: str) -> str:
+    """``name`` without case or underscores: ``MeanSquaredError`` and ``mean_squared_error`` are one name."""
+    return name.lower().replace("_", "")
+
+
+def close_matches(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    """The names of ``choices`` closest to a misspelt ``name`` (``difflib``'s ratio, ignoring case and
+    underscores), best first; of names that differ only in case or underscores, the one spelt most like
+    ``name``.
+
+    Example:
+        >>> close_matches("mean_sqared_error", ["mae", "mean_squared_error", "MeanSquaredError", "mse"])
+        ['mean_squared_error']
+        >>> close_matches("adamm", ["adam", "adamw", "nadam", "sgd"])
+        ['adam', 'adamw', 'nadam']
+        >>> close_matches("zzz", ["relu", "tanh"])
+        []
+    """
+    if not isinstance(name, str):
+        return []
+    plain = _plain(name)
+    scored = sorted((-_ratio(_plain(choice), plain), -_ratio(choice, name), choice)
+                    for choice in dict.fromkeys(choices))  # ties: the closer spelling first (accuracy, Accuracy)
+    if not scored or -scored[0][0] < _SIMILAR:
+        return []
+    floor = max(_SIMILAR, -scored[0][0] - _BEST_MARGIN)
+    matches: dict[str, str] = {}
+    for ratio, _, choice in scored:
+        if -ratio >= floor:
+            matches.setdefault(_plain(choice), choice)
+    return list(matches.values())[:n]
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """``" (did you mean 'a' or 'b'?)"`` for the closest ``choices`` to ``name``, ``""`` when none is
+    close: for an "unknown name" error, after the received name.
+
+    Example:
+        >>> "unknown loss 'hubr'" + did_you_mean("hubr", ["huber", "hinge", "mse"]) + "; expected one of ..."
+        "unknown loss 'hubr' (did you mean 'huber'?); expected one of ..."
+    """
+    matches = close_matches(name, choices)
+    if not matches:
+        return ""
+    quoted = [repr(match) for match in matches]
+    text = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    return f" (did you mean {text}?)"
 
 
 def check_positive_int(owner: str, argument: str, value: Any) -> int:

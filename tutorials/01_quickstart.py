@@ -13,7 +13,7 @@ seeds every backend starts from identical weights and shuffles the data identica
 (dropout masks come from each backend's own random generator, so the curves differ a
 little between backends, but every run on one backend gives the same numbers).
 
-Run it::
+Run it (once: ``pip install -e ".[torch,examples]"`` for a backend and scikit-learn)::
 
     python tutorials/01_quickstart.py                    # Ember's default backend
     python tutorials/01_quickstart.py --backend numpy    # or torch, mlx

@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import NamedTuple
 
+from ember.validation import did_you_mean
+
 BACKENDS = ("numpy", "torch", "mlx")
 ENV_VARS = ("EMBER_BACKEND", "EMBER_ML_BACKEND")  # the current name first, then the former one
 AUTO_ORDER = "torch with CUDA, MLX on Apple silicon, torch with MPS, torch on CPU, MLX on CPU, NumPy"
@@ -89,9 +91,14 @@ class Choice(NamedTuple):
 _choice: Choice | None = None  # how the active backend was chosen
 
 
-def _check_name(name: object, argument: str = "name") -> str:
+def _check_name(name: object, argument: str | None = None) -> str:
+    """``name`` in lower case if it is a backend's; else a ValueError naming ``argument`` (where the name
+    came from: an environment variable, the config file; nothing for an argument of a call)."""
     if not isinstance(name, str) or name.lower() not in BACKENDS:
-        raise ValueError(f"{argument}: unknown backend {name!r}; expected one of {BACKENDS}")
+        where = f"{argument}: " if argument else ""
+        hint = did_you_mean(name, BACKENDS) if isinstance(name, str) else ""
+        choices = ", ".join(repr(backend) for backend in BACKENDS)
+        raise ValueError(f"{where}unknown backend {name!r}{hint}; expected one of {choices}")
     return name.lower()
 
 

@@ -11,8 +11,8 @@ otherwise, with a line naming each backend that failed.
 
 The pieces: :mod:`ember.demo.data` (the digits and the split), :mod:`ember.demo.training` (the
 model and training it on one backend), :mod:`ember.demo.report` (agreement and tables).
-The data set ships inside scikit-learn, which ``make demo`` installs (``pip install -e
-".[all,dev]"``); without it the demo says which extra to install.
+The data set ships inside scikit-learn, in the ``examples`` extra (``pip install -e ".[torch,examples]"``;
+``make demo`` installs it with the others); without it the demo says which extra to install.
 
 Example:
     >>> import io

@@ -54,7 +54,8 @@ def load_data(test_fraction: float = TEST_FRACTION, seed: int = SEED) -> tuple[n
         from sklearn.datasets import load_digits
     except ImportError:
         raise ImportError('the demo trains on scikit-learn\'s digits data set, and scikit-learn is not installed: '
-                          'pip install "ember[dev]" (what `make demo` installs) or pip install scikit-learn') from None
+                          'pip install "ember[examples]" (the data and plotting libraries of the demo and the '
+                          'tutorials) or pip install scikit-learn') from None
     digits = load_digits()
     x = (digits.data / 16.0).astype(np.float32)  # pixel values are 0..16
     y = digits.target.astype(np.int32)

@@ -31,15 +31,38 @@ from ember.saving import format as fmt
 from ember.saving.reader import CheckpointReader
 
 
+def _is_input_layer(layer: Any) -> bool:
+    return isinstance(layer, dict) and str(layer.get("class_name", "")).split(">")[-1] == "InputLayer"
+
+
+def layer_count(inner: dict) -> int | None:
+    """How many layers ``model.layers`` (and ``model.summary()``) lists for a model config's ``config``
+    part; None when it lists none. A functional model's graph (``inputs``, ``nodes``) counts its
+    InputLayers, which are among its layers; a Sequential's plain list keeps its ``Input`` as an
+    InputLayer entry, which is not (both as in Keras).
+
+    Example:
+        >>> dense, inputs = {"class_name": "ember>Dense"}, {"class_name": "ember>InputLayer"}
+        >>> layer_count({"layers": [inputs, dense, dense]}), layer_count({"layers": [inputs, dense], "nodes": []})
+        (2, 2)
+    """
+    layers = inner.get("layers")
+    if not isinstance(layers, list):
+        return None
+    if "nodes" in inner or "inputs" in inner:
+        return len(layers)
+    return sum(not _is_input_layer(layer) for layer in layers)
+
+
 def _summary_of_config(config: Any) -> str:
     if not isinstance(config, dict):
         return "-"
     inner = config.get("config") or {}
-    layers = inner.get("layers") if isinstance(inner, dict) else None
     name = inner.get("name") if isinstance(inner, dict) else None
     text = f"{config.get('class_name')} {name!r}"
-    if isinstance(layers, list):
-        text += f", {len(layers)} layers"
+    count = layer_count(inner) if isinstance(inner, dict) else None
+    if count is not None:
+        text += f", {count} layer{'' if count == 1 else 's'}"
     return text
 
 

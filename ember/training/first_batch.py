@@ -7,10 +7,12 @@ step, on every ``fit`` call. Most of what it verifies needs no forward:
 
 * the inputs: their structure and shapes against the model's declared inputs (``ember.Input``,
   or the shape the model was built for), compared symbolically;
-* the targets: the losses run on a *stand-in* for the predictions (zeros of the model's output
+* the targets: the losses run on a *stand-in* for the predictions (halves of the model's output
   shapes for this batch, from ``compute_output_shape``, or remembered from an earlier forward on
   inputs of the same shapes), so the label shapes, dtypes and values (class indices in range)
-  are checked by the losses themselves.
+  are checked by the losses themselves. One half is a valid prediction for every loss: a
+  probability (the crossentropies normalise ``y_pred / sum(y_pred)``, which zeros would make
+  0 / 0 and a NumPy warning on every ``fit``), a finite logit, a regression value.
 
 What only a forward can find (a layer failing on some input values, an output shape that
 ``compute_output_shape`` does not know) is found by the first training step itself, which is all
@@ -58,6 +60,9 @@ from ember.training.steps import batch_size_of
 
 # Output shapes learned from eager forwards, per model structure and input shapes: a few per trainer.
 _LEARNED_MAX = 16
+# The stand-in predictions' value: a probability strictly inside (0, 1) whose sums are never zero,
+# so no loss divides 0 by 0 or takes log(0) on it (see the module docstring).
+_STAND_IN_VALUE = 0.5
 
 
 def _shape(value: Any) -> tuple | None:
@@ -175,14 +180,14 @@ def _input_key(x: Any) -> tuple:
 
 
 def _stand_in(shape: tuple, target: Any) -> Any:
-    """Zeros of ``shape`` for the losses (a broadcast scalar where the backend makes views), on the device
+    """Halves of ``shape`` for the losses (a broadcast scalar where the backend makes views), on the device
     of ``target`` (the labels it meets)."""
-    zero = ops.zeros((), dtype=dtypes.floatx())
+    half = ops.full((), _STAND_IN_VALUE, dtype=dtypes.floatx())
     if ops.is_array(target):
         device = ops.get_device(target)
-        if device != ops.get_device(zero):
-            zero = ops.to_device(zero, device)
-    return ops.broadcast_to(zero, shape)
+        if device != ops.get_device(half):
+            half = ops.to_device(half, device)
+    return ops.broadcast_to(half, shape)
 
 
 class FirstBatchCheck:

@@ -5,9 +5,10 @@
 first batch if needed), keeps the optimizer state between calls, and returns a
 :class:`~ember.callbacks.History`.
 
-Deviations from Keras, on purpose: ``verbose="auto"`` prints nothing when standard output
-is not a terminal (ask for 1 or 2 to get output in logs); ``predict`` returns NumPy arrays
-like Keras, while ``predict_on_batch``/``model(x)`` return native arrays;
+``verbose="auto"`` is 1, as in Keras: a progress bar redrawn in place on a terminal, and where
+standard output is not one (a pipe, a log file, CI) each bar's final line only, so ``fit`` logs
+one line per epoch (after its ``Epoch i/N`` header). Deviations from Keras, on purpose:
+``predict`` returns NumPy arrays like Keras, while ``predict_on_batch``/``model(x)`` return native arrays;
 ``train_on_batch``/``test_on_batch`` keep separate running averages (Keras 3 shares them)
 until :meth:`reset_metrics`; ``compile(seed=...)`` is an Ember extension seeding shuffling and
 dropout. Every entry point first checks (one leaf, once per call) that the handle's state lives on
@@ -36,7 +37,6 @@ Example:
 from __future__ import annotations
 
 import numbers
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -73,8 +73,9 @@ _compiling: set = set()
 
 
 def _verbosity(verbose: Any, caller: str) -> int:
+    """``verbose`` as 0, 1 or 2: ``"auto"`` is 1, as in Keras (off a terminal the bar writes its final line only)."""
     if verbose == "auto":
-        return 1 if getattr(sys.stdout, "isatty", lambda: False)() else 0
+        return 1
     if verbose in (0, 1, 2) and not isinstance(verbose, bool):
         return int(verbose)
     raise ValueError(f"{caller}: verbose must be 'auto', 0, 1 or 2, received {verbose!r}")
@@ -348,7 +349,8 @@ class TrainingAPI:
             y: targets for array ``x`` (a list/dict for several outputs).
             batch_size: samples per step for arrays (default 32).
             epochs: index of the last epoch (training runs ``initial_epoch .. epochs - 1``).
-            verbose: ``"auto"``, 0, 1 (progress bar) or 2 (a line per epoch).
+            verbose: ``"auto"`` (1), 0, 1 (a progress bar; where standard output is not a terminal, its
+                final line once per epoch) or 2 (a line per epoch).
             callbacks: a list of :class:`ember.callbacks.Callback`.
             validation_split: fraction of array data (the last samples, before shuffling) held out.
             validation_data: ``(x_val, y_val[, sample_weight_val])`` or a Dataset/generator.

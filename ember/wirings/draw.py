@@ -111,6 +111,30 @@ def draw_wiring(wiring: Any, ax: Any = None, neuron_colors: dict | None = None, 
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     ax.set_axis_off()
     ax.autoscale_view()
-    ax.set_title(f"{type(wiring).__name__}: {wiring.units} neurons, {wiring.synapse_count} synapses"
-                 + (f", {wiring.sensory_synapse_count} sensory" if wiring.input_dim is not None else ""))
+    ax.set_title(plot_title(wiring))
     return ax
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def plot_title(wiring: Any) -> str:
+    """The plot's title: the neurons and sensory inputs drawn, then the synapses between neurons and those
+    from the inputs (counted apart, so a count of synapses is never read as one of inputs).
+
+    Example:
+        >>> from ember import wirings
+        >>> wiring = wirings.AutoNCP(8, 2, seed=0)
+        >>> plot_title(wiring)
+        'AutoNCP: 8 neurons; 9 synapses'
+        >>> wiring.build(1)
+        >>> plot_title(wiring)
+        'AutoNCP: 8 neurons, 1 sensory input; 9 synapses, 4 from the input'
+    """
+    text = f"{type(wiring).__name__}: {_count(wiring.units, 'neuron')}"
+    if wiring.input_dim is None:
+        return f"{text}; {_count(wiring.synapse_count, 'synapse')}"
+    inputs = "the input" if wiring.input_dim == 1 else "the inputs"
+    return (f"{text}, {_count(wiring.input_dim, 'sensory input')}; {_count(wiring.synapse_count, 'synapse')}, "
+            f"{wiring.sensory_synapse_count} from {inputs}")

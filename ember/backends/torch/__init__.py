@@ -1,4 +1,7 @@
-"""The PyTorch backend: native autograd, CUDA/MPS/CPU devices."""
+"""The PyTorch backend: native autograd, CUDA/MPS/CPU devices.
+
+Loading it sets torch's CPU thread count unless the user chose one (:mod:`ember.backends.torch.threads`).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +9,13 @@ import numpy as np
 import torch
 
 from ember.backends._common import build_op_tables
-from ember.backends.torch import core, linalg, nn, random, stats, transfer
+from ember.backends.torch import core, linalg, nn, random, stats, threads, transfer
 
 name = "torch"
 version = torch.__version__
 array_types = (torch.Tensor,)
+
+threads.configure()
 
 
 def devices() -> list[str]:
@@ -26,6 +31,12 @@ def devices() -> list[str]:
 def build_info() -> dict:
     """What the installed torch was built for: ``{"cuda_build": "12.4" or None, "cuda_available": bool}``."""
     return {"cuda_build": torch.version.cuda, "cuda_available": bool(torch.cuda.is_available())}
+
+
+def cpu_threads() -> dict:
+    """torch's CPU (intra-op) thread count and the rule that chose it: ``{"threads": 1, "source": "default"}``
+    (see :mod:`ember.backends.torch.threads`)."""
+    return threads.describe()
 
 
 def batch_transfer(device: str) -> transfer.BatchTransfer | None:

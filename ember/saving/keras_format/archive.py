@@ -24,15 +24,19 @@ import os
 import zipfile
 from typing import Any
 
+from ember._version import __version__
 from ember.saving.format import CheckpointError
 from ember.saving.writer import atomic_path
 
 CONFIG = "config.json"
 METADATA = "metadata.json"
 WEIGHTS = "model.weights.h5"
-# The Keras 3 saving format these files follow (written as keras_version, which Keras reads).
+# metadata.json: Keras 3 writes its own version as keras_version (and date_saved) and reads neither
+# when it loads. Ember writes there the Keras release whose saving format these files follow (the
+# `keras` of the dev extra, against which tests/saving check them), and its own version, from
+# ember/_version.py, as ember_version.
 KERAS_FORMAT_VERSION = "3.15.0"
-EMBER_VERSION = "0.1.0"
+EMBER_VERSION = __version__
 
 
 @dataclasses.dataclass(frozen=True)

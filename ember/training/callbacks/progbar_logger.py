@@ -3,10 +3,10 @@
 * ``verbose=1``: ``Epoch 3/10`` then a progress bar with ETA, time per step and the
   running loss/metrics, redrawn in place at most every 0.1 s (reading the logs only then,
   so training is not slowed by a device sync per step); the final line adds ``val_*``.
+  Where standard output is not a terminal (a pipe, a log file, CI) only each bar's final
+  line is written: one line per epoch after its ``Epoch 3/10`` header, as Keras does.
 * ``verbose=2``: one line per epoch.
-* ``verbose="auto"`` (the default of ``fit``/``evaluate``/``predict``): 1 on a terminal, and
-  nothing at all when standard output is not a terminal (logs, CI); ask for 1 or 2 explicitly
-  to get output there (verbose=1 then writes each bar's final line only).
+* ``verbose="auto"`` (the default of ``fit``/``evaluate``/``predict``): 1, as in Keras.
 """
 
 from __future__ import annotations

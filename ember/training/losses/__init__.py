@@ -87,6 +87,7 @@ from ember.training.losses.regression import (
     mean_squared_error,
     mean_squared_logarithmic_error,
 )
+from ember.validation import did_you_mean as _did_you_mean
 
 _CLASSES = (
     MeanSquaredError, MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredLogarithmicError, Huber,
@@ -141,7 +142,8 @@ def get(identifier: Any) -> Any:
     if isinstance(identifier, str):
         obj = ALL_OBJECTS.get(identifier)
         if obj is None:
-            raise ValueError(f"unknown loss {identifier!r}; expected one of {sorted(ALL_OBJECTS)}")
+            raise ValueError(f"unknown loss {identifier!r}{_did_you_mean(identifier, ALL_OBJECTS)}; expected one of "
+                             f"{sorted(ALL_OBJECTS)}")
     else:
         obj = identifier
     if inspect.isclass(obj):

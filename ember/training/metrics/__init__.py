@@ -105,6 +105,7 @@ from ember.training.metrics.regression import (
     RootMeanSquaredError,
     cosine_similarity,
 )
+from ember.validation import did_you_mean as _did_you_mean
 
 _CLASSES = (
     Mean, Sum, MeanMetricWrapper, Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
@@ -186,7 +187,8 @@ def get(identifier: Any, loss: Any = None, output_shape: Any = None) -> Metric |
     if isinstance(identifier, str):
         obj = ALL_OBJECTS.get(identifier)
         if obj is None:
-            raise ValueError(f"unknown metric {identifier!r}; expected one of {sorted(ALL_OBJECTS)}")
+            raise ValueError(f"unknown metric {identifier!r}{_did_you_mean(identifier, ALL_OBJECTS)}; expected one "
+                             f"of {sorted(ALL_OBJECTS)}")
     else:
         obj = identifier
     if inspect.isclass(obj):

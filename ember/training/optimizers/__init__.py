@@ -30,6 +30,7 @@ from ember.training.optimizers.lion import Lion
 from ember.training.optimizers.loss_scale import LossScaleOptimizer
 from ember.training.optimizers.schedules import LearningRateSchedule
 from ember.training.optimizers.sgd import SGD
+from ember.validation import did_you_mean as _did_you_mean
 
 ALL_OPTIMIZERS = (SGD, Adam, AdamW, Adamax, Nadam, Lamb, RMSprop, Adagrad, Adadelta, Lion, Adafactor, Ftrl)
 _BY_NAME = {cls.__name__.lower(): cls for cls in ALL_OPTIMIZERS}
@@ -55,15 +56,17 @@ def get(identifier: Any) -> Optimizer | None:
         >>> optimizers.get("adamm")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ValueError: unknown optimizer 'adamm'; expected one of ['adadelta', 'adafactor', 'adagrad', 'adam',
-        'adamax', 'adamw', 'ftrl', 'lamb', 'lion', 'nadam', 'rmsprop', 'sgd']
+        ValueError: unknown optimizer 'adamm' (did you mean 'adam', 'adamw' or 'nadam'?); expected one of
+        ['adadelta', 'adafactor', 'adagrad', 'adam', 'adamax', 'adamw', 'ftrl', 'lamb', 'lion', 'nadam', 'rmsprop',
+        'sgd']
     """
     if identifier is None or isinstance(identifier, Optimizer):
         return identifier
     if isinstance(identifier, str):
         cls = _BY_NAME.get(identifier.lower())
         if cls is None:
-            raise ValueError(f"unknown optimizer {identifier!r}; expected one of {sorted(_BY_NAME)}")
+            raise ValueError(f"unknown optimizer {identifier!r}{_did_you_mean(identifier, _BY_NAME)}; expected one "
+                             f"of {sorted(_BY_NAME)}")
         return cls()
     if isinstance(identifier, dict):
         return deserialize(identifier)
