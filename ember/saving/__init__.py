@@ -7,6 +7,10 @@
 * :func:`save_object` / :func:`load_object`: fitted objects such as ``ember.features`` transformers;
 * :func:`register_serializable`: make custom layers, losses, metrics and functions saveable by
   name (no pickle, no code is stored or loaded);
+* Keras's serialization helpers, at Keras's paths (``keras.saving.*``), over the same registry:
+  :func:`register_keras_serializable`, :func:`get_custom_objects`, :func:`custom_object_scope`
+  (``CustomObjectScope``), :func:`get_registered_name`, :func:`get_registered_object`,
+  :func:`serialize_keras_object`, :func:`deserialize_keras_object`;
 * Keras 3 files: ``load_model("m.keras")``, ``model.save("m.keras")``, ``model.load_weights`` of a
   Keras ``.weights.h5`` (see :mod:`ember.saving.keras_format`).
 
@@ -39,11 +43,18 @@ from typing import Any
 
 # Re-exported names (``as`` marks them public for linters and type checkers).
 from ember.saving.format import CheckpointError as CheckpointError
+from ember.serialization import CustomObjectScope as CustomObjectScope
 from ember.serialization import custom_object_scope as custom_object_scope
+from ember.serialization import get_custom_objects as get_custom_objects
+from ember.serialization import get_registered_name as get_registered_name
+from ember.serialization import get_registered_object as get_registered_object
+from ember.serialization import register_keras_serializable as register_keras_serializable
 from ember.serialization import register_serializable as register_serializable
 
 _EXPORTS = {
     "LoadReport": "ember.saving.weights",
+    "deserialize_keras_object": "ember.saving.keras_objects",
+    "serialize_keras_object": "ember.saving.keras_objects",
     "load_model": "ember.saving.model_io",
     "load_object": "ember.saving.objects",
     "load_weights": "ember.saving.weights",
@@ -52,7 +63,9 @@ _EXPORTS = {
     "save_weights": "ember.saving.weights",
 }
 
-__all__ = sorted(["CheckpointError", "custom_object_scope", "register_serializable", *_EXPORTS])
+__all__ = sorted(["CheckpointError", "CustomObjectScope", "custom_object_scope", "get_custom_objects",
+                  "get_registered_name", "get_registered_object", "register_keras_serializable",
+                  "register_serializable", *_EXPORTS])
 
 
 def __getattr__(name: str) -> Any:

@@ -68,7 +68,7 @@ _EXPORTS = {
 # Keras's names for Ember's Dataset protocol.
 _ALIASES = {"PyDataset": ("ember.training.data.dataset", "Dataset"),
             "Sequence": ("ember.training.data.dataset", "Dataset"),
-            "CustomObjectScope": ("ember.saving.keras_objects", "custom_object_scope"),
+            "CustomObjectScope": ("ember.saving.keras_objects", "CustomObjectScope"),
             "clear_session": ("ember.layers.layer", "clear_session"),
             "standardize_dtype": ("ember.dtypes", "standardize_dtype")}
 __all__ = [

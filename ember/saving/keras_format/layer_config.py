@@ -38,7 +38,9 @@ from ember.saving.keras_format.objects import (
 )
 from ember.serialization import (
     deserialize,
+    find_custom_object,
     get_registered_class,
+    get_registered_object,
     registered_name,
 )
 
@@ -55,46 +57,84 @@ MODEL_CLASSES = ("Sequential", "Functional", "Model")
 SUBLAYER_KEYS = ("layer", "backward_layer")
 
 
-def keras_layer_classes(entry: dict) -> list[Any]:
+def keras_layer_classes(entry: dict) -> list[tuple[Any, Any]]:
     """Every Keras layer class a layer entry uses (itself, sub-layers, nested models' layers), as the
-    file's JSON gives them (class names; None where an entry has none)."""
-    names = [entry.get("class_name")]
+    file's JSON gives them: ``(class_name, registered_name)`` pairs (None where an entry has none;
+    Keras writes ``registered_name`` for custom classes only, ``"package>Name"`` when registered)."""
+    classes = [(entry.get("class_name"), entry.get("registered_name"))]
     config = entry.get("config") or {}
     for key in SUBLAYER_KEYS:
         if isinstance(config.get(key), dict):
-            names.extend(keras_layer_classes(config[key]))
+            classes.extend(keras_layer_classes(config[key]))
     for child in config.get("layers", []) if entry.get("class_name") in MODEL_CLASSES else []:
-        names.extend(keras_layer_classes(child))
-    return names
+        classes.extend(keras_layer_classes(child))
+    return classes
+
+
+def _custom_key(class_name: Any, registered: Any) -> str | None:
+    """The name a custom layer resolves by (its ``registered_name``: ``"package>Name"``, or the class
+    name of a class Keras saved unregistered); None for Keras's own layers, which write none."""
+    if not registered or class_name in MODEL_CLASSES:
+        return None
+    return str(registered)
+
+
+def _resolve(key: str) -> Any:
+    try:
+        return get_registered_class(key)
+    except ValueError:
+        return None
 
 
 def ember_layer_class(class_name: str, registered: Any = None) -> type | None:
-    """The Ember layer class for a Keras class name (None when Ember has none)."""
-    for key in [registered] if registered else [f"ember>{class_name}"]:
-        try:
-            cls = get_registered_class(key)
-        except ValueError:
-            continue
-        if isinstance(cls, type) and issubclass(cls, Layer):
-            return cls
-    return None
+    """The Ember layer class for a Keras layer: a custom one by its registered name (through the
+    registry, :func:`ember.saving.custom_object_scope` and ``custom_objects``), one of Keras's by its
+    class name. None when Ember has none.
+
+    Example:
+        >>> from ember.saving.keras_format.layer_config import ember_layer_class
+        >>> ember_layer_class("Dense").__name__, ember_layer_class("Scale", "no_such_package>Scale")
+        ('Dense', None)
+    """
+    custom = _custom_key(class_name, registered)
+    cls = _resolve(f"ember>{class_name}") if custom is None else find_custom_object(custom)
+    return cls if isinstance(cls, type) and issubclass(cls, Layer) else None
+
+
+def _config_key(cls: type, class_name: str, registered: Any) -> str:
+    """The name Ember's registry dict gives ``cls`` so that it deserializes back to ``cls``: its
+    registered name, else the name it was found by (a ``custom_objects`` entry)."""
+    own = registered_name(cls)
+    if _resolve(own) is cls:
+        return own
+    return _custom_key(class_name, registered) or f"ember>{class_name}"
 
 
 def check_supported(entries: list[dict]) -> None:
     """Raise one error naming every Keras layer class Ember cannot rebuild.
 
     Raises:
-        KerasFormatError: ``Lambda`` layers (bytecode is never executed) or classes Ember lacks.
+        KerasFormatError: ``Lambda`` layers (bytecode is never executed) or classes Ember lacks: Keras's
+            own by class name, custom ones by the registered name to give an Ember class.
     """
-    used = [name for entry in entries for name in keras_layer_classes(entry)]
-    if "Lambda" in used:
+    used = [pair for entry in entries for pair in keras_layer_classes(entry)]
+    if any(name == "Lambda" for name, _ in used):
         raise KerasFormatError("the file holds a Lambda layer, whose function is stored as Python bytecode: "
                                "Ember never executes code from a file (Keras's safe_mode semantics); "
                                "replace it with a registered custom layer")
-    missing = sorted({n for n in used if n not in MODEL_CLASSES and ember_layer_class(n) is None})
+    unknown = [(name, registered) for name, registered in used
+               if name not in MODEL_CLASSES and ember_layer_class(name, registered) is None]
+    custom = sorted({str(_custom_key(n, r)) for n, r in unknown if _custom_key(n, r) is not None})
+    missing = sorted({str(n) for n, r in unknown if _custom_key(n, r) is None})
+    problems = []
     if missing:
-        raise KerasFormatError(f"the file uses Keras layer(s) Ember does not have: {missing}; register an Ember "
-                               "layer under each name (ember.utils.register_keras_serializable) to load it")
+        problems.append(f"the file uses Keras layer(s) Ember does not have: {missing}")
+    if custom:
+        problems.append(f"the file uses custom layer(s) {custom} that resolve to no Ember layer: register an Ember "
+                        "layer class under each of these names (@ember.saving.register_keras_serializable("
+                        "package=..., name=...)) or pass custom_objects={name: class} to load it")
+    if problems:
+        raise KerasFormatError("; ".join(problems))
 
 
 def _input_layer_config(config: dict, where: str) -> dict:
@@ -114,11 +154,16 @@ def ember_layer_config(entry: dict) -> dict:
     class_name = entry["class_name"]
     config = dict(entry.get("config") or {})
     where = f"layer {config.get('name')!r} ({class_name})"
-    cls = ember_layer_class(class_name, entry.get("registered_name"))
+    registered = entry.get("registered_name")
+    cls = ember_layer_class(class_name, registered)
     if cls is None:
-        raise KerasFormatError(f"{where}: Ember has no {class_name} layer")
+        custom = _custom_key(class_name, registered)
+        raise KerasFormatError(f"{where}: Ember has no {class_name} layer" if custom is None else
+                               f"{where}: the custom layer {custom!r} resolves to no Ember layer: register one "
+                               "under that name (@ember.saving.register_keras_serializable) or pass custom_objects")
+    saved_as = _config_key(cls, class_name, registered)
     if issubclass(cls, InputLayer):
-        return {"class_name": registered_name(cls), "config": _input_layer_config(config, where)}
+        return {"class_name": saved_as, "config": _input_layer_config(config, where)}
     converted: dict[str, Any] = {}
     for key, value in config.items():
         if key in SUBLAYER_KEYS and isinstance(value, dict):
@@ -128,13 +173,16 @@ def ember_layer_config(entry: dict) -> dict:
         else:
             converted[key] = from_keras(value, f"{where}.{key}")
     converted = drop_unknown(converted, _fields(cls), where, KERAS_OFF_VALUES)
-    return {"class_name": registered_name(cls), "config": converted}
+    return {"class_name": saved_as, "config": converted}
 
 
 def _fields(cls: type) -> set[str] | None:
-    if dataclasses.is_dataclass(cls):
-        return {f.name for f in dataclasses.fields(cls)}
-    return accepted_arguments(cls)
+    """The config keys ``cls`` takes (None: any): its constructor's arguments, and for a dataclass
+    layer its fields too (a custom layer's own ``__init__`` takes arguments that are not fields)."""
+    accepted = accepted_arguments(cls)
+    if accepted is None or not dataclasses.is_dataclass(cls):
+        return accepted
+    return accepted | {f.name for f in dataclasses.fields(cls)}
 
 
 def layer_from_keras(entry: dict) -> Layer:
@@ -169,7 +217,17 @@ def keras_layer_entry(layer_entry: dict) -> dict:
                                "function's bytecode); use Ember's .h5 format")
     return {"module": "keras.layers" if package == "ember" else "custom", "class_name": class_name,
             "config": _keras_config(layer_entry, where),
-            "registered_name": None if package == "ember" else layer_entry["class_name"]}
+            "registered_name": None if package == "ember" else _keras_registered_name(layer_entry["class_name"])}
+
+
+def _keras_registered_name(key: str) -> str:
+    """The ``registered_name`` Keras writes for a custom layer: its ``package>Name`` key when it is
+    registered (or in a scope under that key), else its class name (``custom_objects={"Name": ...}``
+    loads it, in Keras and in Ember)."""
+    package, _, class_name = key.rpartition(">")
+    if package == "Custom" and get_registered_object(key) is None:  # "Custom>Name": an unregistered class
+        return class_name
+    return key
 
 
 def layer_to_keras(layer: Layer) -> dict:

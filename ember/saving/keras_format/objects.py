@@ -94,7 +94,7 @@ def _ember_class(class_name: str, registered_name: Any, where: str) -> Any:
             continue
     if registered_name:
         raise KerasFormatError(f"{where}: the custom object {registered_name!r} is not registered: register the "
-                               "equivalent Ember class or function with @ember.utils.register_keras_serializable() "
+                               "equivalent Ember class or function with @ember.saving.register_keras_serializable() "
                                "or pass custom_objects={...} (no code is ever loaded from a file)")
     raise KerasFormatError(f"{where}: Keras's {class_name} has no Ember equivalent")
 

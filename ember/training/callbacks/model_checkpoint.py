@@ -1,9 +1,14 @@
 """``ModelCheckpoint``: save the model (or its weights) during training.
 
-It calls ``model.save(path)`` or, with ``save_weights_only=True``, ``model.save_weights(path)``:
-the checkpoint format is :mod:`ember.saving`'s (HDF5, written atomically, so an interrupted save
-never damages the previous best file). The path must end with ``.h5``; this is checked when
-training begins.
+It calls ``model.save(path)`` or, with ``save_weights_only=True``, ``model.save_weights(path)``,
+and takes the paths Keras takes, checked when the callback is made (Keras's rules):
+
+* the whole model: ``.keras`` (Keras 3's archive, which Keras's ``load_model`` opens too) or ``.h5``
+  (Ember's full-fidelity checkpoint: optimizer state and training progress for an exact resume;
+  ``.hdf5`` is the same format);
+* weights only (``save_weights_only=True``): ``.weights.h5``, the suffix Keras requires there.
+
+Every write is atomic, so an interrupted save never damages the previous best file.
 
 ``filepath`` may contain ``{epoch}`` (1-based) and log names (``"ckpt-{epoch:02d}-{val_loss:.2f}.h5"``).
 """
@@ -17,6 +22,25 @@ from typing import Any
 from ember import distribute
 from ember.training.callbacks._monitor import improvement, read_monitor, resolve_mode
 from ember.training.callbacks.callback import Callback
+
+WEIGHTS_SUFFIX = ".weights.h5"
+# The whole model: Keras 3's archive, or Ember's full-fidelity HDF5 checkpoint (.hdf5 is the same format).
+MODEL_SUFFIXES = (".keras", ".h5", ".hdf5")
+
+
+def _check_suffix(filepath: str, save_weights_only: bool) -> None:
+    """Keras's rule for a checkpoint's path: ``.weights.h5`` for weights only, ``.keras``/``.h5`` for the model.
+
+    Raises:
+        ValueError: the path names the wrong kind of file.
+    """
+    if save_weights_only and not filepath.endswith(WEIGHTS_SUFFIX):
+        raise ValueError(f"ModelCheckpoint: with save_weights_only=True the filepath must end in '.weights.h5' "
+                         f"(Keras's weights format), received filepath={filepath!r}")
+    if not save_weights_only and not filepath.endswith(MODEL_SUFFIXES):
+        raise ValueError(f"ModelCheckpoint: the filepath must end in '.keras' (Keras's model format) or '.h5' "
+                         f"(Ember's checkpoint) to save the whole model, received filepath={filepath!r}; "
+                         "pass save_weights_only=True with a '.weights.h5' path to save the weights only")
 
 
 class ModelCheckpoint(Callback):
@@ -32,12 +56,19 @@ class ModelCheckpoint(Callback):
         save_freq: ``"epoch"`` or a number of batches.
         initial_value_threshold: the value ``monitor`` must beat for the first save.
 
+    Raises:
+        TypeError: ``filepath`` is not a path.
+        ValueError: ``save_freq`` is neither ``"epoch"`` nor a positive int; ``filepath`` does not end
+            with ``.weights.h5`` (``save_weights_only=True``) or with ``.keras``/``.h5`` (the whole model).
+
     Example:
         >>> from ember import callbacks
         >>> checkpoint = callbacks.ModelCheckpoint("best.weights.h5", monitor="val_loss", save_best_only=True,
         ...                                        save_weights_only=True)
         >>> checkpoint.monitor, checkpoint.mode
         ('val_loss', 'min')
+        >>> callbacks.ModelCheckpoint("model_{epoch}.keras").filepath
+        'model_{epoch}.keras'
     """
 
     def __init__(self, filepath: str, monitor: str = "val_loss", verbose: int = 0, save_best_only: bool = False,
@@ -50,6 +81,7 @@ class ModelCheckpoint(Callback):
                                      or save_freq <= 0):
             raise ValueError(f"ModelCheckpoint: save_freq must be 'epoch' or a positive int, received {save_freq!r}")
         self.filepath = os.fspath(filepath)
+        _check_suffix(self.filepath, bool(save_weights_only))
         self.monitor = monitor
         self.verbose = verbose
         self.save_best_only = bool(save_best_only)
@@ -66,11 +98,6 @@ class ModelCheckpoint(Callback):
     @property
     def _method(self) -> str:
         return "save_weights" if self.save_weights_only else "save"
-
-    def on_train_begin(self, logs: Any = None) -> None:
-        if not self.filepath.endswith((".h5", ".hdf5")):
-            raise ValueError(f"ModelCheckpoint: filepath must end with '.h5' (Ember checkpoints are HDF5 files), "
-                             f"received {self.filepath!r}")
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         self._epoch = epoch
