@@ -2,6 +2,13 @@
 
 ``EMBER_TEST_TORCH_DEVICE=cuda`` runs the whole suite with torch's default device set to that
 device (the suite on a GPU); unset, torch creates arrays on the CPU as usual.
+
+Hypothesis runs the same examples on every run and machine: the ``ci`` profile, loaded by default,
+derandomizes (examples seeded from each test's own code) and has no deadline (a loaded machine must
+not fail a property test on time). ``HYPOTHESIS_PROFILE=explore`` (or ``--hypothesis-profile=explore``)
+draws fresh random examples instead, to look for new failures; a failure prints its reproduction blob.
+The number of examples is each test's own (``@settings(max_examples=...)``, ``tests.helpers.PROPERTY``),
+else Hypothesis's default, in both profiles.
 """
 
 from __future__ import annotations
@@ -9,9 +16,18 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import ember
 from ember import backends
+
+# Registered and loaded here, before any test module builds its ``settings(...)`` (a settings object takes
+# the fields it does not set from the profile loaded when it is made).
+settings.register_profile("ci", settings.get_profile("default"), derandomize=True, deadline=None,
+                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("explore", settings.get_profile("default"), derandomize=False, deadline=None,
+                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 BACKENDS = backends.BACKENDS
 

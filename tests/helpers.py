@@ -7,14 +7,18 @@ float64 on the same input values, or an equation written out in the test.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 
 import numpy as np
 import optree
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from ember import backends, dtypes, ops
+from tests.tolerances import FLOAT32
 
 # Modest property-test budget (the whole suite must stay fast on 2 cores). The
 # ``backend`` fixture only switches the active backend, so re-using it across
@@ -25,11 +29,40 @@ PROPERTY = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
-# Default float32 tolerances (DESIGN.md "Testing and benchmarks").
-RTOL = 1e-5
-ATOL = 1e-6
+# Default float32 tolerances (DESIGN.md "Testing and benchmarks"): the derived FLOAT32 bound.
+RTOL, ATOL = FLOAT32["rtol"], FLOAT32["atol"]
 EPS32 = float(np.finfo(np.float32).eps)
 EPS64 = float(np.finfo(np.float64).eps)
+
+
+# --------------------------------------------------------------- optional references
+# The suite collects on a core-only install (numpy, optree, h5py, pytest, hypothesis): a test file
+# imports an optional reference (torch, SciPy, scikit-learn, Keras, Pillow) with ``optional_import``
+# and marks the tests that use it with ``needs``; a file that is all about one optional package uses
+# ``pytest.importorskip`` at module level instead (CONTRIBUTING.md, "Tests").
+
+
+@functools.cache
+def optional_import(name: str):
+    """The module ``name`` (dotted names too), or None where it (or a package it needs) is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def needs(*names: str) -> pytest.MarkDecorator:
+    """Mark: skip the test, naming what is missing, where one of the optional modules ``names`` is not
+    installed (the backends' and the dev extras hold them all)."""
+    missing = [name for name in names if optional_import(name) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)}: not installed "
+                              "(optional: pip install -e '.[all,dev]')")
+
+
+def mark_params(values, mark: pytest.MarkDecorator, selected) -> list:
+    """``values`` for ``pytest.mark.parametrize``, those in ``selected`` carrying ``mark`` (the cases
+    whose reference is an optional package: ``mark_params(OPS, needs("scipy.special"), {"erf"})``)."""
+    return [pytest.param(value, marks=mark) if value in selected else value for value in values]
 
 
 def adam_step_atol(learning_rate, beta_1=0.9, beta_2=0.999, eps=EPS32, safety=2.0):

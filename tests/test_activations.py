@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ember import activations, layers, ops
+from tests.tolerances import FLOAT32, FLOAT32_PAIR
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
 keras = pytest.importorskip("keras")
@@ -32,12 +33,12 @@ def test_activation_matches_keras(backend, name):
 def test_relu_options_match_keras(backend, kwargs):
     expected = keras.ops.convert_to_numpy(keras.activations.relu(keras.ops.convert_to_tensor(X), **kwargs))
     np.testing.assert_allclose(ops.to_numpy(activations.relu(ops.convert_to_tensor(X), **kwargs)), expected,
-                               rtol=1e-6, atol=1e-6)
+                               **FLOAT32_PAIR)
 
 
 def test_lecun_tanh_and_layers_accept_new_names(backend):
     np.testing.assert_allclose(ops.to_numpy(activations.lecun_tanh(ops.convert_to_tensor(X))),
-                               1.7159 * np.tanh(0.666 * X.astype(np.float64)), rtol=1e-5)
+                               1.7159 * np.tanh(0.666 * X.astype(np.float64)), **FLOAT32)
     layer = layers.Dense(2, activation="mish")
     y, _ = layer.apply(layer.build((None, 4), seed=0), ops.convert_to_tensor(X))
     assert ops.shape(y) == (3, 2)

@@ -3,13 +3,14 @@ its options and hands them to :func:`ember.demo.run_demo` (the demo itself: test
 
 from __future__ import annotations
 
+import pathlib
 import subprocess
 import sys
 
 import pytest
 
 from ember import backends
-from ember.__main__ import backend_report, main
+from ember.__main__ import backend_report, main, program_name
 
 
 def test_info_lists_every_backend_with_version_and_devices():
@@ -87,3 +88,36 @@ def test_an_error_while_the_demo_runs_is_not_a_usage_error(monkeypatch):
     monkeypatch.setattr(demo, "run_demo", broken)
     with pytest.raises(ValueError, match="a bug inside fit"):  # its traceback, not exit 2 with the usage
         main(["demo", "--backend", "numpy"])
+
+
+@pytest.mark.parametrize(("argv0", "expected"), [
+    ("/venv/bin/ember", "ember"),
+    ("C:\\venv\\Scripts\\ember.exe", "ember"),
+    ("/work/ember/__main__.py", "python -m ember"),  # python -m ember
+    ("/venv/bin/pytest", "python -m ember"),  # main() called from other code
+    ("", "python -m ember"),
+])
+def test_the_program_name_follows_how_ember_was_invoked(argv0, expected):
+    assert program_name(argv0) == expected
+
+
+def test_usage_names_the_console_script_when_run_from_it(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/ember", "--help"])
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert capsys.readouterr().out.startswith("usage: ember [-h]")
+    monkeypatch.setattr(sys, "argv", ["/src/ember/__main__.py", "demo", "--bogus"])
+    with pytest.raises(SystemExit):
+        main(["demo", "--bogus"])
+    assert capsys.readouterr().err.startswith("usage: python -m ember [-h]")
+
+
+@pytest.mark.parametrize("how", ["module", "script"])
+def test_help_in_a_new_process(how):
+    script = pathlib.Path(sys.executable).with_name("ember")
+    if how == "script" and not script.exists():
+        pytest.skip(f"no console script next to {sys.executable} (ember is not pip-installed here)")
+    command = [sys.executable, "-m", "ember", "--help"] if how == "module" else [str(script), "--help"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: python -m ember " if how == "module" else "usage: ember "), result.stdout

@@ -11,6 +11,7 @@ import pytest
 from ember import constraints, ops
 from ember.saving.serialization import deserialize, serialize
 from tests.helpers import assert_close
+from tests.tolerances import FLOAT32
 
 EPS = 1e-7  # Keras's backend.epsilon(), added to the norms
 RNG = np.random.default_rng(3)
@@ -57,7 +58,7 @@ def test_projections_enforce_the_bounds(backend):
     norms = np.linalg.norm(ops.to_numpy(constraints.MinMaxNorm(0.5, 2.0)(ops.convert_to_tensor(W))), axis=0)
     assert np.all((norms >= 0.5 - 1e-5) & (norms <= 2.0 + 1e-5))
     norms = np.linalg.norm(ops.to_numpy(constraints.UnitNorm()(ops.convert_to_tensor(W))), axis=0)
-    np.testing.assert_allclose(norms, 1.0, rtol=1e-5)
+    np.testing.assert_allclose(norms, 1.0, **FLOAT32)
 
 
 def test_get_resolves_identifiers():
@@ -115,7 +116,8 @@ def test_apply_constraints_nested_and_pure(backend):
     (lambda: constraints.UnitNorm(axis=[0, 0]), ValueError, r"UnitNorm: axis must not repeat"),
     (lambda: constraints.MinMaxNorm(2.0, 1.0), ValueError, r"max_value \(1.0\) must be >= min_value \(2.0\)"),
     (lambda: constraints.MinMaxNorm(rate=1.5), ValueError, r"rate must be in \[0, 1\]"),
-    (lambda: constraints.get("max"), ValueError, r"unknown constraint 'max'; expected one of .*'max_norm'"),
+    (lambda: constraints.get("max"), ValueError,
+         r"unknown constraint 'max' \(did you mean 'max_norm'\?\); expected one of .*'max_norm'"),
     (lambda: constraints.get(1.0), TypeError, r"expected a constraint name.*received 1.0"),
     (lambda: constraints.get(dict), TypeError, r"expected a Constraint subclass"),
 ])

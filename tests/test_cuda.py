@@ -15,11 +15,13 @@ import warnings
 import numpy as np
 import optree
 import pytest
-import torch
 
 import ember
 from ember import backends, layers, ops
 from ember.training.nonfinite_loss import NonFiniteLossWarning
+from tests.tolerances import FLOAT32_PAIR
+
+torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch sees none)")
 
@@ -168,10 +170,15 @@ def test_cuda_graphs_train_the_same_weights_as_the_eager_step(cuda, optimizer):
     eager = train()
     graphed = train(cuda_graphs=True)
     # The same kernels on the same GPU; cuBLAS may pick another algorithm under capture: float32 rounding.
+    # Gradients FLOAT32_PAIR apart move each update (Adam's ~lr in size, SGD's lr |g| <= lr) by <= 2e-5 of
+    # it: over 6 steps at each of lr 0.01, 0.005, 0.0033 that adds up to 2.2e-6 absolute in the weights.
+    drift = 6 * (0.01 + 0.005 + 0.01 / 3) * FLOAT32_PAIR["rtol"]
     for a, b in zip(graphed[0], eager[0]):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(graphed[1], eager[1], rtol=1e-5)
-    np.testing.assert_allclose(graphed[2], eager[2], rtol=1e-5)
+        np.testing.assert_allclose(a, b, rtol=FLOAT32_PAIR["rtol"], atol=FLOAT32_PAIR["atol"] + drift)
+    # the losses: FLOAT32_PAIR, and the weights' drift times gradients summing to <= 10 over the weights
+    np.testing.assert_allclose(graphed[1], eager[1], rtol=FLOAT32_PAIR["rtol"], atol=10 * drift)
+    # exact: a flipped prediction would move an accuracy by 1/44, far beyond rounding; the counts are the same
+    np.testing.assert_array_equal(graphed[2], eager[2])
 
 
 def test_cuda_graphs_refuse_random_layers_before_the_first_step(cuda):

@@ -13,16 +13,19 @@ import importlib
 import inspect
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import types
 
 import pytest
-import yaml
 
 import ember
 from ember import ops
 from ember.backends._spec import NAMESPACES as OP_SPECS
+from tests.helpers import needs, optional_import
+
+yaml = optional_import("yaml")  # PyYAML, with the [docs] extra: reads mkdocs.yml; None on a core-only install
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs"))
@@ -45,12 +48,13 @@ ALL_NAMESPACES = tuple(namespace for _, namespace, _ in gen_api.NAMESPACES)
 
 def _documented_objects(namespaces=CHECKED):
     """``(qualified name, object)`` of every public name of ``namespaces`` that is not a constant;
-    an op's object is its protocol stub (the backends' functions carry the same docstring)."""
+    for an ops namespace, the protocol's ops, each as its stub (the backends' functions carry the
+    same docstring). The ops composed in ``ember.ops.extra`` are not held to an example here."""
     out = []
     for namespace in namespaces:
         if namespace in gen_api.OP_SPECS:
             spec = OP_SPECS[gen_api.OP_SPECS[namespace]]
-            out += [(f"{namespace}.{name}", vars(spec)[name]) for name in gen_api.public_names(namespace)]
+            out += [(f"{namespace}.{name}", vars(spec)[name]) for name in gen_api.protocol_names(namespace)]
             continue
         module = importlib.import_module(namespace)
         for name in gen_api.public_names(namespace):
@@ -90,7 +94,7 @@ def test_ops_carry_the_protocol_docstrings(backend):
     two namespaces share, such as ``ops.dot`` and ``ops.linalg.dot``, are one function)."""
     for namespace in gen_api.OP_SPECS:
         module = ops if namespace == "ember.ops" else getattr(ops, namespace.rsplit(".", 1)[1])
-        for name in gen_api.public_names(namespace):
+        for name in gen_api.protocol_names(namespace):
             assert "Example:" in (getattr(module, name).__doc__ or ""), f"{namespace}.{name}"
 
 
@@ -109,6 +113,7 @@ def test_examples_run_on_every_backend(backend):
     assert not failures, "".join(failures[:3])
 
 
+@needs("yaml")
 def test_make_docs_writes_the_site_outside_the_sources():
     # mkdocs refuses a site_dir inside docs_dir; the build tests pass --site-dir, so check the config.
     config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
@@ -116,6 +121,7 @@ def test_make_docs_writes_the_site_outside_the_sources():
     assert docs not in site.parents and site != docs, (site, docs)
 
 
+@needs("yaml")
 def test_every_page_is_in_the_site_navigation():
     config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
 
@@ -135,6 +141,33 @@ def test_every_page_is_in_the_site_navigation():
     assert not absent, absent
 
 
+# "seven runnable scripts", "9 tutorials": a count, in words or digits, of tutorials or scripts (not a path
+# such as "2 tutorials/08_data_parallel.py").
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+                 "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+_COUNTED = re.compile(r"\b(\d+|" + "|".join(_NUMBER_WORDS) + r")\s+(?:[\w-]+\s+){0,2}(?:tutorials|scripts)\b(?!/)",
+                      re.IGNORECASE)
+
+
+def test_pages_that_count_the_tutorials_count_them_right():
+    """A page that says how many tutorials there are says the number in ``tutorials/`` (better: no number)."""
+    count = len(list((ROOT / "tutorials").glob("[0-9][0-9]_*.py")))
+    pages = [*ROOT.glob("*.md"), ROOT / "tutorials" / "README.md",
+             *(path for path in (ROOT / "docs").rglob("*.md") if "site" not in path.relative_to(ROOT).parts)]
+    wrong = []
+    for page in pages:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if "tutorial" not in line.lower():
+                continue
+            for match in _COUNTED.finditer(line):
+                said = match.group(1).lower()
+                value = int(said) if said.isdigit() else _NUMBER_WORDS.index(said) + 1
+                if value != count:
+                    wrong.append(f"{page.relative_to(ROOT)}:{number}: {match.group(0)!r}")
+    assert not wrong, f"there are {count} tutorials; these lines say otherwise: {wrong}"
+
+
+@needs("mkdocs", "mkdocstrings", "material")
 @pytest.mark.slow
 def test_site_builds_offline_in_strict_mode_without_torch_or_mlx(tmp_path):
     """``make docs``'s build, with ``import torch`` and ``import mlx`` made to fail."""
@@ -155,8 +188,38 @@ def test_site_builds_offline_in_strict_mode_without_torch_or_mlx(tmp_path):
     assert "ember.ops.add" in page and "Example" in page
     assert '<span class="gp">&gt;&gt;&gt; </span>' in page  # examples render as code, not quoted text
     assert (tmp_path / "site" / "api" / "backends" / "index.html").exists()
+    _check_rendered_api(tmp_path / "site" / "api")
 
 
+def _check_rendered_api(api: pathlib.Path) -> None:
+    """The built API pages (tests/test_api_reference.py checks what feeds them, without a build)."""
+    html = {page.parent.name: page.read_text(encoding="utf-8") for page in api.glob("*/index.html")}
+    # Every op has an entry: its heading (an object's, or a pointer's to where a re-export or forwarder is).
+    for page, namespace, _ in gen_api.NAMESPACES:
+        if namespace in gen_api.OP_SPECS:
+            missing = [name for name in gen_api.public_names(namespace) if f"{namespace}.{name}\n" not in html[page]
+                       and f"<code>{namespace}.{name}</code>" not in html[page]]
+            assert not missing, (namespace, missing)
+    # The model pages hold the inherited training API, each method with its docstring.
+    models = html["models"]
+    for cls in ("ember.models.model.Model", "ember.models.sequential.Sequential"):
+        for method in ("compile", "fit", "evaluate", "predict", "save", "summary"):
+            start = models.index(f'id="{cls}.{method}"')
+            entry = models[start:models.find('class="doc doc-heading"', start + 100)]  # to the next heading
+            assert "<p>" in entry.partition('<div class="doc doc-contents')[2], f"{cls}.{method}"
+    # No Sphinx role is left as text: each became a link, or inline code where nothing is documented.
+    roles = [(page, match[0]) for page, text in html.items()
+             for match in re.finditer(r":(?:class|func|meth|mod|attr|data|exc|obj|const):<code>[^<]*", text)]
+    assert not roles, roles[:10]
+    assert 'href="../regularizers/#ember.regularizers"><code>ember.regularizers</code></a>' in html["layers"]
+    # A layer's parameters show their types and defaults (from the constructor its fields make).
+    dense = html["layers"].split('id="ember.layers.core.dense.Dense"', 1)[1].split("</table>", 1)[0]
+    row = dense.split("<code>use_bias</code>", 1)[1].split("</tr>", 1)[0]
+    assert ">bool<" in row and "<code>True</code>" in row and "required" not in row, row
+    assert "units: int" in re.sub(r"<[^>]+>", "", dense)  # the constructor's signature
+
+
+@needs("mkdocs", "mkdocstrings", "material")
 def test_strict_build_fails_on_a_broken_cross_reference(tmp_path):
     """The site's strict mode turns a link to a missing page or an unknown API name into a failure."""
     docs = tmp_path / "docs"
@@ -165,7 +228,7 @@ def test_strict_build_fails_on_a_broken_cross_reference(tmp_path):
     config = config.split("\nnav:", 1)[0].replace("docs_dir: docs", f"docs_dir: {docs}")
     config = config.replace('paths: ["."]', f'paths: ["{ROOT}"]')
     config = config.replace('base_path: ["."]', f'base_path: ["{ROOT}"]')
-    config = config.replace("- docs/griffe_examples.py", f"- {ROOT}/docs/griffe_examples.py")
+    config = config.replace("- docs/griffe_", f"- {ROOT}/docs/griffe_")  # the griffe extensions
     (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     for text in ("See [the guide](missing.md).", "See [Dense][ember.layers.NoSuchLayer]."):

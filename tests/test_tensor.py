@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import ember
 from ember import backends, ops
+from tests.tolerances import FLOAT32
 
 RTOL = 1e-5  # float32 results vs a float64 NumPy reference
 PICKLE_DTYPES = ("float32", "float16", "bfloat16", "int32", "bool")
@@ -51,7 +52,8 @@ def check(result, expected, dtype=None, rtol=RTOL):
     if expected.dtype == bool:
         np.testing.assert_array_equal(got, expected)
     else:
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=1e-6)
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=rtol,
+                                   atol=FLOAT32["atol"])
 
 
 def other_backends(name):

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from ember import ops
+import ember
+from ember import activations, constraints, initializers, losses, metrics, ops, optimizers, regularizers
 from ember.seeds import call_seed, check_seed, derive_seed, sub_seed
-from ember.validation import check_bool, check_last_dim, check_positive_int, check_rate
+from ember.validation import check_bool, check_last_dim, check_positive_int, check_rate, close_matches, did_you_mean
 
 
 class _Named:
@@ -59,3 +60,46 @@ def test_seed_helpers(backend):
         call_seed(_Named(), 1.5)
     array_seed = ops.convert_to_tensor(4, dtype="int32")
     assert check_seed(array_seed, "seed") is array_seed
+
+
+# ---------------------------------------------------------------------------------- did you mean
+@pytest.mark.parametrize(("name", "choices", "expected"), [
+    ("mean_sqared_error", ["mae", "mean_squared_error", "MeanSquaredError", "mse"], ["mean_squared_error"]),
+    ("MeanSquaredErr", ["mean_squared_error", "MeanSquaredError"], ["MeanSquaredError"]),  # the user's spelling
+    ("adamm", ["sgd", "adam", "nadam", "adamw"], ["adam", "adamw", "nadam"]),  # equally close: all, best first
+    ("max", ["max_norm", "MaxNorm", "unit_norm"], ["max_norm"]),  # underscores do not count against a name
+    ("zzz", ["relu", "tanh"], []),
+    ("relu", [], []),
+    (3, ["relu"], []),
+])
+def test_close_matches(name, choices, expected):
+    assert close_matches(name, choices) == expected
+
+
+def test_did_you_mean_joins_the_matches_or_says_nothing():
+    assert did_you_mean("adamm", ["adam", "adamw", "nadam"]) == " (did you mean 'adam', 'adamw' or 'nadam'?)"
+    assert did_you_mean("rellu", ["relu"]) == " (did you mean 'relu'?)"
+    assert did_you_mean("zzz", ["relu"]) == ""
+
+
+@pytest.mark.parametrize(("lookup", "typo", "message"), [
+    (losses.get, "mean_sqared_error", "unknown loss 'mean_sqared_error' (did you mean 'mean_squared_error'?); "
+                                      "expected one of ["),
+    (optimizers.get, "rmsprob", "unknown optimizer 'rmsprob' (did you mean 'rmsprop'?); expected one of ["),
+    (metrics.get, "acuracy", "unknown metric 'acuracy' (did you mean 'accuracy'?); expected one of ["),
+    (activations.get, "rellu", "activation: unknown activation 'rellu' (did you mean 'relu' or 'relu6'?); "),
+    (initializers.get, "glorot_unifrom", "unknown initializer 'glorot_unifrom' (did you mean 'glorot_uniform'?); "),
+    (regularizers.get, "orthogonal_regulariser", "regularizer: unknown regularizer 'orthogonal_regulariser' (did "
+                                                  "you mean 'orthogonal_regularizer'?); "),
+    (constraints.get, "unitnorm", "constraint: unknown constraint 'unitnorm' (did you mean 'unit_norm'?); "),
+])
+def test_every_name_lookup_suggests_the_closest_names(lookup, typo, message):
+    with pytest.raises(ValueError) as error:
+        lookup(typo)
+    assert str(error.value).startswith(message), str(error.value)
+
+
+def test_compile_with_a_misspelt_name_suggests_the_right_one():
+    model = ember.Sequential([ember.Input((2,)), ember.layers.Dense(1)])
+    with pytest.raises(ValueError, match=r"^unknown loss 'mean_sqared_error' \(did you mean 'mean_squared_error'\?\)"):
+        model.compile(optimizer="sgd", loss="mean_sqared_error")

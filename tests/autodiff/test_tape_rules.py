@@ -38,8 +38,9 @@ def test_accessed_variables_are_watched_by_default(backend):
         y = ops.sum(ops.square(ops.add(ops.multiply(w.read(), x), b.read())))  # forgot tape.watch
     gw, gb = tape.gradient(y, [w, b])
     inner = np.array([1.0, -2.0]) * np.array([3.0, 4.0]) + 0.5
-    np.testing.assert_allclose(ops.to_numpy(gw), 2 * inner * np.array([3.0, 4.0]), rtol=1e-6)
-    np.testing.assert_allclose(ops.to_numpy(gb), 2 * inner, rtol=1e-6)
+    # exact: small integers and halves (inner = [3.5, -7.5]), representable in float32
+    np.testing.assert_array_equal(ops.to_numpy(gw), 2 * inner * np.array([3.0, 4.0]))
+    np.testing.assert_array_equal(ops.to_numpy(gb), 2 * inner)
     assert tape.watched_variables() == (w, b)
 
 
@@ -50,7 +51,7 @@ def test_flag_false_watches_only_what_watch_was_given(backend):
         tape.watch(w)
         y = ops.sum(ops.multiply(ops.multiply(w.read(), b.read()), frozen.read()))
     gw, gb, gf = tape.gradient(y, [w, b, frozen])
-    np.testing.assert_allclose(ops.to_numpy(gw), [1.0, 1.0], rtol=1e-6)
+    np.testing.assert_array_equal(ops.to_numpy(gw), [1.0, 1.0])  # exact: 0.5 * 2
     assert gb is None and gf is None
 
 

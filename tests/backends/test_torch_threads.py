@@ -74,8 +74,7 @@ def test_info_prints_the_count_and_its_rule(restore_threads):
 
 @pytest.mark.parametrize(("environ", "expected"), [
     ({}, None),  # Ember's default for this machine's CPUs
-    ({"OMP_NUM_THREADS": "1"}, 1),
-    ({"EMBER_NUM_THREADS": "1", "OMP_NUM_THREADS": "2"}, 1),
+    ({"EMBER_NUM_THREADS": "1", "OMP_NUM_THREADS": "2"}, 1),  # (OMP_NUM_THREADS alone: tested in-process)
 ])
 def test_a_new_process_gets_its_count_when_the_backend_loads(environ, expected, monkeypatch):
     for variable in ("EMBER_NUM_THREADS", *threads.USER_VARS):

@@ -62,7 +62,10 @@ def rank_envs(backend: str, world: int, directory: pathlib.Path, timeout: float)
 
 def start(scenario: str, backend: str, directory: pathlib.Path, envs: list[dict]) -> list[subprocess.Popen]:
     directory.mkdir(parents=True, exist_ok=True)
-    return [subprocess.Popen([sys.executable, str(WORKER), scenario, backend, str(directory)], env=env,
+    # EMBER_BACKEND: `import ember` loads that backend only (auto-detection would import torch in an MLX
+    # rank too: a second of CPU per process).
+    return [subprocess.Popen([sys.executable, str(WORKER), scenario, backend, str(directory)],
+                             env={**env, "EMBER_BACKEND": backend},
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for env in envs]
 
 
@@ -98,11 +101,18 @@ def run_pair(scenario: str, backend: str, directory: pathlib.Path, timeout: floa
     return single, ranks, finished
 
 
-def run_pair_allow_death(scenario: str, backend: str, directory: pathlib.Path,
-                         timeout: float) -> tuple[None, list[dict], list[tuple[int, str]]]:
-    """2 ranks where rank 1 dies or hangs on purpose: rank 0's results and both exit codes."""
+def run_pair_allow_death(scenario: str, backend: str, directory: pathlib.Path, timeout: float,
+                         stop_rank1: bool = False) -> tuple[None, list[dict], list[tuple[int, str]]]:
+    """2 ranks where rank 1 dies or hangs on purpose: rank 0's results and both exit codes.
+
+    ``stop_rank1``: rank 1 hangs on purpose; it is killed once rank 0 has finished (exit code -9).
+    """
     pair_dir = directory / "pair"
     pair_dir.mkdir(parents=True, exist_ok=True)
-    finished = finish(start(scenario, backend, pair_dir, rank_envs(backend, 2, pair_dir, timeout)))
+    processes = start(scenario, backend, pair_dir, rank_envs(backend, 2, pair_dir, timeout))
+    finished = finish(processes[:1])
+    if stop_rank1:
+        processes[1].kill()
+    finished += finish(processes[1:])
     assert finished[0][0] == 0, f"rank 0 of {scenario!r} failed ({finished[0][0]}):\n{finished[0][1][-4000:]}"
     return None, [dict(np.load(pair_dir / "rank0.npz"))], finished

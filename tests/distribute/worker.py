@@ -20,11 +20,17 @@ import ember
 from ember import callbacks, distribute, layers, optimizers
 
 DISTRIBUTED = "RANK" in os.environ or "MLX_RANK" in os.environ
+# Every scenario trains in float64: ranks and one process then differ by float64 rounding only,
+# which the tests bound (test_data_parallel.TOLERANCE). The code paths are the same as float32's.
+FLOATX = "float64"
+# How long a hanging rank hangs: far past any timeout the tests set (3 s), so rank 0 can only end by its
+# timeout; the test stops the hanging rank once rank 0 has finished.
+HANG_S = 120.0
 
 
 def data(n: int = 37) -> tuple:
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(n, 5)).astype("float32")
+    x = rng.normal(size=(n, 5)).astype(FLOATX)
     y = (x[:, :3].sum(axis=1) > 0).astype("int64") + (x[:, 3] > 0.5).astype("int64")
     return x, y
 
@@ -161,7 +167,7 @@ def hang_scenario(out: dict) -> None:
     x, y = data()
     net = compiled_model()
     if distribute.rank() == 1:
-        time.sleep(float(os.environ["EMBER_TEST_TIMEOUT"]) * 4)
+        time.sleep(HANG_S)  # the test ends this rank as soon as rank 0 has finished
         os._exit(0)
     started = time.monotonic()
     try:
@@ -204,6 +210,7 @@ def mismatch_scenario(out: dict) -> None:
 def main() -> None:
     scenario, backend, directory = sys.argv[1:4]
     ember.set_backend(backend)
+    ember.dtypes.set_floatx(FLOATX)
     if DISTRIBUTED:
         distribute.initialize(timeout=float(os.environ.get("EMBER_TEST_TIMEOUT", "60")))
     out: dict = {"world_size": np.asarray(distribute.world_size())}

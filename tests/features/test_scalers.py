@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn import preprocessing
-from sklearn.datasets import load_breast_cancer, load_iris
 
 import ember
 from ember import features, ops
 from tests.helpers import EPS32, assert_close
+
+# scikit-learn is the reference and the data of (nearly) every test: a core-only install skips the file.
+preprocessing = pytest.importorskip("sklearn.preprocessing")
+sk_datasets = pytest.importorskip("sklearn.datasets")
 
 
 def _data():
@@ -22,7 +24,7 @@ def _data():
     x = rng.normal(size=(50, 6)) * [1, 10, 100, 0.01, 5, 3] + [0, 5, -50, 1, 0, 2]
     x[:, 4] = 0.1  # a constant column whose value float32 cannot represent exactly
     x[:, 5] = 0.0  # an all-zero column
-    return {"iris": load_iris().data, "breast_cancer": load_breast_cancer().data, "random": x}
+    return {"iris": sk_datasets.load_iris().data, "breast_cancer": sk_datasets.load_breast_cancer().data, "random": x}
 
 
 DATA = _data()

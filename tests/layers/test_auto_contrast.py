@@ -40,9 +40,11 @@ def test_auto_contrast_matches_keras(backend, value_range):
     layer = layers.AutoContrast(value_range=value_range)
     y, _ = layer.apply(layer.build((None, 4, 5, 3)), ops.convert_to_tensor(x))
     assert ops.dtype(y) == "float32"
-    # float32 on both sides, different operation order: a few ulps of the range
-    np.testing.assert_allclose(ops.to_numpy(y), expected, rtol=1e-5, atol=1e-5 * (high - low))
-    np.testing.assert_allclose(ops.to_numpy(y), _reference(x, value_range), rtol=1e-5, atol=1e-5 * (high - low))
+    # float32 on both sides, different operation order: a few ulps of the range (each side is within
+    # 5 u (|y| + range) = 3e-7 (|y| + range) of the exact stretch: subtract, divide, multiply, add; 30x)
+    tol = {"rtol": 1e-5, "atol": 1e-5 * (high - low)}
+    np.testing.assert_allclose(ops.to_numpy(y), expected, **tol)
+    np.testing.assert_allclose(ops.to_numpy(y), _reference(x, value_range), **tol)
 
 
 def test_auto_contrast_layer_conformance():
@@ -59,11 +61,13 @@ def test_auto_contrast_integer_images_and_nan_channels_match_keras(backend):
     layer = layers.AutoContrast()
     y, _ = layer.apply(layer.build((None, 3, 3, 2)), ops.convert_to_tensor(ints))
     assert ops.dtype(y) == "float32"
+    # as above: 5 u (|y| + 255) per side, 30x
     np.testing.assert_allclose(ops.to_numpy(y), expected, rtol=1e-5, atol=1e-5 * 255)
     with_nan = _images(3, shape=(1, 3, 3, 2))
     with_nan[0, 1, 1, 0] = np.nan
     y, _ = layer.apply(layer.build((None, 3, 3, 2)), ops.convert_to_tensor(with_nan))
     np.testing.assert_array_equal(ops.to_numpy(y)[..., 0], with_nan[..., 0])  # NaN channel unchanged
+    # relative: x - min, / width, * 255 round once each (+ 0 is exact), 3 u = 1.8e-7
     np.testing.assert_allclose(ops.to_numpy(y)[..., 1], _reference(with_nan, (0, 255))[..., 1], rtol=1e-5)
 
 

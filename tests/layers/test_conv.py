@@ -25,6 +25,7 @@ from ember.saving import register_serializable
 from tests.helpers import assert_close
 from tests.layers import conv_reference as ref
 from tests.layers.layer_test import run_layer_test
+from tests.tolerances import FLOAT32
 
 # ------------------------------------------------------------------------ helpers
 
@@ -399,7 +400,7 @@ def test_weight_and_activity_penalties(backend, make, names):
     for i, param in enumerate(names):
         w = ops.to_numpy(params[param]).astype(np.float64)
         expected.append(0.1 * (i + 1) * np.abs(w).sum() + 0.05 * np.square(w).sum())
-    np.testing.assert_allclose([float(ops.to_numpy(v)) for v in penalties], expected, rtol=1e-5)
+    np.testing.assert_allclose([float(ops.to_numpy(v)) for v in penalties], expected, **FLOAT32)
     x = ops.convert_to_tensor(np.random.default_rng(0).normal(size=(2,) + shape[1:]).astype(np.float32))
     with collect_losses() as losses:
         y, _ = layer.apply(state, x)

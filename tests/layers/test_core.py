@@ -19,6 +19,7 @@ from ember import layers, ops
 from ember.saving import register_serializable
 from tests.helpers import assert_close
 from tests.layers.layer_test import run_layer_test
+from tests.tolerances import FLOAT32
 
 # --------------------------------------------------------------------- functions
 
@@ -399,7 +400,7 @@ def test_unbuilt_layer_called_eagerly_builds_on_first_use(backend):
     dense = layers.Dense(3, name="dense_eager")
     y = dense(ops.ones((2, 4)))
     kernel, bias = dense.get_weights()
-    np.testing.assert_allclose(np.asarray(ops.to_numpy(y)), np.ones((2, 4)) @ kernel + bias, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(ops.to_numpy(y)), np.ones((2, 4)) @ kernel + bias, **FLOAT32)
 
 
 def test_public_names():

@@ -25,6 +25,7 @@ from tests.helpers import assert_close
 from tests.layers import ncp_reference as ref
 from tests.layers import rnn_reference
 from tests.layers.layer_test import run_layer_test
+from tests.tolerances import FLOAT32_PAIR
 
 BATCH, TIME, FEATURES = 2, 3, 3
 _POSITIVE = ("w", "sensory_w", "cm", "gleak")
@@ -331,7 +332,7 @@ def test_same_weights_same_outputs_across_backends_for_ltc_and_wired_cfc():
                              {k: ops.to_numpy(v) for k, v in state["params"]["ltc"].items()})
     first = next(iter(results.values()))
     for out, params in results.values():
-        np.testing.assert_allclose(out, first[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out, first[0], **FLOAT32_PAIR)
         for key in params:
             np.testing.assert_array_equal(params[key], first[1][key])
 
@@ -351,7 +352,7 @@ def test_saved_model_loads_on_every_backend():
             loaded = ember.load_model(path)
             assert loaded.layers[0].units == model.layers[0].units
             np.testing.assert_allclose(ops.to_numpy(loaded.predict_on_batch(ops.convert_to_tensor(x))), expected,
-                                       rtol=1e-5, atol=1e-6)
+                                       **FLOAT32_PAIR)
 
 
 # ------------------------------------------------------------------ constraints, initialization

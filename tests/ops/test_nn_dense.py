@@ -12,11 +12,18 @@ import ember
 from ember import ops
 from ember.ops import _composite
 from tests.helpers import float64_device
+from tests.tolerances import FLOAT32, FLOAT64
 
 torch = pytest.importorskip("torch")  # the gradient reference, not the code under test
 
 SHAPES = [(5, 4), (2, 3, 4), (2, 1, 3, 4), (0, 4), (2, 3, 0)]  # rows, sequences, images of rows, an empty batch,
 # no features (torch cannot fold those into rows: its general path)
+
+
+# The operands are unit-scale normals, not 0.1-scale initialised weights: near zero a 4-input dense is off by
+# (4 + 1) u sum|terms| = 5 u * 3.4 = 1e-6, its gradients (sums over <= 6 rows) by 6 u * 4 = 1.4e-6; FLOAT32's
+# relative part, an absolute part 10x those figures' u-scale: 1e-5.
+UNIT_SCALE = {**FLOAT32, "atol": 1e-5}
 
 
 def _operands(input_shape, units=3, seed=0, use_bias=True):
@@ -42,7 +49,7 @@ def test_matches_numpy_float64(backend, input_shape, use_bias):
     got = ops.nn.dense(_native(x), _native(kernel), _native(bias))
     assert ops.dtype(got) == "float32"
     assert ops.shape(got) == input_shape[:-1] + (3,)
-    np.testing.assert_allclose(ops.to_numpy(got), _reference(x, kernel, bias), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ops.to_numpy(got), _reference(x, kernel, bias), **UNIT_SCALE)
 
 
 def test_float64(backend):
@@ -50,7 +57,7 @@ def test_float64(backend):
     with float64_device(backend):
         got = ops.nn.dense(_native(x, np.float64), _native(kernel, np.float64), _native(bias, np.float64))
         assert ops.dtype(got) == "float64"
-        np.testing.assert_allclose(ops.to_numpy(got), _reference(x, kernel, bias), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(ops.to_numpy(got), _reference(x, kernel, bias), **FLOAT64)
 
 
 def test_equals_matmul_then_add_for_other_dtypes(backend):
@@ -80,7 +87,7 @@ def test_gradients_match_torch_autograd(backend, input_shape):
     references = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (x, kernel, bias)]
     (torch.nn.functional.linear(references[0], references[1].T, references[2]) * torch.tensor(weights)).sum().backward()
     for name, g, r in zip(["inputs", "kernel", "bias"], got, references):
-        np.testing.assert_allclose(ops.to_numpy(g), r.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(ops.to_numpy(g), r.grad.numpy(), **UNIT_SCALE, err_msg=name)
 
 
 @pytest.mark.parametrize(("x_shape", "kernel_shape", "bias_shape", "message"), [
@@ -129,4 +136,4 @@ def test_dense_layer_runs_the_op(backend):
     got, _ = layer.apply(state, _native(x))
     params = {k: ops.to_numpy(v) for k, v in state["params"].items()}
     expected = np.tanh(_reference(x, params["kernel"], params["bias"]))
-    np.testing.assert_allclose(ops.to_numpy(got), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ops.to_numpy(got), expected, **FLOAT32)

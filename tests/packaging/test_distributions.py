@@ -4,7 +4,9 @@ contents checked against the tree, and the sdist, unpacked and installed in a te
 running a fast subset of the suite against the installed copy.
 
 ``build`` and ``setuptools`` are in the ``dev`` extra; where either is missing the test skips and
-says which (an environment without them cannot build a distribution at all).
+says which (an environment without them cannot build a distribution at all). The tests build from the
+source tree the tests sit in: where ``ember`` is not imported from that tree's ``ember/`` (the suite run
+from an unpacked sdist against an installed wheel) they skip and say so.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import ember
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Files the full test suite and a contributor need next to the package.
-TOP_LEVEL = ("LICENSE", "README.md", "CHANGELOG.md", "CONTRIBUTING.md", "Makefile", "pyproject.toml", "MANIFEST.in")
+TOP_LEVEL = ("LICENSE", "README.md", "CHANGELOG.md", "CONTRIBUTING.md", "Makefile", "pyproject.toml", "MANIFEST.in",
+             "conftest.py")
 # Folders whose every file the sdist carries (the tests read the tutorials and the docs).
 FULL_FOLDERS = ("tests", "tutorials", "docs", "benchmarks")
 # A fast subset of the suite, run from the unpacked sdist against the installed package: dtypes and
@@ -44,6 +47,15 @@ def _require_build_tools():
             pytest.skip(f"{module!r} is not installed (it is in the dev extra: pip install -e '.[dev]')")
 
 
+def _require_source_tree():
+    """The distributions are built from ``ROOT`` and compared with the imported ``ember``: both must be the
+    source tree's (a checkout, an editable install, or an unpacked sdist with its ``ember/``)."""
+    source = ROOT / "ember" / "__init__.py"
+    if not source.is_file() or pathlib.Path(ember.__file__).resolve() != source.resolve():
+        pytest.skip(f"needs the source tree: ember is imported from {pathlib.Path(ember.__file__).parent}, "
+                    f"not from {ROOT / 'ember'} (the suite runs against an installed copy)")
+
+
 def _tree_files(folder: str) -> set[str]:
     return {path.relative_to(ROOT).as_posix() for path in (ROOT / folder).rglob("*")
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
@@ -53,6 +65,7 @@ def _tree_files(folder: str) -> set[str]:
 @pytest.fixture(scope="module")
 def distributions(tmp_path_factory):
     """``(sdist, wheel)`` paths: the sdist built from the tree, the wheel built from the sdist."""
+    _require_source_tree()
     _require_build_tools()
     out = tmp_path_factory.mktemp("dist")
     subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],

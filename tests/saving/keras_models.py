@@ -3,17 +3,22 @@
 Each entry builds a small Keras model (torch backend) and its input batch; the tests fit it
 briefly in Keras so that no weight (BatchNorm's moving statistics included) is at its
 initial value.
+
+``keras`` is None where Keras (or torch, its backend here) is not installed: the tests that use it
+are marked ``needs("keras")`` or skip their whole file (``pytest.importorskip("keras")``).
 """
 
 from __future__ import annotations
 
 import os
 
-os.environ["KERAS_BACKEND"] = "torch"  # before keras is imported anywhere in the test process
-
-import keras
 import numpy as np
-from keras import layers as L
+
+from tests.helpers import optional_import
+
+os.environ["KERAS_BACKEND"] = "torch"  # before keras is imported anywhere in the test process
+keras = optional_import("keras")
+L = None if keras is None else keras.layers
 
 RNG = np.random.default_rng(0)
 

@@ -17,6 +17,7 @@ from ember.saving import format as fmt
 from ember.saving.reader import CheckpointReader
 from ember.saving.writer import write_checkpoint
 from tests.saving.models import assert_trees_bit_equal, build_state, make_model, to_numpy_tree
+from tests.tolerances import FLOAT64
 
 
 def test_inspect_prints_metadata_and_variable_tree(tmp_path, capsys):
@@ -41,6 +42,42 @@ def test_inspect_prints_metadata_and_variable_tree(tmp_path, capsys):
     assert inspect_file(str(bad)) == 1
     err = capsys.readouterr().err
     assert "bad.h5" in err and "truncated" in err
+
+
+def _summary_rows(model, capsys):
+    """The layer rows ``model.summary()`` prints (between the double rules)."""
+    model.summary()
+    lines = capsys.readouterr().out.splitlines()
+    rules = [i for i, line in enumerate(lines) if line and set(line) == {"="}]
+    return lines[rules[1] + 1:rules[2]]
+
+
+def _sequential():
+    return ember.Sequential([ember.Input((4,)), layers.Dense(3), layers.Dense(2)])
+
+
+def _functional():
+    inputs = ember.Input((4,))
+    return ember.Model(inputs, layers.Dense(2)(layers.Dense(3)(inputs)))
+
+
+def _sequential_without_input():
+    return ember.Sequential([layers.Dense(3), layers.Dense(2)])
+
+
+@pytest.mark.parametrize("make", [_sequential, _functional, _sequential_without_input])
+def test_inspect_counts_the_layers_summary_lists(make, tmp_path, capsys):
+    """A Sequential's ``Input`` is saved as an InputLayer entry but is not one of its layers (Keras's
+    ``summary`` leaves it out too); a functional model's InputLayers are (``summary`` lists them)."""
+    model = make()
+    if not model.built:
+        model.build((None, 4), seed=0)
+    count = len(_summary_rows(model, capsys))
+    assert count == len(model.layers)
+    path = tmp_path / "m.h5"
+    model.save(path)
+    assert inspect_file(str(path)) == 0
+    assert f"'{model.name}', {count} layers\n" in capsys.readouterr().out
 
 
 def test_inspect_command_line(tmp_path):
@@ -72,7 +109,7 @@ def test_fitted_transformers_round_trip_on_every_backend(tmp_path):
             assert isinstance(pca_back, features.PCA) and pca_back.n_components == 2
             assert_trees_bit_equal(to_numpy_tree(pca_back.state), pca_state)
             got = ops.to_numpy(pca_back.transform(scaler_back.transform(data)))
-            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(got, expected, **FLOAT64)  # float64 data: float64 on every backend
             unfitted = load_object(tmp_path / "unfitted.h5")
             assert isinstance(unfitted, features.MinMaxScaler) and not unfitted.is_fitted
     with pytest.raises(TypeError, match="get_config"):

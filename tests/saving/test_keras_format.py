@@ -21,12 +21,17 @@ import ember
 from ember import layers, ops
 from ember.saving import CheckpointError
 from ember.saving.keras_format import KerasFormatError
-from tests.saving.keras_models import MODELS, as_list, keras, trained
+from tests.saving.keras_models import MODELS, as_list, trained
+from tests.tolerances import FLOAT32_PAIR
+
+keras = pytest.importorskip("keras")  # the other side of every test (tests.saving.keras_models sets its backend)
 
 # Keras 3.15 on torch warns about NumPy 2 __array__(copy=...) on every conversion.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-TOL = {"rtol": 1e-5, "atol": 1e-5}
+# Ember against Keras on the same weights: two float32 implementations (FLOAT32_PAIR), whose absolute part is
+# scaled for terms of unit size (activations up to 1 times weights, summed) rather than 0.1: 10x.
+TOL = {"rtol": FLOAT32_PAIR["rtol"], "atol": 10 * FLOAT32_PAIR["atol"]}
 
 
 @pytest.fixture(scope="module")
@@ -270,3 +275,18 @@ def test_what_keras_cannot_express_is_refused_on_save(tmp_path):
     assert not (tmp_path / "m.keras").exists() and not (tmp_path / "b.keras").exists()
     with pytest.raises(ValueError, match=r"format must be 'ember' or 'keras'"):
         bf16.save_weights(tmp_path / "w.h5", format="tf")
+
+
+def test_metadata_names_embers_version_and_the_keras_format_it_follows(tmp_path, capsys):
+    """``ember_version`` comes from ``ember/_version.py``; ``keras_version`` and ``date_saved`` are the
+    fields Keras writes (its ``KerasFileEditor`` reads both)."""
+    model = ember.Sequential([ember.Input((3,)), layers.Dense(2)])
+    model.build(seed=0)
+    path = tmp_path / "m.keras"
+    model.save(path)
+    with zipfile.ZipFile(path) as archive:
+        metadata = json.loads(archive.read("metadata.json"))
+    assert metadata["ember_version"] == ember.__version__
+    assert metadata["keras_version"].count(".") == 2 and "date_saved" in metadata
+    keras.saving.KerasFileEditor(str(path)).summary()
+    assert f"Saved with Keras {metadata['keras_version']}" in capsys.readouterr().out

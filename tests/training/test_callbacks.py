@@ -11,6 +11,7 @@ import pytest
 import ember
 from ember import callbacks, layers, ops
 from ember.training.callbacks._monitor import copy_state
+from tests.tolerances import FLOAT32
 
 
 def _model(lr=0.05, optimizer=None):
@@ -91,10 +92,25 @@ def test_validation_freq():
     assert len(history.history["val_loss"]) == 2
 
 
+@pytest.mark.parametrize("verbose", ["auto", 1])
+def test_piped_fit_prints_one_line_per_epoch(capsys, verbose):
+    """capsys is not a terminal: as Keras, ``"auto"`` is 1 and the bar writes its final line only."""
+    x, y = _xy(8)
+    _model().fit(x, y, batch_size=2, epochs=3, verbose=verbose, validation_data=(x, y))
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[::2] == ["Epoch 1/3", "Epoch 2/3", "Epoch 3/3"] and len(lines) == 6, out
+    assert all(re.match(r"4/4 \[=+\] - \d+s \d+(us|ms|s)/step - loss: \d+\.\d{4} - val_loss: \d+\.\d{4}$", line)
+               for line in lines[1::2]), out
+    assert "\r" not in out  # no redrawing off a terminal
+    _model().evaluate(x, y)
+    assert re.match(r"1/1 \[=+\] - .* - loss: \d+\.\d{4}\n$", capsys.readouterr().out)
+
+
 def test_progress_output(capsys):
     x, y = _xy(8)
-    _model().fit(x, y, batch_size=4, epochs=2, verbose="auto")
-    assert capsys.readouterr().out == ""  # not a terminal: nothing unless asked
+    _model().fit(x, y, batch_size=4, epochs=2, verbose=0)
+    assert capsys.readouterr().out == ""  # verbose=0: nothing
     _model().fit(x, y, batch_size=4, epochs=2, verbose=2, validation_data=(x, y))
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "Epoch 1/2" and lines[2] == "Epoch 2/2" and len(lines) == 4
@@ -156,7 +172,7 @@ def test_learning_rate_changes_reach_the_running_step(backend):
     keep = callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: frozen.append(_kernel(model)))
     model = _model()
     history = model.fit(x, y, batch_size=4, epochs=3, verbose=0, callbacks=[schedule, keep])
-    np.testing.assert_allclose(history.history["learning_rate"], [0.05, 0.0, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(history.history["learning_rate"], [0.05, 0.0, 0.0], **FLOAT32)  # float32(0.05)
     assert not np.array_equal(frozen[0], _model().state["params"]["d"]["kernel"])
     np.testing.assert_array_equal(frozen[1], frozen[0])  # learning rate 0: no change
     np.testing.assert_array_equal(frozen[2], frozen[0])

@@ -9,16 +9,19 @@ whose "graph" runs the recorded step again on replay.
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import optree
 import pytest
-import torch
 
 import ember
 from ember import layers
-from ember.backends.torch import cuda_graphs
 from ember.training.steps import STEP_KIT
 from ember.training.trainer import check_cuda_graphs
+
+torch = pytest.importorskip("torch")  # torch's own feature: a core-only install skips the file
+cuda_graphs = importlib.import_module("ember.backends.torch.cuda_graphs")  # imports torch: after the skip
 
 
 def _model(*extra):
@@ -145,11 +148,12 @@ def test_the_graphed_step_trains_as_the_eager_step(torch_backend, optimizer):
     eager = train()
     runtime = ReplayingRuntime()
     graphed = train(runtime)
+    # exact: a replay runs the step's own function again, on the same values copied into the static tensors
     for a, b in zip(graphed[0], eager[0]):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+        np.testing.assert_array_equal(a, b)
     for key in ("loss", "accuracy"):
-        np.testing.assert_allclose(graphed[1][key], eager[1][key], rtol=1e-6)
-        np.testing.assert_allclose(graphed[2][key], eager[2][key], rtol=1e-6)
+        np.testing.assert_array_equal(graphed[1][key], eager[1][key])
+        np.testing.assert_array_equal(graphed[2][key], eager[2][key])
     for a, b in zip(graphed[3], graphed[4]):
         np.testing.assert_array_equal(a, b)  # the second fit did not write the first fit's published state
     # First fit: 3 warm-up steps, then one capture; second fit: new tensors, 1 warm-up, a new capture.

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -244,3 +246,26 @@ def test_multi_output_fit_checks_each_output_without_a_forward(backend):
     with pytest.raises(ValueError, match=r"one integer class index per prediction.*received y_true.shape=\(12, 2\)"):
         model.fit(x, {"scores": np.zeros((12, 2), "int64"), "value": y["value"]}, batch_size=12, epochs=1,
                   verbose=0)
+
+
+_PROBABILISTIC = {
+    "categorical_crossentropy": (ember.losses.CategoricalCrossentropy, 3, "softmax", np.eye(3)[Y]),
+    "sparse_categorical_crossentropy": (ember.losses.SparseCategoricalCrossentropy, 3, "softmax", Y),
+    "binary_crossentropy": (ember.losses.BinaryCrossentropy, 1, "sigmoid", (Y[:, None] == 1).astype("float32")),
+}
+
+
+@pytest.mark.parametrize("from_logits", [False, True])
+@pytest.mark.parametrize("name", sorted(_PROBABILISTIC))
+def test_crossentropy_fit_warns_nothing_and_keeps_the_quick_check(backend, name, from_logits):
+    """The stand-in predictions are a valid probability (not zeros, which the probability losses'
+    ``y_pred / sum(y_pred)`` turned into 0 / 0 and a NumPy RuntimeWarning on every ``fit``)."""
+    loss, units, activation, y = _PROBABILISTIC[name]
+    model = ember.Sequential([ember.Input((4,)), layers.Dense(units, activation=None if from_logits else activation)])
+    model.compile(optimizer="sgd", loss=loss(from_logits=from_logits), seed=0, jit_compile=False)
+    calls = _count_forwards(model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _one_step(model, y=y)
+    assert [str(warning.message) for warning in caught] == []
+    assert calls == [True]  # the losses accepted the stand-in: no eager check ran

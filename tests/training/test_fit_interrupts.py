@@ -26,6 +26,7 @@ from ember import layers, ops
 from ember.autodiff import recording
 from ember.autodiff import tape as tape_module
 from ember.recorded import calls, graph
+from tests.tolerances import FLOAT32
 
 X = np.random.default_rng(0).normal(size=(24, 4)).astype("float32")
 Y = np.random.default_rng(1).integers(0, 3, 24)
@@ -452,6 +453,6 @@ def test_interrupt_at_any_line_of_the_tape_leaves_it_usable(backend_name, module
             break  # n is past the last line run: every line was tried
         except KeyboardInterrupt:
             pass
-        np.testing.assert_allclose(ops.to_numpy(gradient()), expected, rtol=1e-5)
+        np.testing.assert_allclose(ops.to_numpy(gradient()), expected, **FLOAT32)
         assert not recording.is_recording(), f"line {n} of {module.__name__}: an engine is left recording"
     assert n > 10, f"only {n - 1} lines of {module.__name__} ran"

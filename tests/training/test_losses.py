@@ -19,14 +19,16 @@ import warnings
 import numpy as np
 import optree
 import pytest
-import sklearn.metrics as skm
-import torch
-import torch.nn.functional as F
 
 import ember
 from ember import losses, ops
 from ember.saving import serialization
-from tests.helpers import assert_close, float64_device
+from tests.helpers import assert_close, float64_device, needs, optional_import
+
+# The references of a few tests; None on a core-only install, where those tests skip.
+skm = optional_import("sklearn.metrics")
+torch = optional_import("torch")
+F = optional_import("torch.nn.functional")
 
 EPS = 1e-7
 BATCH, DIM = 6, 4
@@ -265,6 +267,7 @@ def test_sequence_losses_take_per_sample_and_per_step_weights(backend):
     assert_close(weighted_mean(yt, yp, sample_weight=steps), (per * steps).sum() / steps.sum())
 
 
+@needs("sklearn.metrics")
 def test_sklearn_agrees_on_weighted_means(backend):
     rng = np.random.default_rng(4)
     weight = rng.uniform(0.1, 2.0, 20)
@@ -306,6 +309,7 @@ def _torch_reference(key, t, p, weight):
     return value.detach().cpu().numpy(), tp.grad.numpy()
 
 
+@needs("torch")
 @pytest.mark.parametrize("key, cls, fn, kwargs", SPECS, ids=IDS)
 def test_gradients_match_torch_autograd(backend, key, cls, fn, kwargs):
     t, p = _data(key, seed=5)
@@ -437,6 +441,8 @@ def test_get_resolves_names_aliases_instances_and_configs():
 def test_unknown_name_lists_valid_names():
     with pytest.raises(ValueError, match="unknown loss 'msqe'.*mean_squared_error"):
         losses.get("msqe")
+    with pytest.raises(ValueError, match=r"unknown loss 'huberr' \(did you mean 'huber'\?\); expected one of \["):
+        losses.get("huberr")
     with pytest.raises(TypeError, match="loss"):
         losses.get(3)
 
@@ -558,6 +564,7 @@ def test_losses_compile_with_mlx(mlx_backend):
         assert_close(b, ops.to_numpy(a))
 
 
+@needs("torch")
 def test_sparse_crossentropy_with_many_classes(backend):
     # Above 1024 classes the label's log-probability is gathered instead of one-hot picked.
     rng = np.random.default_rng(10)

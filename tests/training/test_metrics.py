@@ -15,11 +15,12 @@ import json
 import numpy as np
 import optree
 import pytest
-import sklearn.metrics as skm
 
 from ember import losses, metrics, ops
 from ember.saving import serialization
-from tests.helpers import assert_close
+from tests.helpers import assert_close, needs, optional_import
+
+skm = optional_import("sklearn.metrics")  # the reference; None on a core-only install, where those tests skip
 
 EPS = 1e-7
 
@@ -66,6 +67,7 @@ def test_mean_and_sum_weighted(backend):
 # ------------------------------------------------------------------ accuracy
 
 
+@needs("sklearn.metrics")
 def test_accuracy_metrics_match_sklearn(backend):
     rng = np.random.default_rng(1)
     n, c = 16, 4
@@ -101,6 +103,7 @@ def test_top_k_counts_ties_in(backend):
 # ------------------------------------------------------- precision / recall
 
 
+@needs("sklearn.metrics")
 def test_precision_recall_match_sklearn(backend):
     rng = np.random.default_rng(2)
     n = 20
@@ -120,6 +123,7 @@ def test_precision_recall_match_sklearn(backend):
         assert_close(_run(cls(), batches), value, rtol=1e-5)
 
 
+@needs("sklearn.metrics")
 def test_precision_recall_class_id_and_top_k(backend):
     rng = np.random.default_rng(3)
     n, c = 12, 4
@@ -149,6 +153,7 @@ def test_precision_recall_class_id_and_top_k(backend):
 # ------------------------------------------------------------------ F-scores
 
 
+@needs("sklearn.metrics")
 @pytest.mark.parametrize("average", [None, "micro", "macro", "weighted"])
 def test_f1_score_matches_sklearn(backend, average):
     rng = np.random.default_rng(4)
@@ -197,6 +202,7 @@ def _np_pr_interpolation(tp, fp, fn):
         return np.where(total > 0, inc / np.where(total > 0, total, 1), 0.0).sum()
 
 
+@needs("sklearn.metrics")
 def test_auc_roc_is_exact_when_predictions_sit_in_their_own_buckets(backend):
     rng = np.random.default_rng(5)
     n_thresholds = 50
@@ -210,6 +216,7 @@ def test_auc_roc_is_exact_when_predictions_sit_in_their_own_buckets(backend):
                  rtol=1e-5)
 
 
+@needs("sklearn.metrics")
 def test_auc_roc_within_keras_interpolation_tolerance(backend):
     rng = np.random.default_rng(6)
     p = rng.uniform(size=200)
@@ -259,6 +266,7 @@ def test_auc_matches_numpy_keras_method(backend, curve, summation):
     assert_close(got, expected)
 
 
+@needs("sklearn.metrics")
 def test_auc_pr_against_average_precision(backend):
     rng = np.random.default_rng(8)
     p = rng.uniform(size=300)
@@ -272,6 +280,7 @@ def test_auc_pr_against_average_precision(backend):
     assert lower - 1e-6 <= skm.average_precision_score(y, p) <= upper + 1e-6
 
 
+@needs("sklearn.metrics")
 def test_auc_multi_label_from_logits_and_label_weights(backend):
     rng = np.random.default_rng(9)
     logits = rng.normal(size=(40, 3)) * 2
@@ -287,6 +296,7 @@ def test_auc_multi_label_from_logits_and_label_weights(backend):
 # ---------------------------------------------------------------- regression
 
 
+@needs("sklearn.metrics")
 def test_regression_metrics_match_sklearn(backend):
     rng = np.random.default_rng(10)
     t, p = rng.normal(size=(14, 3)), rng.normal(size=(14, 3))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ember import metrics, ops
+from tests.tolerances import FLOAT32_PAIR
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
 keras = pytest.importorskip("keras")
@@ -55,7 +56,7 @@ def test_metric_matches_keras_over_two_batches(backend, name, kwargs, y_true, y_
         theirs.update_state(y_true[batch], y_pred[batch], sample_weight=weight)
         ours.update_state(y_true[batch], y_pred[batch], sample_weight=weight)
     expected = float(keras.ops.convert_to_numpy(theirs.result()))
-    np.testing.assert_allclose(float(ops.to_numpy(ours.result())), expected, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(float(ops.to_numpy(ours.result())), expected, **FLOAT32_PAIR)
     metric = getattr(metrics, name)(**kwargs)
     rebuilt = metrics.deserialize(metrics.serialize(metric))
     assert type(rebuilt) is type(metric) and rebuilt.get_config() == metric.get_config()
@@ -66,7 +67,7 @@ def test_metric_matches_keras_over_two_batches(backend, name, kwargs, y_true, y_
 def test_metric_functions_match_keras(backend, name):
     y_true, y_pred = (BINARY, PROB) if name == "binary_focal_crossentropy" else (REAL_TRUE[0], REAL_PRED[0])
     expected = keras.ops.convert_to_numpy(getattr(keras.metrics, name)(y_true, y_pred))
-    np.testing.assert_allclose(ops.to_numpy(getattr(metrics, name)(y_true, y_pred)), expected, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(ops.to_numpy(getattr(metrics, name)(y_true, y_pred)), expected, **FLOAT32_PAIR)
 
 
 def test_iou_keeps_fractional_weights(backend):

@@ -10,13 +10,16 @@ import pytest
 
 import ember
 from ember import layers, ops, utils
+from tests.helpers import needs
 from tests.saving.keras_models import keras
+from tests.tolerances import FLOAT32, FLOAT32_PAIR
 
 # Keras 3.15 on torch warns about NumPy 2 __array__(copy=...) on every conversion.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 # ------------------------------------------------------------------------------ to_categorical
+@needs("keras")
 @pytest.mark.parametrize("labels,num_classes", [
     ([0, 2, 1, 2], None), ([[1], [0], [3]], 5), (np.array([[0, 1], [2, 0]]), 3), (np.array([1.0, 0.0]), None)])
 def test_to_categorical_matches_keras(labels, num_classes):
@@ -40,18 +43,20 @@ def test_to_categorical_rejects_bad_labels(labels, num_classes, message):
         utils.to_categorical(labels, num_classes)
 
 
+@needs("keras")
 def test_normalize_matches_keras():
     x = np.random.default_rng(0).normal(size=(4, 3)).astype("float32")
-    np.testing.assert_allclose(utils.normalize(x, -1, 2), np.asarray(keras.utils.normalize(x, -1, 2)), rtol=1e-6)
+    np.testing.assert_allclose(utils.normalize(x, -1, 2), np.asarray(keras.utils.normalize(x, -1, 2)), **FLOAT32_PAIR)
     # Keras 3.15 turns axis=0 into -1 (``axis or -1``): the reference for axis=0 is NumPy float64.
     x64 = x.astype("float64")
-    np.testing.assert_allclose(utils.normalize(x, 0, 1), x64 / np.abs(x64).sum(axis=0, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(utils.normalize(x, 0, 1), x64 / np.abs(x64).sum(axis=0, keepdims=True), **FLOAT32)
 
 
 # ------------------------------------------------------------------------------- pad_sequences
 SEQUENCES = [[1, 2, 3, 4], [5], [], [6, 7]]
 
 
+@needs("keras")
 @pytest.mark.parametrize("kwargs", [
     {}, {"maxlen": 2}, {"maxlen": 3, "padding": "post"}, {"maxlen": 2, "truncating": "post"},
     {"maxlen": 5, "padding": "post", "truncating": "post", "value": -1}, {"dtype": "float32", "value": 0.5}])
@@ -65,6 +70,7 @@ def test_pad_sequences_to_length_zero_is_empty():  # Keras 3.15 fails here (x[i,
     assert utils.pad_sequences(SEQUENCES, maxlen=0).shape == (4, 0)
 
 
+@needs("keras")
 def test_pad_sequences_of_vectors_and_of_text_match_keras():
     steps = [np.ones((3, 2)), np.full((1, 2), 2.0)]
     np.testing.assert_array_equal(utils.pad_sequences(steps, dtype="float32"),
@@ -121,6 +127,7 @@ def test_progbar_averages_like_keras_except_stateful_metrics():
 
 
 # -------------------------------------------------------------------------------------- images
+@needs("keras")
 def test_image_helpers_match_keras(tmp_path):
     pixels = np.random.default_rng(0).uniform(-1, 3, size=(6, 5, 3)).astype("float32")
     for data_format, array in (("channels_last", pixels), ("channels_first", pixels.transpose(2, 0, 1))):
@@ -169,6 +176,7 @@ def test_custom_objects_registration_scopes_and_keras_configs(tmp_path):
     assert utils.register_serializable is ember.saving.register_serializable
 
 
+@needs("keras")
 def test_deserialize_keras_object_reads_keras_serialized_objects():
     initializer = utils.deserialize_keras_object(
         keras.saving.serialize_keras_object(keras.initializers.HeNormal(seed=3)))
@@ -195,6 +203,7 @@ def test_pydataset_and_sequence_are_the_dataset_protocol():
 
 
 # ------------------------------------------------------------------------------ small helpers
+@needs("keras")
 @pytest.mark.parametrize("args", [((1,),), ((1,), (2,)), ((1,), (2,), (3,)), ([1, 2],), (np.ones(2),)])
 def test_pack_and_unpack_match_keras(args):
     packed = utils.pack_x_y_sample_weight(*args)

@@ -7,11 +7,13 @@ import shutil
 
 import numpy as np
 import pytest
-from PIL import Image
 
 import ember
 from ember import layers, utils
 from ember.models import plotting as model_plot
+from tests.helpers import needs, optional_import
+
+Image = optional_import("PIL.Image")  # reads the images back; None on a core-only install
 
 
 def _two_branch_model():
@@ -46,6 +48,7 @@ def test_expand_nested_draws_the_inner_layers_in_a_cluster():
     assert "subgraph cluster_" in source and '"inner/inner_in" -> "inner/inner_dense";' in source
 
 
+@needs("pydot")
 def test_sequential_is_a_chain_and_model_to_dot_parses():
     model = ember.Sequential([ember.Input((5,), name="x"), layers.Dense(3, name="h"), layers.Dense(1, name="y")])
     graph = model_plot.layer_graph(model, show_shapes=True)
@@ -56,6 +59,7 @@ def test_sequential_is_a_chain_and_model_to_dot_parses():
     assert len(dot.get_edges()) == 2
 
 
+@needs("PIL.Image", "matplotlib")
 @pytest.mark.parametrize("suffix", [".png", ".svg"])
 def test_plot_model_writes_an_image(tmp_path, suffix):
     path = utils.plot_model(_two_branch_model(), tmp_path / f"net{suffix}", show_shapes=True, dpi=40)
@@ -67,6 +71,7 @@ def test_plot_model_writes_an_image(tmp_path, suffix):
         assert "<svg" in path.read_text()
 
 
+@needs("PIL.Image", "matplotlib")
 def test_matplotlib_drawing_when_graphviz_is_absent(tmp_path, monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     path = utils.plot_model(_two_branch_model(), tmp_path / "net.png", rankdir="LR", dpi=40)

@@ -65,3 +65,24 @@ def test_draw_without_matplotlib_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(ImportError, match=r'pip install "ember\[plot\]"'):
         wirings.FullyConnected(2).draw()
+
+
+@pytest.mark.parametrize("inputs", [1, 3])
+def test_the_title_counts_the_sensory_inputs_drawn_and_their_synapses_apart(inputs):
+    """The title used to say "8 sensory" (the synapses from one input) under one sensory neuron."""
+    wiring = wirings.AutoNCP(8, 2, seed=0)
+    wiring.build(inputs)
+    assert wiring.sensory_synapse_count > inputs  # the two counts differ: the title must not mix them up
+    ax = wiring.draw()
+    faces = [_rgba(c.get_facecolor()[0]) for c in ax.collections]
+    drawn = faces.count(_rgba(NEURON_COLORS["sensory"]))
+    title = ax.get_title()
+    assert drawn == inputs
+    assert f", {inputs} sensory input{'s' if inputs > 1 else ''};" in title
+    assert title.endswith(f"; {wiring.synapse_count} synapses, {wiring.sensory_synapse_count} from the "
+                          f"input{'s' if inputs > 1 else ''}"), title
+    assert title.startswith("AutoNCP: 8 neurons, ")
+
+
+def test_the_title_of_an_unbuilt_wiring_has_no_inputs():
+    assert wirings.FullyConnected(3).draw().get_title() == "FullyConnected: 3 neurons; 9 synapses"
