@@ -77,6 +77,18 @@ def shapes_only() -> Iterator[None]:
         _SHAPES_ONLY.reset(token)
 
 
+def in_shapes_only() -> bool:
+    """Whether a :func:`shapes_only` block is running (a model's ``build`` then makes a template
+    state and keeps nothing: its placeholder zeros never become a layer's weights).
+
+    Example:
+        >>> with shapes_only():
+        ...     in_shapes_only()
+        True
+    """
+    return _SHAPES_ONLY.get()
+
+
 def _generator(seed: int | None, own_seed: int | None) -> np.random.Generator:
     chosen = seed if seed is not None else own_seed
     if chosen is None:

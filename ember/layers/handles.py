@@ -1,13 +1,15 @@
 """Handles: where the current weights of a layer or model live, eager calls, the weights API.
 
-A ``Model`` is a handle: it owns its state (``model.state``), replaced whole by ``build``,
-``fit``, ``load_weights``, ``set_weights`` and ``Variable.assign``. A layer inside a model
-reads its entry of the model's state (its handle's *owner* and *path*), so
-``model.get_layer("d").get_weights()`` and ``model.layers[1].set_weights(...)`` work; a layer
-used on its own (``layer(x)`` on arrays, or a Keras-style ``layer.build(shape)``) owns its
-state after that. :func:`variables_of` lists a layer's weights as :class:`ember.Variable`
-views in Keras's order: its trainable weights, its non-trainable ones, then each
-sub-layer's, each group in declaration order.
+A layer object has one set of weights wherever it is used (Keras's rule). They live in the
+layer's own cell (``handle.state``) or, lent, in the state of the model that last wrote them
+whole (the handle's *owner* and *path*): ``fit`` replaces a model's ``state`` at every step
+without touching the layers, and the layers read their entries from it. A model's ``state``
+is the collection of its layers' weights (``ember.models.model``): another model holding the
+same layer, the layer itself (``model.get_layer("d").get_weights()``, ``set_weights``) and a
+nested model all see the same values. A layer used on its own (``layer(x)`` on arrays, or a
+Keras-style ``layer.build(shape)``) keeps its weights in its cell. :func:`variables_of` lists
+a layer's weights as :class:`ember.Variable` views in Keras's order: its trainable weights,
+its non-trainable ones, then each sub-layer's, each group in declaration order.
 
 Example:
     >>> import ember
@@ -91,19 +93,42 @@ def read_state(layer: Any) -> dict:
     if handle.owner is not None:
         owner = handle.owner()
         if owner is not None:
-            try:
-                parent = owner._read_state()
-            except ValueError:
-                parent = None
+            parent = owner._lent_state()
+            if parent is None and handle.state is None:
+                try:  # a model that claimed the layer: built on first use when its input shapes are known
+                    owner._read_state()
+                except ValueError:
+                    pass
+                parent = owner._lent_state()
             if parent is not None:
-                return {collection: _sub(parent[collection], handle.path) for collection in ("params", "buffers")}
+                return {collection: sub_tree(parent[collection], handle.path) for collection in ("params", "buffers")}
     if handle.state is None:
         raise ValueError(f"layer {layer.name!r} has no weights yet: call it on data (layer(x)), or build the "
                          f"model that holds it")
     return handle.state
 
 
-def _sub(tree: dict, path: tuple) -> dict:
+def held_state(layer: Any) -> dict | None:
+    """The layer's weights where they are now (lent to a model, or its own cell), None when it has
+    none; unlike :func:`read_state` this never builds the model that claimed the layer."""
+    handle = layer._handle()
+    owner = handle.owner() if handle.owner is not None else None
+    if owner is not None:
+        parent = owner._lent_state()
+        if parent is not None:
+            return {collection: sub_tree(parent[collection], handle.path) for collection in ("params", "buffers")}
+    return handle.state
+
+
+def current_state(layer: Any) -> dict | None:
+    """The layer's current weights wherever they live (see :func:`read_state`), None before it has any."""
+    try:
+        return layer._read_state()
+    except ValueError:
+        return None
+
+
+def sub_tree(tree: dict, path: tuple) -> dict:
     for key in path:
         tree = tree.get(key, {}) if isinstance(tree, dict) else {}
     return tree
@@ -114,16 +139,13 @@ def write_state(layer: Any, state: dict) -> None:
     handle = layer._handle()
     owner = handle.owner() if handle.owner is not None else None
     if owner is not None:
-        try:
-            parent = owner._read_state()
-        except ValueError:
-            parent = None
+        parent = owner._lent_state()
         if parent is not None:
             new = {}
             for collection in ("params", "buffers"):
                 entry = state[collection]
                 base = parent[collection]
-                if entry or _sub(base, handle.path):
+                if entry or sub_tree(base, handle.path):
                     base = replace_in(base, handle.path, entry)
                 new[collection] = base
             owner._write_state(new)

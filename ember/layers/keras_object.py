@@ -402,15 +402,15 @@ def infer_output_shape(self: Any, input_shape: Any) -> Any:
 
 def _probe(layer: Any, input_shape: Any, fill: int) -> Any:
     handle = layer._handle()
-    saved = (handle.build_shape, handle.state, layer.__dict__.get("state"))
+    saved = (handle.build_shape, handle.state, layer.__dict__.get("_slot"))
     try:
         with initializers.shapes_only(), collect_losses():
             state = layer.build(input_shape, seed=0)
             outputs, _ = layer.apply(state, placeholder(input_shape, fill), training=False)
     finally:  # the placeholder weights never become the layer's (or model's) weights
         handle.build_shape, handle.state = saved[0], saved[1]
-        if "state" in layer.__dict__:
-            object.__setattr__(layer, "state", saved[2])
+        if "_slot" in layer.__dict__:  # a Keras-style model keeps its state there (ember.models.model)
+            object.__setattr__(layer, "_slot", saved[2])
     shapes = optree.tree_map(lambda a: tuple(ops.shape(a)), outputs, none_is_leaf=False)
     return shapes
 

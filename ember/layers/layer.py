@@ -446,6 +446,11 @@ class Layer(metaclass=LayerType):
         """Replace the layer's current state whole (in its owner's state when it has one)."""
         handles.write_state(self, state)
 
+    def _lent_state(self) -> dict | None:
+        """The state the layers lent to this one (its sub-layers) read their entries from: its
+        current state, None before it has one."""
+        return handles.current_state(self)
+
     def _state_children(self) -> dict:
         """``{state key: sub-layer}`` for the sub-layers whose states nest in this layer's state."""
         return {sub.name: sub for sub in self.sublayers()}

@@ -267,6 +267,17 @@ class Model(TrainingAPI, Layer):
         """
         if input_shape is not None:
             self._check_input_shapes(input_shape)
+        state = self._built_state(None, seed, reuse=True)
+        if not initializers.in_shapes_only():  # a template's placeholders are nobody's weights
+            object.__setattr__(self, "state", state)
+        return state
+
+    def _built_state(self, input_shape: Any, seed: int | None, reuse: bool) -> dict:
+        """The state of every layer: a layer that has weights keeps them when ``reuse`` (Keras: one
+        set of weights per layer object), the others are built from ``seed`` (each under its
+        structural key). Changes no handle (a Keras-style layer's ``build`` keeps what it built)."""
+        if input_shape is not None:
+            self._check_input_shapes(input_shape)
         params: dict = {}
         buffers: dict = {}
         keys = self._state_keys()
@@ -278,24 +289,163 @@ class Model(TrainingAPI, Layer):
                 continue
             built.add(key)
             shapes = optree.tree_map(lambda t: t.shape, node.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
-            child_seed = sub_seed(seed, key)
-            child = layer.build(shapes, seed=child_seed)
+            child = child_state(layer, shapes, sub_seed(seed, key), reuse)
             if child["params"]:
                 params[key] = child["params"]
             if child["buffers"]:
                 buffers[key] = child["buffers"]
-        state = {"params": params, "buffers": buffers}
-        object.__setattr__(self, "state", state)
-        self._own_layers()
-        return state
+        return {"params": params, "buffers": buffers}
 
     # --- the handle's weights (Keras object model) -----------------------------------------
+    # A layer object has one set of weights wherever it is used (``ember.layers.handles``). A
+    # graph model's ``state`` is the collection of its layers' weights, keyed structurally: reading
+    # it returns the dict the model last wrote when every layer's weights are still lent to it
+    # (what ``fit`` relies on: a step replaces the state and touches no layer), else it assembles
+    # the dict from the layers (dict assembly, no copy) and they are lent to it; writing it lends
+    # every layer its entry. A Keras-style model keeps its whole state itself (``_slot``); its
+    # sub-layers read their entries from it.
+    def _get_state(self) -> dict | None:
+        slot = self.__dict__.get("_slot")
+        if self._keras_style:
+            return slot
+        leaves = self._leaves()
+        if slot is not None and self._lends_all(leaves):
+            return slot
+        assembled = _assemble(leaves)
+        if assembled is not None:
+            self._set_state(assembled)
+        return assembled
+
+    def _set_state(self, value: dict | None) -> None:
+        if self._keras_style:
+            object.__setattr__(self, "_slot", value)
+            return
+        if value is None:
+            self._release()
+            return
+        leaves = self._leaves()
+        me = self._weak_self()
+        sources = []
+        for path, layer, lendable in leaves:
+            if lendable:
+                handle = layer._handle()
+                if handle.owner is not me or handle.path != path:
+                    handle.owner, handle.path = me, path
+                handle.state = None
+            else:  # a Keras-style model keeps its own state: give it its entry
+                entry = {collection: handles.sub_tree(value[collection], path) for collection in ("params", "buffers")}
+                layer.state = entry
+                sources.append(entry)
+        object.__setattr__(self, "_slot", value)
+        object.__setattr__(self, "_sources", sources)
+
+    state = property(_get_state, _set_state, doc="""The model's current weights ``{"params": ..., "buffers": ...}``,
+        keyed structurally (None before it is built); replaced whole, never patched in place. Every layer's
+        entry is that layer's own weights: writing the state writes them, for every model that holds them.""")
+
+    def _weak_self(self) -> Any:
+        ref = self.__dict__.get("_weak_ref")
+        if ref is None:
+            ref = weakref.ref(self)
+            object.__setattr__(self, "_weak_ref", ref)
+        return ref
+
+    def _leaves(self) -> list:
+        """``[(path, layer, lendable)]``: the layers whose weights make up :attr:`state`, nested graph
+        models looked into (a Keras-style model is one leaf that keeps its own state)."""
+        cached = self.__dict__.get("_leaf_cache")
+        if cached is None:
+            cached = []
+            seen: set = set()
+            for key, layer in self._state_children().items():
+                if isinstance(layer, InputLayer):
+                    continue
+                if isinstance(layer, Model) and not layer._keras_style:
+                    found = [((key,) + path, leaf, lendable) for path, leaf, lendable in layer._leaves()]
+                else:
+                    found = [((key,), layer, not isinstance(layer, Model))]
+                for entry in found:  # a layer in two places is lent at its first
+                    if id(entry[1]) not in seen:
+                        seen.add(id(entry[1]))
+                        cached.append(entry)
+            object.__setattr__(self, "_leaf_cache", cached)
+        return cached
+
+    def _lends_all(self, leaves: list) -> bool:
+        me = self._weak_self()
+        sources = iter(self.__dict__.get("_sources", ()))
+        for path, layer, lendable in leaves:
+            if lendable:
+                handle = layer.__dict__.get("_handle_slot")
+                if handle is None or handle.owner is not me or handle.path != path:
+                    return False
+            elif layer.state is not next(sources, None):
+                return False
+        return True
+
+    def _release(self) -> None:
+        """Unbuild the model: each layer lent to it keeps its weights in its own cell."""
+        slot = self.__dict__.get("_slot")
+        if slot is not None:
+            me = self._weak_self()
+            for _, layer, lendable in self.__dict__.get("_leaf_cache") or ():
+                handle = layer.__dict__.get("_handle_slot")
+                if lendable and handle is not None and handle.owner is me:
+                    handle.state = {c: handles.sub_tree(slot[c], handle.path) for c in ("params", "buffers")}
+                    handle.owner, handle.path = None, ()
+        object.__setattr__(self, "_slot", None)
+        object.__setattr__(self, "_sources", [])
+
+    def _get_cells(self) -> tuple:
+        """Where each layer's weights are now (a snapshot, restored whole by the setter): so that a
+        failed call leaves the model and its layers as they were."""
+        if self._keras_style:
+            return ()
+        cells = []
+        for _, layer, lendable in self._leaves():
+            if lendable:
+                handle = layer._handle()
+                cells.append((layer, handle.owner, handle.path, handle.state))
+            else:
+                cells.append((layer, None, None, layer.state))
+        return tuple(cells)
+
+    def _set_cells(self, cells: tuple) -> None:
+        for layer, owner, path, state in cells:
+            if path is None:
+                layer.state = state
+            else:
+                handle = layer._handle()
+                handle.owner, handle.path, handle.state = owner, path, state
+
+    _cells = property(_get_cells, _set_cells)
+
+    def _lent_state(self) -> dict | None:
+        if self._keras_style:
+            return self._slot_or_built()
+        return self.__dict__.get("_slot")
+
+    def _slot_or_built(self) -> dict | None:
+        try:
+            return self._read_state()
+        except ValueError:
+            return None
+
     def _own_layers(self) -> None:
-        """Make this model the owner of its layers' weights: ``model.get_layer("d").weights``
-        read (and ``set_weights`` replace) the layer's entry in :attr:`state`."""
-        for key, layer in self._state_children().items():
+        """After the layers changed (construction, ``Sequential.add``/``pop``): forget the cached list
+        of layers, and claim those that have no weights and no model yet, so that reading one
+        (``model.get_layer("d").weights``) builds this model when its input shapes are known."""
+        self.__dict__.pop("_leaf_cache", None)
+        if self._keras_style:
+            return
+        for layer in self.layers:
+            if isinstance(layer, InputLayer) and layer._handle().state is None:
+                layer._handle().state = {"params": {}, "buffers": {}}  # never has weights
+        me = self._weak_self()
+        for path, layer, lendable in self._leaves():
             handle = layer._handle()
-            handle.owner, handle.path = weakref.ref(self), (key,)
+            if lendable and handle.state is None and (handle.owner is None or handle.owner() is None):
+                handle.owner, handle.path = me, path
 
     def _read_state(self) -> dict:
         """The handle's state; a model whose input shapes are known is built on first use (from the
@@ -418,6 +568,17 @@ class Model(TrainingAPI, Layer):
         self._check_backend("model(x)")
         if self._keras_style:
             return handles.eager_call(self, args, kwargs)
+        if self.state is None and args:
+            # Build first, so a recording tape sees this very call read the weights (Keras's weights
+            # exist from construction: the first step of a custom loop has gradients). A failing
+            # first call leaves the model unbuilt.
+            with self._restored_on_error():
+                self._build_for_batch(args[0])
+                return self._watched_forward(args, kwargs)
+        return self._watched_forward(args, kwargs)
+
+    def _watched_forward(self, args: tuple, kwargs: dict) -> Any:
+        """The eager forward of ``model(x)``: recording tapes watch the weights it reads."""
         if self.state is not None:
             handles.watch_read(self)
         with collect_losses() as losses:
@@ -440,14 +601,19 @@ class Model(TrainingAPI, Layer):
             return self._own_predict_on_batch(x, training)
         return self._forward_on_batch(x, training)
 
+    def _build_for_batch(self, x: Any) -> None:
+        """Build the handle's state for inputs ``x`` if it has none (callers restore the handle when
+        what follows fails). A graph model's input shapes are known, so ``x`` is unused here."""
+        if self.state is None:
+            self.build()
+
     def _forward_on_batch(self, x: Any, training: bool = False) -> Any:
         """The model's outputs on ``x`` with the handle's state (built first if needed); kept buffers."""
         if self.state is None and self._keras_style:
             with self._restored_on_error():
                 return handles.eager_call(self, (x,), {"training": training})
         with self._restored_on_error():
-            if self.state is None:
-                self.build()
+            self._build_for_batch(x)
             state = self.state
             outputs, new_state = self.apply(state, x, training=training)
         self._keep_updated_buffers(state, new_state)
@@ -510,8 +676,9 @@ class Model(TrainingAPI, Layer):
         move_model(self, name)
 
     def _handle_attributes(self) -> tuple[str, ...]:
-        """Attributes a failed eager call must leave unchanged."""
-        return ("state",)
+        """Attributes a failed eager call must leave unchanged (``_cells``: where each layer's weights
+        are; restored after ``state``)."""
+        return ("state", "_cells")
 
     @contextlib.contextmanager
     def _restored_on_error(self) -> Iterator[None]:
@@ -543,19 +710,30 @@ class Model(TrainingAPI, Layer):
         """Save architecture, compile config, weights and training state to one ``.h5`` file
         (atomically); reload on any backend with :func:`ember.load_model`. A ``.keras`` path writes a
         Keras 3 archive instead (architecture and weights). See :func:`ember.saving.save_model`."""
-        save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
+        with self._restored_on_error():  # a failing save changes nothing
+            self._build_if_shapes_known()
+            save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
+
+    def _build_if_shapes_known(self) -> None:
+        """Create the weights of a model whose input shapes are known and that has none yet (Keras's
+        weights exist from construction), so that it saves what it then computes with."""
+        if self.state is None and self._known_input_shape() is not None:
+            with contextlib.suppress(ValueError):
+                self._read_state()
 
     def save_weights(self, filepath: Any, overwrite: bool = True, format: str = "ember") -> None:
         """Save :attr:`state` (weights only) to an ``.h5`` file. See :func:`ember.saving.save_weights`.
 
         ``format="keras"`` writes Keras 3's ``.weights.h5`` layout instead (what ``keras.Model.load_weights``
         reads; float dtypes only, no checksums)."""
-        if format == "keras":
-            keras_format.save_keras_weights(self, filepath, overwrite=overwrite)
-        elif format == "ember":
-            save_weights(self, filepath, overwrite=overwrite)
-        else:
+        if format not in ("ember", "keras"):
             raise ValueError(f"save_weights: format must be 'ember' or 'keras', received {format!r}")
+        with self._restored_on_error():  # a failing save changes nothing
+            self._build_if_shapes_known()
+            if format == "keras":
+                keras_format.save_keras_weights(self, filepath, overwrite=overwrite)
+            else:
+                save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath: Any, skip_mismatch: bool = False) -> Any:
         """Replace :attr:`state` with the weights of a ``save_weights``/``save`` file, matched by state
@@ -616,12 +794,12 @@ class Model(TrainingAPI, Layer):
         random numbers are drawn and the handle stays unbuilt, so a later ``build(seed=...)``
         or seeded ``fit`` gives the same weights whether or not ``summary`` ran first.
         """
-        saved = self.state
+        cells = self._cells  # a Keras-style layer keeps what its build makes: put back
         try:
             with initializers.shapes_only():
-                return self.build()
+                return self._built_state(None, None, reuse=False)
         finally:
-            object.__setattr__(self, "state", saved)
+            object.__setattr__(self, "_cells", cells)
 
     def summary(self, print_fn: Any = print, line_length: int = 88) -> None:
         """Print a table of layers: name, type, output shape and parameter counts."""
@@ -629,6 +807,39 @@ class Model(TrainingAPI, Layer):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}: {len(self.layers)} layers>"
+
+
+def child_state(layer: Layer, input_shape: Any, seed: int | None, reuse: bool) -> dict:
+    """A layer's part of a model's state: its weights when it has some and ``reuse``, else a fresh
+    build (a nested graph model builds only its layers without weights)."""
+    if isinstance(layer, Model) and not layer._keras_style:
+        return layer._built_state(input_shape, seed, reuse)
+    if reuse:
+        current = layer.state if isinstance(layer, Model) else handles.held_state(layer)
+        if current is not None:
+            return current
+    return layer.build(input_shape, seed=seed)
+
+
+def _assemble(leaves: list) -> dict | None:
+    """A model's state from its layers' weights (None when one has none yet)."""
+    params: dict = {}
+    buffers: dict = {}
+    for path, layer, lendable in leaves:
+        value = handles.held_state(layer) if lendable else layer.state
+        if value is None:
+            return None
+        if value["params"]:
+            _put(params, path, value["params"])
+        if value["buffers"]:
+            _put(buffers, path, value["buffers"])
+    return {"params": params, "buffers": buffers}
+
+
+def _put(tree: dict, path: tuple, value: dict) -> None:
+    for key in path[:-1]:
+        tree = tree.setdefault(key, {})
+    tree[path[-1]] = value
 
 
 class _Same:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ember import ops
+from ember import initializers, ops
 from ember.layers import autocast
 from ember.layers.construction import mark_auto_named
 from ember.layers.core.input_layer import InputLayer
 from ember.layers.layer import Layer, unique_name
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.models.config import auto_named, restore_auto_named
-from ember.models.model import Model, _check_compatible, _checked_rng, _layer_rng, makes_mask, takes_mask
+from ember.models.model import Model, _check_compatible, _checked_rng, _layer_rng, child_state, makes_mask, takes_mask
 from ember.seeds import sub_seed
 from ember.serialization import custom_object_scope, deserialize, serialize
 from ember.symbolic import SymbolicTensor, is_shape
@@ -117,6 +117,7 @@ class Sequential(Model):
         object.__setattr__(self, "state", None)
         self.__dict__.pop("_state_key_map", None)
         self.__dict__.pop("_stage_cache", None)
+        self._own_layers()
         return layer
 
     @property
@@ -150,7 +151,19 @@ class Sequential(Model):
         return shape
 
     def build(self, input_shape: Any = None, seed: int | None = None) -> dict:
-        """Create every layer's state (reproducibly with ``seed``) and store it on the handle."""
+        """Create the state of every layer without weights (reproducibly with ``seed``; a layer that has
+        weights keeps them) and store it on the handle."""
+        shape, state = self._shaped_state(input_shape, seed, reuse=True)
+        if not initializers.in_shapes_only():  # a template's placeholders are nobody's weights
+            object.__setattr__(self, "_build_shape", shape)
+            object.__setattr__(self, "state", state)
+        return state
+
+    def _built_state(self, input_shape: Any, seed: int | None, reuse: bool) -> dict:
+        return self._shaped_state(input_shape, seed, reuse)[1]
+
+    def _shaped_state(self, input_shape: Any, seed: int | None, reuse: bool) -> tuple[tuple, dict]:
+        """The input shape and the state of every layer (see ``Model._built_state``)."""
         shape = input_shape if input_shape is not None else self._known_input_shape()
         if shape is None:
             raise ValueError(
@@ -168,17 +181,13 @@ class Sequential(Model):
         keys = self._state_keys()
         for layer in self._layers:
             key = keys[id(layer)]
-            child = layer.build(current, seed=sub_seed(seed, key))
+            child = child_state(layer, current, sub_seed(seed, key), reuse)
             if child["params"]:
                 params[key] = child["params"]
             if child["buffers"]:
                 buffers[key] = child["buffers"]
             current = _checked_output_shape(layer, current)
-        object.__setattr__(self, "_build_shape", shape)
-        state = {"params": params, "buffers": buffers}
-        object.__setattr__(self, "state", state)
-        self._own_layers()
-        return state
+        return shape, {"params": params, "buffers": buffers}
 
     def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
         x = inputs._native if getattr(type(inputs), "__ember_tensor__", False) else inputs
@@ -222,19 +231,23 @@ class Sequential(Model):
             object.__setattr__(self, "_stage_cache", stages)
         return stages
 
+    def _build_for_batch(self, x: Any) -> None:
+        """Build the handle's state if it has none: for the input shape, else ``x``'s (see ``Model``)."""
+        if self.state is None:
+            native = x._native if getattr(type(x), "__ember_tensor__", False) else x
+            shape = self._known_input_shape() or (None,) + tuple(ops.shape(ops.convert_to_tensor(native)))[1:]
+            self.build(shape)
+
     def _forward_on_batch(self, x: Any, training: bool = False) -> Any:
         with self._restored_on_error():
-            if self.state is None:
-                native = x._native if getattr(type(x), "__ember_tensor__", False) else x
-                shape = self._known_input_shape() or (None,) + tuple(ops.shape(ops.convert_to_tensor(native)))[1:]
-                self.build(shape)
+            self._build_for_batch(x)
             state = self.state
             outputs, new_state = self.apply(state, x, training=training)
         self._keep_updated_buffers(state, new_state)
         return outputs
 
     def _handle_attributes(self) -> tuple[str, ...]:
-        return ("state", "_build_shape")
+        return (*super()._handle_attributes(), "_build_shape")
 
     # --- config ---------------------------------------------------------------------------
     def get_config(self) -> dict:

@@ -6,8 +6,10 @@ does: a GAN, a custom loss, extra metrics), the loops here run it eagerly on eac
 use the logs dict it returns, as Keras does. The step works on the model as a Keras user
 writes it: ``self(x, training=True)`` inside an :class:`ember.GradientTape`,
 ``self.compute_loss(...)``, ``self.trainable_variables``, ``self.optimizer.apply(...)``,
-``self.compute_metrics(...)`` / ``self.metrics``. Without an override ``fit`` keeps its fast
-pure step (:mod:`ember.training.loops`); nothing here runs.
+``self.compute_metrics(...)`` / ``self.metrics``. A model that overrides only ``compute_loss``
+(Keras 3's way to change the loss alone, e.g. a distiller's student plus distillation loss) runs
+the default ``train_step``/``test_step`` here, which call its ``compute_loss`` as Keras's do.
+Without an override ``fit`` keeps its fast pure step (:mod:`ember.training.loops`); nothing here runs.
 
 :class:`StepMetrics` holds the stateful metrics those methods report: the loss tracker
 (``Mean(name="loss")``, first in ``model.metrics`` as in Keras) and :class:`CompiledMetrics`,
@@ -46,8 +48,10 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -137,6 +141,25 @@ def metric_results(metrics: list) -> dict:
         else:
             logs[metric.name] = value
     return logs
+
+
+_TAKES_TRAINING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # compute_loss -> bool
+
+
+def takes_training(compute_loss: Any) -> bool:
+    """Whether a ``compute_loss`` function has a parameter named ``training`` (Keras 3's signature;
+    its earlier one had ``allow_empty``): the default steps pass ``training`` only then, as Keras's.
+
+    Example:
+        >>> def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, allow_empty=False): ...
+        >>> takes_training(compute_loss)
+        False
+    """
+    known = _TAKES_TRAINING.get(compute_loss)
+    if known is None:
+        known = "training" in inspect.signature(compute_loss).parameters
+        _TAKES_TRAINING[compute_loss] = known
+    return known
 
 
 # ============================================================================ logs

@@ -51,6 +51,17 @@ class TrainingHandle:
     resume: dict | None = None
     step_metrics: Any = None
 
+    def current_opt_state(self) -> Any:
+        """The optimizer state of the last step: the running ``fit``'s, else the one kept on the handle
+        (None before any step). Its ``iterations`` is what ``model.optimizer.iterations`` reports.
+
+        Example:
+            >>> TrainingHandle(opt_state={"iterations": 3}).current_opt_state()["iterations"]
+            3
+        """
+        live = self.live_state
+        return self.opt_state if live is None else live.state["optimizer"]
+
     @property
     def compiled(self) -> bool:
         """Whether ``compile`` has given this handle a trainer."""

@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import numbers
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -64,6 +65,7 @@ from ember.training.distributed import ShardedAdapter, check_same_weights
 from ember.training.handle import TrainingHandle
 from ember.training.loops import FitLoop, evaluate_state, predict_state, to_floats
 from ember.training.metrics import Metric
+from ember.training.optimizers import variable_updates
 from ember.training.steps import batch_size_of
 from ember.training.trainer import Trainer
 
@@ -153,6 +155,18 @@ def _flat_values(logs: dict) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+def _opt_state_reader(model: Any) -> Callable[[], Any]:
+    """A function returning ``model``'s current optimizer state (None once the model is gone: the
+    function holds it weakly, so an optimizer outliving its model keeps nothing alive)."""
+    ref = weakref.ref(model)
+
+    def read() -> Any:
+        alive = ref()
+        return None if alive is None else alive._training.current_opt_state()
+
+    return read
+
+
 def _no_strategy(strategy: Any, method: str) -> None:
     if strategy is not None:
         raise NotImplementedError(
@@ -233,6 +247,17 @@ class TrainingAPI:
         self._training = TrainingHandle(trainer=trainer, compile_config={  # saved by model.save (ember.saving)
             "loss": loss, "loss_weights": loss_weights, "metrics": metrics, "weighted_metrics": weighted_metrics,
             "run_eagerly": run_eagerly, "jit_compile": jit_compile, "seed": seed})
+        self._count_steps_here(trainer)
+
+    def _count_steps_here(self, trainer: Any) -> None:
+        """Point ``trainer.optimizer.iterations`` (and a loss-scaling wrapper's inner optimizer's) at
+        the step counter of this model's optimizer state, which ``fit``, ``train_on_batch``,
+        checkpoints and ``BackupAndRestore`` keep; an ``optimizer.apply`` call counts its own instead."""
+        reader = _opt_state_reader(self)
+        optimizer = trainer.optimizer
+        for each in (optimizer, getattr(optimizer, "inner_optimizer", None)):
+            if each is not None:
+                variable_updates.count_steps_from(each, reader)
 
     def _trainer(self, caller: str) -> Any:
         trainer = self._training.trainer
@@ -318,6 +343,7 @@ class TrainingAPI:
             opt_state = None
         state = trainer.init_state(self.state, seed=seed, opt_state=opt_state)
         self._training.opt_spec = spec
+        self._count_steps_here(trainer)
         return state
 
     def _donatable(self, state: dict, restore_point: dict) -> frozenset:
@@ -406,9 +432,10 @@ class TrainingAPI:
         iterator = EpochIterator(adapter, steps_per_epoch)
         validation = self._validation_iterator(validation_data, validation_batch_size or batch_size,
                                                validation_steps, strategy)
-        if self._overrides("train_step"):
+        own_step = self._own_step("train_step")
+        if own_step is not None:
             return self._fit_with_own_step(trainer, adapter, iterator, validation, callbacks, verbose, epochs,
-                                           initial_epoch, validation_freq, seed, strategy)
+                                           initial_epoch, validation_freq, seed, strategy, own_step)
         restore_point: dict | None = self._snapshot()
         loop = None
         try:
@@ -449,9 +476,10 @@ class TrainingAPI:
 
     def _fit_with_own_step(self, trainer: Any, adapter: Any, iterator: Any, validation: Any, callbacks: Any,
                            verbose: int, epochs: int, initial_epoch: int, validation_freq: Any, seed: int,
-                           strategy: Any) -> Any:
-        """``fit`` with the model's own ``train_step`` (see :mod:`ember.training.custom_steps`)."""
-        _no_strategy(strategy, "train_step")
+                           strategy: Any, own_step: str) -> Any:
+        """``fit`` with the model's own ``train_step``, or the default one calling its own ``compute_loss``
+        (``own_step`` names the overridden method; see :mod:`ember.training.custom_steps`)."""
+        _no_strategy(strategy, own_step)
         restore_point = self._snapshot()
         loop = None
         try:
@@ -481,8 +509,9 @@ class TrainingAPI:
         ``keep_state`` receives the last model state of the built-in loop (stateful RNNs' carried
         states); ``evaluate`` passes it, validation inside ``fit`` does not.
         """
-        if self._overrides("test_step"):
-            _no_strategy(strategy, "test_step")
+        own_step = self._own_step("test_step")
+        if own_step is not None:
+            _no_strategy(strategy, own_step)
             return custom_steps.custom_evaluate(self, iterator, callback_list, caller)
         return evaluate_state(trainer, self.state, iterator, callback_list, strategy, caller=caller,
                               keep_state=keep_state)
@@ -522,7 +551,7 @@ class TrainingAPI:
         saved = self._snapshot()
         try:
             first = adapter.peek()
-            own_step = self._overrides("test_step")
+            own_step = self._own_step("test_step") is not None
             if self._has_forward():
                 self._ensure_built(first[0], 0)
             if not own_step:
@@ -590,7 +619,7 @@ class TrainingAPI:
         trainer = self._trainer("train_on_batch")
         self._check_backend("train_on_batch")
         batch = native_batch(x, y, sample_weight, check_class_weight(class_weight))
-        if self._overrides("train_step"):
+        if self._own_step("train_step") is not None:
             return self._own_step_on_batch("train_step", batch, return_dict)
         saved = self._snapshot()
         try:
@@ -616,7 +645,7 @@ class TrainingAPI:
         trainer = self._trainer("test_on_batch")
         self._check_backend("test_on_batch")
         batch = native_batch(x, y, sample_weight)
-        if self._overrides("test_step"):
+        if self._own_step("test_step") is not None:
             return self._own_step_on_batch("test_step", batch, return_dict)
         saved = self._snapshot()
         try:
@@ -662,6 +691,14 @@ class TrainingAPI:
         """Whether the model's class overrides the step method ``name`` (``"train_step"`` ...)."""
         return getattr(type(self), name) is not getattr(TrainingAPI, name)
 
+    def _own_step(self, step: str) -> str | None:
+        """The overridden method that makes the loops run the Keras-style ``step`` (``"train_step"`` or
+        ``"test_step"``) instead of the fused pure one: ``step`` itself, or ``compute_loss``, which the
+        default steps call as Keras's do; None when neither is overridden (the fast path)."""
+        if self._overrides(step):
+            return step
+        return "compute_loss" if self._overrides("compute_loss") else None
+
     def _has_forward(self) -> bool:
         """Whether the model computes outputs itself (a graph, or a subclass's ``call``): a Keras-style
         model without ``call`` (a GAN holding two models) is never built by ``fit``."""
@@ -698,6 +735,9 @@ class TrainingAPI:
         ``add_loss`` values of the last call and the weight penalties), as a native scalar a
         :class:`ember.GradientTape` differentiates. ``x`` and ``training`` are accepted as in Keras.
 
+        Override it (Keras 3's signature) to change the loss alone: ``fit``, ``evaluate`` and the batch
+        methods then run the default :meth:`train_step`/:meth:`test_step`, which call the override.
+
         Raises:
             ValueError: before :meth:`compile`, or when there is no loss at all.
         """
@@ -715,6 +755,13 @@ class TrainingAPI:
             raise ValueError("compute_loss: no loss to compute; pass `loss=` to compile() (or give the model layers "
                              "that add losses)")
         return total
+
+    def _compute_loss(self, x: Any, y: Any, y_pred: Any, sample_weight: Any, training: bool) -> Any:
+        """:meth:`compute_loss` as the default steps call it: ``training`` is passed only to an override
+        that accepts it (Keras 3's earlier signature had ``allow_empty`` instead), as Keras does."""
+        if custom_steps.takes_training(type(self).compute_loss):
+            return self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training)
+        return self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
 
     def compute_metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> dict:
         """Update the compiled metrics with one batch and return :meth:`get_metrics_result` (Keras's
@@ -743,10 +790,11 @@ class TrainingAPI:
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         with GradientTape() as tape:
             y_pred = self(x, training=True)
-            loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
+            loss = self._compute_loss(x, y, y_pred, sample_weight, training=True)
+            scaled = self.optimizer.scale_loss(loss)  # a LossScaleOptimizer's scale (mixed_float16), as Keras
         variables = self.trainable_variables
         if variables:
-            self.optimizer.apply(tape.gradient(loss, variables), variables)
+            self.optimizer.apply(tape.gradient(scaled, variables), variables)
         return self._track_loss_and_metrics(loss, x, y, y_pred, sample_weight)
 
     def test_step(self, data: Any) -> dict:
@@ -754,7 +802,7 @@ class TrainingAPI:
         ``evaluate`` and ``fit``'s validation. Returns the logs of :attr:`metrics`."""
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         y_pred = self(x, training=False)
-        loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
+        loss = self._compute_loss(x, y, y_pred, sample_weight, training=False)
         return self._track_loss_and_metrics(loss, x, y, y_pred, sample_weight)
 
     def predict_step(self, data: Any) -> Any:

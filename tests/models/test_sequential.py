@@ -73,13 +73,18 @@ def test_add_and_pop():
     model.add(layers.Dense(2, name="second"))
     assert [layer.name for layer in model.layers] == ["first", "second"]
     model.build(seed=0)
+    first = model.get_layer("first").get_weights()
     popped = model.pop()
     assert popped.name == "second"
-    assert model.state is None  # the architecture changed: the state is dropped
+    # Keras: each layer keeps its weights; the model's state is what its layers have
+    assert sorted(model.state["params"]) == ["first"]
     assert [layer.name for layer in model.layers] == ["first"]
     model.add(layers.Dense(6, name="third"))
     assert model.compute_output_shape() == (None, 6)
+    assert model.state is None  # "third" has no weights yet
     assert sorted(model.build(seed=1)["params"]) == ["first", "third"]
+    for kept, now in zip(first, model.get_layer("first").get_weights()):
+        np.testing.assert_array_equal(kept, now)  # building again never re-initialises a layer
     model.pop()
     model.pop()
     with pytest.raises(ValueError, match="'grow': pop\\(\\) on a model with no layers"):

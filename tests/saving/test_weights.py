@@ -122,8 +122,11 @@ def test_weights_from_a_full_model_file_and_kind_errors(tmp_path):
 
 def test_save_weights_arguments(tmp_path):
     model = _mlp()
-    with pytest.raises(ValueError, match="no weights yet"):
-        model.save_weights(tmp_path / "w.h5")
+    with pytest.raises(ValueError, match="must end with '.h5'"):
+        model.save_weights(tmp_path / "w.keras")
+    assert model.state is None  # a failing save changes nothing
+    with pytest.raises(ValueError, match="no weights yet"):  # no input shape to build from
+        ember.Sequential([layers.Dense(2)]).save_weights(tmp_path / "w.h5")
     model.build(seed=0)
     with pytest.raises(ValueError, match="must end with '.h5'"):
         model.save_weights(tmp_path / "w.keras")

@@ -9,6 +9,11 @@ keeps each group's ``opt_state`` (slots and ``iterations``) between calls, as a 
 optimizer holds its slot variables; a float ``learning_rate`` set on the optimizer (by the user
 or a callback such as ``LearningRateScheduler``) takes effect at the next call.
 
+``optimizer.iterations`` counts the updates of whichever user of the optimizer ran last: the
+calls above, or the steps of ``fit``/``train_on_batch`` of the model it was compiled with, whose
+optimizer state (the trainer's, saved with checkpoints and restored by ``BackupAndRestore``)
+holds the counter; :func:`count_steps_from` points the optimizer at that state.
+
 Example:
     >>> import numpy as np
     >>> import ember
@@ -28,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from ember import ops
@@ -85,13 +91,41 @@ def apply_to_variables(optimizer: Any, grads: list, variables: list) -> None:
         owner._write_state(state)
         states[slot_key] = (_weak(owner), opt_state, optimizer.learning_rate)
         optimizer.__dict__["_last_iterations"] = opt_state["iterations"]
+        optimizer.__dict__["_iterations_source"] = None  # counted here now, not in a model's training state
 
 
 def _weak(owner: Any) -> Any:
     return weakref.ref(owner)
 
 
+def count_steps_from(optimizer: Any, read_opt_state: Callable[[], Any]) -> None:
+    """Make ``optimizer.iterations`` read the step counter of the optimizer state that
+    ``read_opt_state()`` returns (None: no step yet), until :func:`apply_to_variables` or another
+    call of this function points it elsewhere. ``compile``, ``fit`` and ``train_on_batch`` point it
+    at their model's training state, which already counts the steps: no second counter is kept.
+
+    Example:
+        >>> import ember
+        >>> from ember import ops
+        >>> ember.set_backend("numpy")
+        >>> opt = ember.optimizers.SGD(0.1)
+        >>> state = opt.init({"w": ops.zeros((2,))})
+        >>> _, state = opt.apply_gradients({"w": ops.ones((2,))}, state, {"w": ops.zeros((2,))})
+        >>> count_steps_from(opt, lambda: state)
+        >>> int(opt.iterations)
+        1
+    """
+    optimizer.__dict__["_iterations_source"] = read_opt_state
+
+
 def iterations(optimizer: Any) -> Any:
-    """Updates applied by the last :func:`apply_to_variables` group (0 before any)."""
+    """The updates ``optimizer`` applied (0 before any): those of the optimizer state that
+    :func:`count_steps_from` named, else those of the last :func:`apply_to_variables` group. A copy of
+    the counter, as a native 0-d integer array (``fit`` may update the state's own in place)."""
+    source = optimizer.__dict__.get("_iterations_source")
+    if source is not None:
+        opt_state = source()
+        value = None if not isinstance(opt_state, dict) else opt_state.get("iterations")
+        return ops.convert_to_tensor(0) if value is None else ops.copy(value)
     value = optimizer.__dict__.get("_last_iterations")
     return ops.convert_to_tensor(0) if value is None else value
