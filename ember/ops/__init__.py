@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import pkgutil
 import sys
 
 from ember import backends as _backends
@@ -32,9 +33,14 @@ def _install(tables: dict) -> None:
         vars(_MODULES[namespace]).update(table)
 
 
+# The sub-modules of ``ember.ops``: ``from ember.ops import extra`` asks this module for ``extra`` before
+# importing it, which must not select a backend (that would import torch on ``import ember``).
+_SUBMODULES = frozenset(info.name for info in pkgutil.iter_modules(__path__))
+
+
 def _select_on_first_use(namespace: str, name: str):
     """Module ``__getattr__``: the first op looked up before any backend is active selects one."""
-    if name.startswith("_"):  # dunders, and private submodules (``from ember.ops import _spec``) being imported
+    if name.startswith("_") or name in _SUBMODULES:  # dunders, and sub-modules being imported
         raise AttributeError(name)
     if _backends._active is None:
         _backends.current()  # binds the default backend's functions into every namespace
