@@ -36,16 +36,24 @@ class Node:
         structure: how to rebuild the outputs structure from the flat list.
         kwargs: keyword arguments of the call, passed to ``layer.apply`` when the model
             runs; symbolic tensors among them (``attention_mask=``) are graph inputs too.
+        training: the mode fixed by the call (``base(x, training=False)``: the layer runs in
+            inference mode whatever the model's call says, as Keras); None follows the model's.
     """
 
-    __slots__ = ("layer", "inputs", "outputs", "structure", "kwargs")
+    __slots__ = ("layer", "inputs", "outputs", "structure", "kwargs", "training")
 
-    def __init__(self, layer: Any, inputs: Any, kwargs: dict | None = None) -> None:
+    def __init__(self, layer: Any, inputs: Any, kwargs: dict | None = None, training: bool | None = None) -> None:
         self.layer = layer
         self.inputs = inputs
         self.outputs: list[SymbolicTensor] = []
         self.structure: Any = None
         self.kwargs = dict(kwargs or {})
+        self.training = training
+
+    def call_kwargs(self) -> dict:
+        """The call's keyword arguments as written: :attr:`kwargs`, plus ``training`` when the call
+        fixed it (what configs and clones record, Keras's ``{"training": false}``)."""
+        return self.kwargs if self.training is None else {**self.kwargs, "training": self.training}
 
     def input_tensors(self) -> list[SymbolicTensor]:
         """Every symbolic tensor the call reads: its inputs, then those among its kwargs."""
@@ -147,6 +155,69 @@ def shape_kwargs(layer: Any, kwargs: dict) -> dict:
     return {k: replace_symbolic(v, lambda t: t.shape) for k, v in kwargs.items() if k in names}
 
 
+def record_node(layer: Any, node: Node) -> None:
+    """Remember ``node`` as one of ``layer``'s symbolic calls (``layer.input``/``layer.output``)."""
+    handle = getattr(layer, "_handle", None)
+    if handle is not None:
+        handle().inbound_nodes.append(node)
+
+
+def inbound_nodes(layer: Any) -> list[Node]:
+    """``layer``'s symbolic calls, first call first (a Sequential that holds the layer records its
+    graph on first asking)."""
+    handle = layer._handle()
+    if not handle.inbound_nodes and handle.owner is not None:
+        owner = handle.owner()
+        chain = getattr(owner, "_symbolic_chain", None)
+        if chain is not None:
+            chain()
+    return handle.inbound_nodes
+
+
+def _single(values: list) -> Any:
+    return values[0] if len(values) == 1 else list(values)
+
+
+def node_tensors(layer: Any, attribute: str, what: str) -> Any:
+    """``layer.input``/``layer.output``: the input or output tensor(s) of the layer's first symbolic
+    call (one tensor, or the call's structure: a list for several), as Keras 3 reads them.
+
+    Raises:
+        AttributeError: the layer was never called on symbolic tensors.
+    """
+    nodes = inbound_nodes(layer)
+    if not nodes:
+        raise AttributeError(f"Layer {layer.name!r} has never been called on symbolic tensors and thus has no "
+                             f"defined {what}; call it on ember.Input(...) tensors (or use it in a model) first")
+    node = nodes[0]
+    if attribute == "input" and node.inputs is not None:  # an InputLayer's input is its output
+        return node.inputs
+    return node.outputs[0] if node.structure is None else optree.tree_unflatten(node.structure, node.outputs)
+
+
+def node_shapes(layer: Any, attribute: str, what: str) -> Any:
+    """``layer.input_shape``/``layer.output_shape``: the shape(s) of :func:`node_tensors`, the same at
+    every call of the layer.
+
+    Raises:
+        AttributeError: the layer was never called on symbolic tensors, or its calls have different
+            shapes (then each call's tensors are in ``layer.input``/a model's graph, not one shape).
+    """
+    node_tensors(layer, attribute, what)  # the never-called error
+    shapes = []
+    for node in inbound_nodes(layer):
+        tensors = node.inputs if attribute == "input" and node.inputs is not None else (
+            node.outputs[0] if node.structure is None else optree.tree_unflatten(node.structure, node.outputs))
+        shape = shapes_of(tensors)
+        if shape not in shapes:
+            shapes.append(shape)
+    if len(shapes) > 1:
+        raise AttributeError(f"Layer {layer.name!r} has multiple inbound nodes with different {what}s {shapes}, "
+                             f"hence the notion of its {what} is ill-defined; read the tensors of one call "
+                             f"instead (layer.{attribute} is the first call's)")
+    return shapes[0]
+
+
 def call_symbolic(layer: Any, inputs: Any, *more_inputs: Any, **kwargs: Any) -> Any:
     """Record ``layer(inputs)`` in the graph and return its symbolic output(s).
 
@@ -154,10 +225,15 @@ def call_symbolic(layer: Any, inputs: Any, *more_inputs: Any, **kwargs: Any) -> 
     ``[query, value]``, the layer's ``inputs``. Keyword arguments are recorded on the
     node and passed to ``layer.apply`` when the model runs; they may hold symbolic
     tensors (``attention_mask=mask_input``), which then feed the node like inputs.
+    ``training=True``/``False`` fixes the mode this call runs in (Keras: ``base(x, training=False)``
+    keeps a fine-tuned base's BatchNormalization in inference mode while the model trains).
     """
-    for key in ("training", "rng", "state"):
+    for key in ("rng", "state"):
         if key in kwargs:
             raise TypeError(f"{layer.name}: {key!r} is given when the model runs, not when the graph is built")
+    training = kwargs.pop("training", None)
+    if training is not None and not isinstance(training, bool):
+        raise TypeError(f"layer {layer.name!r}: training must be True, False or None, received {training!r}")
     if more_inputs:
         for position, value in enumerate(more_inputs, start=2):
             if not isinstance(value, SymbolicTensor):
@@ -188,7 +264,8 @@ def call_symbolic(layer: Any, inputs: Any, *more_inputs: Any, **kwargs: Any) -> 
             message = (f"layer {layer.name!r} ({type(layer).__name__}) "
                        f"cannot take inputs of shape {input_shapes}: {message}")
         raise type(error)(message) from None
-    node = Node(layer, inputs, kwargs)
+    node = Node(layer, inputs, kwargs, training)
+    record_node(layer, node)
     dtype = layer.output_dtype(_first_dtype(inputs)) if hasattr(layer, "output_dtype") else _first_dtype(inputs)
     if is_shape(output_shapes):
         node.outputs = [SymbolicTensor(output_shapes, dtype, layer.name, node, 0)]

@@ -33,10 +33,12 @@ class LayerHandle:
     ``state`` is the layer's own state (after ``layer(x)`` or ``set_weights``) unless
     ``owner`` (a weak reference to the model or Keras-style parent whose state holds this
     layer's entry under ``path``) is set. ``losses`` are the ``add_loss`` values of the last
-    eager call. Not configuration: not part of the pytree, the config or equality.
+    eager call. ``inbound_nodes`` are the layer's symbolic calls (:class:`ember.symbolic.Node`),
+    in call order: ``layer.input``/``layer.output`` read the first (Keras's rule). Not
+    configuration: not part of the pytree, the config or equality.
     """
 
-    __slots__ = ("state", "owner", "path", "losses", "build_shape")
+    __slots__ = ("state", "owner", "path", "losses", "build_shape", "inbound_nodes")
 
     def __init__(self) -> None:
         self.state: dict | None = None
@@ -44,6 +46,7 @@ class LayerHandle:
         self.path: tuple = ()
         self.losses: list = []
         self.build_shape: Any = None
+        self.inbound_nodes: list = []
 
 
 class LayerType(type):

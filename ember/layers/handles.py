@@ -218,8 +218,10 @@ def set_weights(layer: Any, weights: list) -> None:
     state = layer._read_state()
     new = {"params": state["params"], "buffers": state["buffers"]}
     for variable, value in zip(variables, weights):
-        array = np.asarray(value._native if getattr(type(value), "__ember_tensor__", False) and
-                           not ops.is_array(value) else value)
+        # A copy, as Keras's assign: on torch the weight would otherwise share the caller's memory,
+        # which the optimizer's in-place updates would then change.
+        array = np.array(value._native if getattr(type(value), "__ember_tensor__", False) and
+                         not ops.is_array(value) else value, copy=True)
         current = _lookup(new, variable._state_path)
         if tuple(array.shape) != tuple(ops.shape(current)):
             raise ValueError(f"{layer.name}.set_weights: weight {variable.path!r} has shape "

@@ -40,19 +40,20 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import optree
 
-from ember import dtype_policies, dtypes, ops
+from ember import dtype_policies, dtypes, initializers, ops
 from ember.layers import scope
 from ember.layers.construction import LayerHandle, LayerType
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.layers.variable import Variable
 from ember.layers.weights import WeightSpec, create_weights, spec_constraints, spec_penalties
 from ember.serialization import deserialize, register_serializable, serialize
-from ember.symbolic import call_symbolic, is_symbolic
+from ember.symbolic import call_symbolic, is_symbolic, node_shapes, node_tensors
 from ember.utils.naming import to_snake_case
 
 if TYPE_CHECKING:
@@ -235,7 +236,9 @@ class Layer(metaclass=LayerType):
         cls._keras_style = keras  # in every class's own __dict__ (keras_object reads it there)
         if keras:
             _setup_keras_class(cls)
-        elif cls._config_dataclass:
+        elif "build" in cls.__dict__ and not getattr(cls, "_owns_state", False):
+            cls.build = _keeping_build(cls.__dict__["build"])  # type: ignore[method-assign]  # Keras's build(shape)
+        if not keras and cls._config_dataclass:
             dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
             # The frozen dataclass installs its own __setattr__; ours says what to do instead.
             cls.__setattr__ = _layer_setattr  # type: ignore[method-assign,assignment]  # replaces the dataclass's
@@ -346,7 +349,13 @@ class Layer(metaclass=LayerType):
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         """Create this layer's variables for inputs of ``input_shape`` from :meth:`weight_specs`
-        (each seeded by ``derive_seed(seed, name)``); none by default."""
+        (each seeded by ``derive_seed(seed, name)``); none by default.
+
+        Two uses, told apart by ``seed``: ``state = layer.build(shape, seed=0)`` (``seed`` given, None
+        included) is the pure core's: it returns a fresh state and keeps nothing. ``layer.build(shape)``
+        (no ``seed`` argument) is Keras's: the state, drawn from the global initializer stream, also
+        becomes the layer's own weights (``layer.weights``, ``get_weights``, ``set_weights``, and a model
+        built over the layer reuses them), unless a model or a Keras-style parent holds the layer."""
         specs = self.weight_specs(input_shape)
         if not specs:
             self.compute_output_shape(input_shape)  # validates the shape
@@ -455,6 +464,24 @@ class Layer(metaclass=LayerType):
         """``{state key: sub-layer}`` for the sub-layers whose states nest in this layer's state."""
         return {sub.name: sub for sub in self.sublayers()}
 
+    # --- the symbolic surface (Keras's layer.input/output after a call on symbolic tensors) ----------
+    def __getattr__(self, key: str) -> Any:
+        """``layer.input``/``layer.output``: the tensor(s) of the layer's first call on symbolic tensors
+        (Keras 3's rule; ``ember.Model(inputs=model.input, outputs=model.get_layer("x").output)`` builds
+        a sub-model over the same layers and weights); ``layer.input_shape``/``output_shape``: their
+        shapes, the same at every call. An AttributeError when the layer was never called on symbolic
+        tensors (or, for the shapes, was called on inputs of different shapes). Looked up only when
+        the layer has no such attribute of its own (a field, or what a custom ``__init__`` stored), so
+        that a config field such as ``EinsumDense.output_shape`` keeps its meaning."""
+        found = _SYMBOLIC_ATTRIBUTES.get(key)
+        if found is None:
+            prop = getattr(type(self), key, None)
+            if isinstance(prop, property) and prop.fget is not None:  # a property's own AttributeError
+                return prop.fget(self)  # (Python would otherwise replace its message with ours)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
+        attribute, read = found
+        return read(self, attribute, key.replace("_", " "))
+
     @property
     def built(self) -> bool:
         """Whether the layer's weights exist (own, or in a built model that holds it)."""
@@ -561,12 +588,48 @@ def _layer_setattr(self: Layer, key: str, value: Any) -> None:
     if key == "trainable":
         if not isinstance(value, bool):
             raise TypeError(f"{self.name}: trainable must be a bool, received {value!r}")
-        object.__setattr__(self, key, value)
+        set_trainable(self, value)
         return
     if self._keras_style:
         raise AttributeError(f"Layer {self.name!r} is immutable once constructed: set {key!r} in __init__ "
                              f"(or a weight with self.add_weight in build)")
     raise AttributeError(f"Layer {self.name!r} is immutable: create a new one with layer.replace({key}=...)")
+
+
+_SYMBOLIC_ATTRIBUTES = {"input": ("input", node_tensors), "output": ("output", node_tensors),
+                        "input_shape": ("input", node_shapes), "output_shape": ("output", node_shapes)}
+
+
+def _keeping_build(build: Any) -> Any:
+    """``build`` of a built-in (non Keras-style) class: called without ``seed`` on a layer that no model
+    or parent holds, it keeps the state as the layer's weights (see :meth:`Layer.build`)."""
+
+    @functools.wraps(build)
+    def keeping(self: Layer, input_shape: Any, *args: Any, **kwargs: Any) -> dict:
+        state = build(self, input_shape, *args, **kwargs)
+        if not args and "seed" not in kwargs and not initializers.in_shapes_only() and scope.top() is None:
+            handle = self._handle()
+            if handle.owner is None or handle.owner() is None:
+                handle.owner, handle.path, handle.state = None, (), state
+        return state
+
+    return keeping
+
+
+def set_trainable(layer: Layer, value: bool) -> None:
+    """``layer.trainable = value`` as in Keras: on the layer and on every layer under it (sub-layers,
+    a model's layers, nested models' layers, recursively), each once. A later ``compile`` trains
+    what is trainable then; a layer set back to True under a frozen parent stays frozen as long as
+    the parent is (``ember.training.steps.trainable_mask``)."""
+    seen: set[int] = set()
+    pending = [layer]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        object.__setattr__(current, "trainable", value)
+        pending.extend(current._state_children().values())
 
 
 def _policy_name(dtype: Any, layer_name: str) -> str | None:
@@ -586,6 +649,7 @@ def _immutable_delattr(self: Layer, key: str) -> None:
     raise AttributeError(f"Layer {self.name!r} is immutable: attributes cannot be deleted")
 
 
+Layer.build = _keeping_build(Layer.__dict__["build"])  # type: ignore[method-assign]  # (see __init_subclass__)
 Layer.__setattr__ = _layer_setattr  # type: ignore[method-assign,assignment]  # replaces the frozen dataclass's
 Layer.__delattr__ = _immutable_delattr  # type: ignore[method-assign,assignment]  # (same)
 

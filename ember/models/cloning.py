@@ -57,7 +57,7 @@ def clone_model(model: Model, input_tensors: Any = None, clone_function: Callabl
     Args:
         model: an ``ember.Model`` or ``Sequential``.
         input_tensors: symbolic tensors (``ember.Input``) to build the clone on, in the structure of
-            ``model.inputs`` (a Sequential: one tensor); new inputs like the original's when None.
+            ``model.input`` (a Sequential: one tensor); new inputs like the original's when None.
         clone_function: ``layer -> new layer`` for each layer (each shared layer once).
         call_function: ``(layer, inputs, **kwargs) -> outputs`` to call each cloned layer of a
             functional model (default: ``layer(inputs, **kwargs)``).
@@ -119,14 +119,14 @@ def _clone_sequential(model: Sequential, input_tensors: Any, new_layer: Callable
 def _clone_functional(model: Model, input_tensors: Any, new_layer: Callable, call_function: Callable | None) -> Model:
     mapping: dict[int, SymbolicTensor] = {}
     if input_tensors is None:
-        new_inputs = optree.tree_map(lambda t: _clone_input(t.node.layer), model.inputs,
+        new_inputs = optree.tree_map(lambda t: _clone_input(t.node.layer), model._inputs_struct,
                                      is_leaf=_is_tensor)
     else:
         new_inputs = input_tensors
         given = optree.tree_leaves(input_tensors, is_leaf=_is_tensor, none_is_leaf=False)
         if len(given) != len(model._input_list) or not all(_is_tensor(t) for t in given):
             raise ValueError(f"clone_model: input_tensors must be {len(model._input_list)} symbolic tensor(s) "
-                             f"like model.inputs, received {input_tensors!r}")
+                             f"like model._inputs_struct, received {input_tensors!r}")
     for old, new in zip(model._input_list, optree.tree_leaves(new_inputs, is_leaf=_is_tensor, none_is_leaf=False)):
         mapping[old.uid] = new
     for node in model._nodes:
@@ -134,11 +134,11 @@ def _clone_functional(model: Model, input_tensors: Any, new_layer: Callable, cal
             continue
         layer = new_layer(node.layer)
         inputs = optree.tree_map(lambda t: mapping[t.uid], node.inputs, is_leaf=_is_tensor)
-        kwargs = replace_symbolic(node.kwargs, lambda t: mapping[t.uid]) if node.kwargs else {}
+        kwargs = replace_symbolic(node.call_kwargs(), lambda t: mapping[t.uid])
         outputs = call_function(layer, inputs, **kwargs) if call_function else layer(inputs, **kwargs)
         flat = optree.tree_leaves(outputs, is_leaf=_is_tensor, none_is_leaf=False)
         for old, new in zip(node.outputs, flat):
             mapping[old.uid] = new
-    new_outputs = optree.tree_map(lambda t: mapping[t.uid], model.outputs, is_leaf=_is_tensor)
+    new_outputs = optree.tree_map(lambda t: mapping[t.uid], model._outputs_struct, is_leaf=_is_tensor)
     return type(model)(new_inputs, new_outputs, name=model.name, trainable=model.trainable) \
         if type(model) is Model else Model(new_inputs, new_outputs, name=model.name, trainable=model.trainable)

@@ -67,7 +67,7 @@ def functional_config(model: Any) -> dict:
         nodes.append({
             "layer": node.layer.name,
             "inputs": optree.tree_map(ref, node.inputs, is_leaf=_is_sym),
-            "kwargs": serialize(replace_symbolic(node.kwargs, lambda t: {_TENSOR_KEY: ref(t)})),
+            "kwargs": serialize(replace_symbolic(node.call_kwargs(), lambda t: {_TENSOR_KEY: ref(t)})),
         })
     layers = [{"class_name": serialize(layer)["class_name"], "config": layer.get_config(), "name": layer.name}
               for layer in model._layers]
@@ -76,8 +76,8 @@ def functional_config(model: Any) -> dict:
         "trainable": model.trainable,
         "layers": layers,
         "nodes": nodes,
-        "inputs": optree.tree_map(ref, model.inputs, is_leaf=_is_sym),
-        "outputs": optree.tree_map(ref, model.outputs, is_leaf=_is_sym),
+        "inputs": optree.tree_map(ref, model._inputs_struct, is_leaf=_is_sym),
+        "outputs": optree.tree_map(ref, model._outputs_struct, is_leaf=_is_sym),
     }
     auto = auto_named(model._layers)
     if auto:

@@ -39,7 +39,7 @@ from ember import initializers, ops
 from ember.layers import autocast, handles, keras_object, scope
 from ember.layers.construction import mark_auto_named, structural_keys
 from ember.layers.core.input_layer import InputLayer
-from ember.layers.layer import Layer, collect_losses, unique_name
+from ember.layers.layer import Layer, collect_losses, set_trainable, unique_name
 from ember.layers.state_check import check_state_dict, raise_if_mismatched
 from ember.models.config import functional_config, functional_from_config
 from ember.models.summary import summary
@@ -48,7 +48,7 @@ from ember.saving.model_io import model_config, save_model
 from ember.saving.weights import load_weights, save_weights
 from ember.seeds import derive_seed, is_seed_array, sub_seed
 from ember.serialization import custom_object_scope
-from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, replace_symbolic
+from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, node_shapes, node_tensors, replace_symbolic
 from ember.training import custom_steps
 from ember.training.backend_check import move_model
 from ember.training.handle import TrainingHandle
@@ -110,8 +110,8 @@ class Model(TrainingAPI, Layer):
     _owns_state = True  # the handle keeps the state its build makes
 
     # The graph, set once in __init__ with object.__setattr__ (the architecture is immutable).
-    inputs: Any
-    outputs: Any
+    _inputs_struct: Any  # the inputs as given (a tensor, list or dict): ``model.input``
+    _outputs_struct: Any
     _input_list: list[SymbolicTensor]
     _output_list: list[SymbolicTensor]
     _nodes: list[Node]
@@ -142,8 +142,8 @@ class Model(TrainingAPI, Layer):
             mark_auto_named(self, base)
         set_(self, "trainable", trainable)
         set_(self, "dtype", None)
-        set_(self, "inputs", inputs)
-        set_(self, "outputs", outputs)
+        set_(self, "_inputs_struct", inputs)
+        set_(self, "_outputs_struct", outputs)
         set_(self, "_input_list", _flat_tensors(inputs, "inputs"))
         set_(self, "_output_list", _flat_tensors(outputs, "outputs"))
         set_(self, "_nodes", self._topological_nodes())
@@ -153,6 +153,8 @@ class Model(TrainingAPI, Layer):
         set_(self, "stop_training", False)
         set_(self, "history", None)
         self._own_layers()
+        if not trainable:  # Keras's Functional(trainable=False): every layer in it is frozen
+            set_trainable(self, False)
 
     def __setattr__(self, key: str, value: Any) -> None:
         if key in _HANDLE_ATTRIBUTES:
@@ -240,14 +242,62 @@ class Model(TrainingAPI, Layer):
                 return layer
         raise ValueError(f"get_layer: no layer named {name!r}; layers are {[each.name for each in layers]}")
 
+    # --- the symbolic surface (Keras: Functional.input/output/inputs/outputs) --------------------
+    def _graph(self, what: str) -> Any:
+        graph = self.__dict__.get(what)
+        if graph is None:
+            raise AttributeError(f"Model {self.name!r} has no symbolic inputs and outputs: a Keras-style "
+                                 "subclass has no graph (build the model functionally to read them)")
+        return graph
+
+    @property
+    def inputs(self) -> list[SymbolicTensor]:
+        """The model's symbolic inputs, always a flat list (Keras's rule)."""
+        return list(self._graph("_input_list"))
+
+    @property
+    def outputs(self) -> list[SymbolicTensor]:
+        """The model's symbolic outputs, always a flat list (Keras's rule)."""
+        return list(self._graph("_output_list"))
+
+    @property
+    def input(self) -> Any:
+        """The inputs as given to the constructor: one tensor, or their list/dict (Keras's
+        ``Functional.input``); ``ember.Model(inputs=model.input, outputs=layer.output)`` makes a
+        sub-model over the same layers and weights."""
+        if self._keras_style:
+            return node_tensors(self, "input", "input")
+        return self._graph("_inputs_struct")
+
+    @property
+    def output(self) -> Any:
+        """The outputs as given to the constructor: one tensor, or their list/dict."""
+        if self._keras_style:
+            return node_tensors(self, "output", "output")
+        return self._graph("_outputs_struct")
+
+    @property
+    def input_shape(self) -> Any:
+        """The shape of :attr:`input` (shapes in its structure; one shape for a single input)."""
+        if self._keras_style:
+            return node_shapes(self, "input", "input shape")
+        return _single_shape(optree.tree_map(lambda t: t.shape, self.inputs, is_leaf=_is_symbolic_tensor))
+
+    @property
+    def output_shape(self) -> Any:
+        """The shape of :attr:`output` (shapes in its structure; one shape for a single output)."""
+        if self._keras_style:
+            return node_shapes(self, "output", "output shape")
+        return _single_shape(optree.tree_map(lambda t: t.shape, self.outputs, is_leaf=_is_symbolic_tensor))
+
     # --- layer protocol ------------------------------------------------------------------
     def _input_shapes(self) -> Any:
-        return optree.tree_map(lambda t: t.shape, self.inputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+        return optree.tree_map(lambda t: t.shape, self._inputs_struct, is_leaf=_is_symbolic_tensor)
 
     def compute_output_shape(self, input_shape: Any = None) -> Any:
         if input_shape is not None:
             self._check_input_shapes(input_shape)
-        return optree.tree_map(lambda t: t.shape, self.outputs, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+        return optree.tree_map(lambda t: t.shape, self._outputs_struct, is_leaf=_is_symbolic_tensor)
 
     def _check_input_shapes(self, input_shape: Any) -> None:
         given = optree.tree_leaves(input_shape, is_leaf=is_shape, none_is_leaf=False)
@@ -305,9 +355,9 @@ class Model(TrainingAPI, Layer):
     # every layer its entry. A Keras-style model keeps its whole state itself (``_slot``); its
     # sub-layers read their entries from it.
     def _get_state(self) -> dict | None:
-        slot = self.__dict__.get("_slot")
         if self._keras_style:
-            return slot
+            return self.__dict__.get("_slot")
+        slot = self._lent_record().slot
         leaves = self._leaves()
         if slot is not None and self._lends_all(leaves):
             return slot
@@ -336,7 +386,8 @@ class Model(TrainingAPI, Layer):
                 entry = {collection: handles.sub_tree(value[collection], path) for collection in ("params", "buffers")}
                 layer.state = entry
                 sources.append(entry)
-        object.__setattr__(self, "_slot", value)
+        lent = self._lent_record()
+        lent.slot, lent.leaves = value, leaves
         object.__setattr__(self, "_sources", sources)
 
     state = property(_get_state, _set_state, doc="""The model's current weights ``{"params": ..., "buffers": ...}``,
@@ -385,16 +436,17 @@ class Model(TrainingAPI, Layer):
 
     def _release(self) -> None:
         """Unbuild the model: each layer lent to it keeps its weights in its own cell."""
-        slot = self.__dict__.get("_slot")
-        if slot is not None:
-            me = self._weak_self()
-            for _, layer, lendable in self.__dict__.get("_leaf_cache") or ():
-                handle = layer.__dict__.get("_handle_slot")
-                if lendable and handle is not None and handle.owner is me:
-                    handle.state = {c: handles.sub_tree(slot[c], handle.path) for c in ("params", "buffers")}
-                    handle.owner, handle.path = None, ()
-        object.__setattr__(self, "_slot", None)
+        self._lent_record().give_back()
         object.__setattr__(self, "_sources", [])
+
+    def _lent_record(self) -> _Lent:
+        """Where a graph model keeps the state it wrote and what it lent (see :class:`_Lent`)."""
+        lent = self.__dict__.get("_lent")
+        if lent is None:  # when the model is collected, the layers lent to it get their weights back
+            lent = _Lent(self._weak_self())
+            object.__setattr__(self, "_lent", lent)
+            weakref.finalize(self, lent.give_back)
+        return lent
 
     def _get_cells(self) -> tuple:
         """Where each layer's weights are now (a snapshot, restored whole by the setter): so that a
@@ -423,7 +475,8 @@ class Model(TrainingAPI, Layer):
     def _lent_state(self) -> dict | None:
         if self._keras_style:
             return self._slot_or_built()
-        return self.__dict__.get("_slot")
+        lent = self.__dict__.get("_lent")
+        return None if lent is None else lent.slot
 
     def _slot_or_built(self) -> dict | None:
         try:
@@ -504,7 +557,8 @@ class Model(TrainingAPI, Layer):
             if mask is not None and "mask" not in kwargs and takes_mask(layer):
                 kwargs = {**kwargs, "mask": mask}
             try:
-                out, child_state = autocast.apply(layer, child_state, args, training=training, rng=child_rng, **kwargs)
+                mode = training if node.training is None else node.training  # a call's fixed mode wins
+                out, child_state = autocast.apply(layer, child_state, args, training=mode, rng=child_rng, **kwargs)
             except Exception as error:
                 _explain_state_error(layer, node, child_state, error)
                 raise
@@ -515,23 +569,25 @@ class Model(TrainingAPI, Layer):
                 values[tensor.uid] = value
             if mask is not None or makes_mask(layer):
                 _store_masks(node, layer.compute_mask(args, mask), masks)
-        outputs = optree.tree_map(lambda t: values[t.uid], self.outputs, is_leaf=_is_symbolic_tensor)
+        outputs = optree.tree_map(lambda t: values[t.uid], self._outputs_struct, is_leaf=_is_symbolic_tensor)
         return outputs, {"params": params, "buffers": new_buffers}
 
     def _bind_inputs(self, inputs: Any) -> dict:
-        if isinstance(self.inputs, dict):
+        if isinstance(self._inputs_struct, dict):
             if not isinstance(inputs, dict):
-                raise TypeError(f"Model {self.name!r}: expected a dict of inputs with keys {sorted(self.inputs)}")
-            missing = set(self.inputs) - set(inputs)
+                raise TypeError(
+                    f"Model {self.name!r}: expected a dict of inputs with keys {sorted(self._inputs_struct)}")
+            missing = set(self._inputs_struct) - set(inputs)
             if missing:
                 raise ValueError(
-                    f"Model {self.name!r}: missing inputs {sorted(missing)}; expected keys {sorted(self.inputs)}"
+                    f"Model {self.name!r}: missing inputs {sorted(missing)}; "
+                    f"expected keys {sorted(self._inputs_struct)}"
                 )
-            pairs = [(self.inputs[k], inputs[k]) for k in self.inputs]
-        elif isinstance(self.inputs, SymbolicTensor):
+            pairs = [(self._inputs_struct[k], inputs[k]) for k in self._inputs_struct]
+        elif isinstance(self._inputs_struct, SymbolicTensor):
             if isinstance(inputs, (list, tuple)) and len(inputs) == 1 and not hasattr(inputs, "shape"):
                 inputs = inputs[0]
-            pairs = [(self.inputs, inputs)]
+            pairs = [(self._inputs_struct, inputs)]
         else:
             if isinstance(inputs, dict):
                 by_name = {t.name: t for t in self._input_list}
@@ -542,6 +598,8 @@ class Model(TrainingAPI, Layer):
                     )
                 pairs = [(by_name[k], v) for k, v in inputs.items()]
             else:
+                if len(self._input_list) == 1 and not isinstance(inputs, (list, tuple)):
+                    inputs = [inputs]  # Model([x], y) takes one array, as Keras does
                 if not isinstance(inputs, (list, tuple)) or len(inputs) != len(self._input_list):
                     received = len(inputs) if isinstance(inputs, (list, tuple)) else 1
                     raise ValueError(
@@ -801,9 +859,10 @@ class Model(TrainingAPI, Layer):
         finally:
             object.__setattr__(self, "_cells", cells)
 
-    def summary(self, print_fn: Any = print, line_length: int = 88) -> None:
-        """Print a table of layers: name, type, output shape and parameter counts."""
-        summary(self, print_fn=print_fn, line_length=line_length)
+    def summary(self, print_fn: Any = print, line_length: int = 88, show_trainable: bool = False) -> None:
+        """Print a table of layers: name, type, output shape and parameter counts (``show_trainable``:
+        Keras's "Trainable" column, ``Y``/``N`` per layer with weights)."""
+        summary(self, print_fn=print_fn, line_length=line_length, show_trainable=show_trainable)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}: {len(self.layers)} layers>"
@@ -819,6 +878,37 @@ def child_state(layer: Layer, input_shape: Any, seed: int | None, reuse: bool) -
         if current is not None:
             return current
     return layer.build(input_shape, seed=seed)
+
+
+class _Lent:
+    """A graph model's state (``slot``: the one reference to the dict it last wrote, so ``fit`` can
+    still tell that only the model holds it) and the layers it lent it to, kept apart from the model
+    so that when the model is unbuilt or garbage-collected (a temporary sub-model such as
+    ``ember.Model(m.input, layer.output).predict(x)``) each layer still lent to it gets its entry
+    back in its own cell instead of losing its weights."""
+
+    __slots__ = ("ref", "slot", "leaves")
+
+    def __init__(self, ref: Any) -> None:
+        self.ref = ref
+        self.slot: dict | None = None
+        self.leaves: list = []
+
+    def give_back(self) -> None:
+        slot = self.slot
+        if slot is None:
+            return
+        for _, layer, lendable in self.leaves:
+            handle = layer.__dict__.get("_handle_slot")
+            if lendable and handle is not None and handle.owner is self.ref:
+                handle.state = {c: handles.sub_tree(slot[c], handle.path) for c in ("params", "buffers")}
+                handle.owner, handle.path = None, ()
+        self.slot, self.leaves = None, []
+
+
+def _single_shape(shapes: list) -> Any:
+    """Keras's ``Functional.input_shape``: the list of shapes, or the shape when there is one."""
+    return shapes[0] if len(shapes) == 1 else shapes
 
 
 def _assemble(leaves: list) -> dict | None:

@@ -18,14 +18,14 @@ from typing import Any
 from ember import initializers, ops
 from ember.layers import autocast
 from ember.layers.construction import mark_auto_named
-from ember.layers.core.input_layer import InputLayer
+from ember.layers.core.input_layer import InputLayer, symbolic_input
 from ember.layers.layer import Layer, unique_name
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.models.config import auto_named, restore_auto_named
 from ember.models.model import Model, _check_compatible, _checked_rng, _layer_rng, child_state, makes_mask, takes_mask
 from ember.seeds import sub_seed
 from ember.serialization import custom_object_scope, deserialize, serialize
-from ember.symbolic import SymbolicTensor, is_shape
+from ember.symbolic import SymbolicTensor, call_symbolic, is_shape
 from ember.training.handle import TrainingHandle
 
 
@@ -106,6 +106,9 @@ class Sequential(Model):
         object.__setattr__(self, "state", None)
         self.__dict__.pop("_state_key_map", None)
         self.__dict__.pop("_stage_cache", None)
+        chain = self.__dict__.get("_chain_cache")
+        if chain is not None:  # extend the recorded graph by the new layer's call
+            chain.append(call_symbolic(layer, chain[-1]))
         self._own_layers()
 
     def pop(self) -> Layer:
@@ -113,6 +116,9 @@ class Sequential(Model):
         if not self._layers:
             raise ValueError(f"Sequential {self.name!r}: pop() on a model with no layers")
         layer = self._layers[-1]
+        chain = self.__dict__.get("_chain_cache")
+        if chain is not None:  # the popped layer's call leaves the recorded graph
+            _forget_node(chain.pop().node)
         object.__setattr__(self, "_layers", self._layers[:-1])
         object.__setattr__(self, "state", None)
         self.__dict__.pop("_state_key_map", None)
@@ -138,6 +144,67 @@ class Sequential(Model):
             shape = layer.compute_output_shape(shape)
             shapes[layer.name] = [shape]
         return shapes
+
+    # --- the symbolic surface (Keras: a Sequential of known input shape is a functional model) ---
+    def _symbolic_chain(self) -> list[SymbolicTensor] | None:
+        """``[input tensor, each layer's output tensor]``: the Sequential as a graph, recorded on first
+        asking once the input shape is known (None before), extended by ``add``, shortened by ``pop``.
+        Each layer's call is one of its inbound nodes (``layer.output``)."""
+        shape = self._known_input_shape()
+        chain = self.__dict__.get("_chain_cache")
+        if chain is not None and shape is not None and chain[0].shape == tuple(shape):
+            return chain
+        if chain is not None:  # built for another shape since: record the graph again
+            for tensor in chain[1:]:
+                _forget_node(tensor.node)
+            self.__dict__.pop("_chain_cache")
+        if shape is None:
+            return None
+        if self._input_layer is not None:
+            nodes = self._input_layer._handle().inbound_nodes
+            tensor = nodes[0].outputs[0] if nodes else symbolic_input(self._input_layer)
+        else:
+            tensor = symbolic_input(InputLayer(shape=tuple(shape)[1:], batch_size=tuple(shape)[0]))
+        chain = [tensor]
+        for layer in self._layers:
+            chain.append(call_symbolic(layer, chain[-1]))
+        object.__setattr__(self, "_chain_cache", chain)
+        return chain
+
+    def _chain(self, what: str) -> list[SymbolicTensor]:
+        chain = self._symbolic_chain()
+        if chain is None:
+            raise AttributeError(f"Sequential model {self.name!r} has no defined {what} yet: start it with "
+                                 "ember.Input(shape) or build it (model.build(input_shape))")
+        return chain
+
+    @property
+    def inputs(self) -> list[SymbolicTensor]:
+        """``[the input tensor]`` (Keras's rule: a list)."""
+        return self._chain("inputs")[:1]
+
+    @property
+    def outputs(self) -> list[SymbolicTensor]:
+        """``[the last layer's output tensor]`` (Keras's rule: a list)."""
+        return self._chain("outputs")[-1:]
+
+    @property
+    def input(self) -> SymbolicTensor:
+        """The input tensor."""
+        return self._chain("input")[0]
+
+    @property
+    def output(self) -> SymbolicTensor:
+        """The last layer's output tensor."""
+        return self._chain("output")[-1]
+
+    @property
+    def input_shape(self) -> tuple:
+        return self._chain("input shape")[0].shape
+
+    @property
+    def output_shape(self) -> tuple:
+        return self._chain("output shape")[-1].shape
 
     # --- layer protocol -----------------------------------------------------------------
     def compute_output_shape(self, input_shape: Any = None) -> Any:
@@ -286,6 +353,13 @@ class _Expected:
             self.shape = layer.batch_shape
         else:
             raise TypeError("_Expected: needs the input layer or the shape")
+
+
+def _forget_node(node: Any) -> None:
+    """Remove a call the Sequential recorded from its layer's inbound nodes."""
+    nodes = node.layer._handle().inbound_nodes
+    if node in nodes:
+        nodes.remove(node)
 
 
 def _checked_output_shape(layer: Layer, shape: Any) -> Any:

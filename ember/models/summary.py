@@ -59,9 +59,11 @@ def _connected_to_text(model: Any, layer: Any) -> str:
     return ", ".join(dict.fromkeys(names)) or "-"
 
 
-def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int = 88) -> None:
+def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int = 88,
+            show_trainable: bool = False) -> None:
     """Print name (type), output shape and params per layer (and, for functional models, the
-    layers each one reads), then trainable / non-trainable totals."""
+    layers each one reads; with ``show_trainable``, Keras's "Trainable" column: ``Y``/``N`` for a
+    layer with weights, ``-`` for one without), then trainable / non-trainable totals."""
     try:
         state = model.state if model.state is not None else model.placeholder_state()
     except ValueError:  # no input shape yet (Keras prints what it knows: layers, "0 (unbuilt)")
@@ -76,6 +78,8 @@ def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int
     if connected:
         columns = (max(24, line_length * 29 // 100), max(20, line_length // 4), 14,
                    max(20, line_length - line_length * 29 // 100 - line_length // 4 - 14))
+    if show_trainable:
+        columns += (11,)
     rule = "-" * sum(columns)
 
     def row(*cells: str) -> str:
@@ -83,7 +87,8 @@ def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int
 
     print_fn(f'Model: "{model.name}"')
     print_fn("=" * sum(columns))
-    print_fn(row("Layer (type)", "Output Shape", "Param #", "Connected to"))
+    header = ["Layer (type)", "Output Shape", "Param #"] + (["Connected to"] if connected else [])
+    print_fn(row(*header, *(["Trainable"] if show_trainable else [])))
     print_fn("=" * sum(columns))
     trainable = non_trainable = 0
     for layer in model.layers:
@@ -100,6 +105,8 @@ def summary(model: Any, print_fn: Callable[[str], Any] = print, line_length: int
         cells = [f"{layer.name} ({type(layer).__name__})", _output_shape_text(model, layer), count]
         if connected:
             cells.append(_connected_to_text(model, layer))
+        if show_trainable:
+            cells.append(("Y" if layer.trainable else "N") if n_params + n_buffers else "-")
         print_fn(row(*cells))
     print_fn("=" * sum(columns))
     print_fn(f"Total params: {trainable + non_trainable:,}")

@@ -31,7 +31,7 @@ from ember.training.data.convert import is_array_like
 # ------------------------------------------------------------------------------- outputs
 def output_names(model: Any) -> list[str]:
     """The names of a model's outputs, in the order of its flat outputs."""
-    outputs = getattr(model, "outputs", None)
+    outputs = getattr(model, "_outputs_struct", None)
     if outputs is None or not hasattr(model, "_output_list"):
         return [getattr(model, "name", "output")]
     if isinstance(outputs, dict):

@@ -88,7 +88,7 @@ def _bound_shapes(model: Any, x: Any) -> list[tuple] | None:
         declared = model._known_input_shape()
         shape = _shape(x)
         return [shape] if _compatible(declared, shape) else None  # type: ignore[list-item]
-    inputs = getattr(model, "inputs", None)
+    inputs = getattr(model, "_inputs_struct", None)
     tensors = getattr(model, "_input_list", None)
     if inputs is None or tensors is None:
         return None

@@ -514,8 +514,10 @@ def test_bad_symbolic_calls():
     mha = layers.MultiHeadAttention(num_heads=2, key_dim=2, name="mha")
     with pytest.raises(TypeError, match="'mha'.*unexpected keyword.*'causal'"):
         mha(q, v, causal=True)
-    with pytest.raises(TypeError, match="'training'"):
-        mha(q, v, training=True)
+    with pytest.raises(TypeError, match="'mha'.*training must be True, False or None"):
+        mha(q, v, training="yes")  # training=True/False fixes the call's mode (Keras); rng is the model's
+    with pytest.raises(TypeError, match="'rng' is given when the model runs"):
+        mha(q, v, rng=0)
     with pytest.raises(TypeError, match="'mha'.*positional input 2"):
         mha(q, np.ones((1, 5, 4)))
     with pytest.raises(ValueError, match="'mha'.*attention_mask"):

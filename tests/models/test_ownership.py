@@ -165,6 +165,7 @@ def test_gan_with_a_shared_discriminator_toggled_before_each_compile(backend):
     real, noise = _data(8, 4), _data(8, 2)
     for _ in range(2):
         discriminator.trainable = True
+        assert all(layer.trainable for layer in discriminator.layers)
         discriminator.compile(optimizer=ember.optimizers.SGD(0.1), loss=loss)
         fake = generator.predict(noise, verbose=0)
         before = discriminator.get_weights()
@@ -173,7 +174,9 @@ def test_gan_with_a_shared_discriminator_toggled_before_each_compile(backend):
         assert _differs(before, trained)
         _assert_same_weights(gan.get_layer("discriminator").get_weights(), trained)
 
-        discriminator.trainable = False
+        discriminator.trainable = False  # Keras's rule: every layer inside too
+        assert not any(layer.trainable for layer in discriminator.layers)
+        assert not discriminator.trainable_weights and len(gan.trainable_weights) == 2
         gan.compile(optimizer=ember.optimizers.SGD(0.1), loss=loss)
         g_before = generator.get_weights()
         gan.train_on_batch(noise, np.ones((8, 1)))
@@ -184,17 +187,78 @@ def test_gan_with_a_shared_discriminator_toggled_before_each_compile(backend):
                                **FLOAT32_PAIR)
 
 
+@pytest.mark.parametrize("lib_name", ["ember", "keras"])
+def test_trainable_is_set_on_every_layer_inside_recursively(lib_name, backend):
+    """keras.io's transfer-learning guide: ``model.trainable = False`` freezes every layer inside,
+    nested models included; ``True`` unfreezes them all again."""
+    lib = ember if lib_name == "ember" else keras
+    if lib is None:
+        pytest.skip("keras is not installed")
+    inner_in = lib.Input((3,))
+    bn = lib.layers.BatchNormalization(name="bn")
+    inner = lib.Model(inner_in, bn(lib.layers.Dense(4, name="inner_dense")(inner_in)), name="inner")
+    inputs = lib.Input((3,))
+    model = lib.Model(inputs, lib.layers.Dense(1, name="head")(inner(inputs)), name="outer")
+    model.trainable = False
+    assert not inner.trainable and not bn.trainable and not model.get_layer("head").trainable
+    assert not model.trainable_weights and len(model.non_trainable_weights) == 8
+    inner.trainable = True  # the inner model and its layers; the outer stays frozen
+    assert bn.trainable and inner.get_layer("inner_dense").trainable and not model.get_layer("head").trainable
+    model.trainable = True
+    assert all(layer.trainable for layer in model.layers + inner.layers)
+    assert len(model.trainable_weights) == 6 and len(model.non_trainable_weights) == 2
+
+
+def test_a_frozen_base_trains_nothing_and_its_batch_norm_infers(backend):
+    """After ``base.trainable = False`` the optimizer updates only the head, and the base's
+    BatchNormalization (frozen with it) runs in inference mode: its moving statistics stay."""
+    base_in = ember.Input((4,))
+    base = ember.Model(base_in, layers.BatchNormalization(name="bn")(layers.Dense(3, name="dense")(base_in)),
+                       name="base")
+    inputs = ember.Input((4,))
+    model = ember.Model(inputs, layers.Dense(1, name="head")(base(inputs)))
+    model.build(seed=0)
+    base.trainable = False
+    assert not base.get_layer("bn").trainable
+    model.compile(optimizer=ember.optimizers.SGD(0.1), loss="mse")
+    frozen, head = base.get_weights(), model.get_layer("head").get_weights()
+    model.fit(_data(16, 4), _data(16, 1), epochs=1, batch_size=8, verbose=0)
+    _assert_same_weights(base.get_weights(), frozen)
+    assert _differs(model.get_layer("head").get_weights(), head)
+
+
+def test_summary_show_trainable_column(backend):
+    inputs = ember.Input((3,))
+    hidden = layers.Dense(4, name="hidden")
+    model = ember.Model(inputs, layers.Dense(1, name="out")(layers.Dropout(0.5, name="drop")(hidden(inputs))))
+    hidden.trainable = False
+    lines: list[str] = []
+    model.summary(print_fn=lines.append, line_length=120, show_trainable=True)
+    header = next(line for line in lines if line.startswith("Layer (type)"))
+    assert header.split()[-1] == "Trainable"
+    cells = {line.split()[0]: line.split()[-1] for line in lines if line.split() and line.split()[0] in
+             ("hidden", "drop", "out")}
+    assert cells == {"hidden": "N", "drop": "-", "out": "Y"}
+    plain: list[str] = []
+    model.summary(print_fn=plain.append, line_length=120)
+    assert not any("Trainable" in line for line in plain if line.startswith("Layer"))
+
+
 # --- sub-models over a trained model's layers, against Keras ----------------------------------
 def _autoencoder(lib):
+    """The autoencoder, then its encoder and decoder taken apart as Keras programs do: the encoder
+    from ``model.input`` to a layer's ``output``, the decoder by calling the trained layers anew."""
     inputs = lib.Input((6,), name="x")
     hidden = lib.layers.Dense(5, activation="relu", name="enc_hidden")(inputs)
     code = lib.layers.Dense(3, activation="tanh", name="code")(hidden)
-    dec_hidden = lib.layers.Dense(5, activation="relu", name="dec_hidden")
-    recon = lib.layers.Dense(6, name="recon")
-    model = lib.Model(inputs, recon(dec_hidden(code)))
+    hidden = lib.layers.Dense(5, activation="relu", name="dec_hidden")(code)
+    model = lib.Model(inputs, lib.layers.Dense(6, name="recon")(hidden))
+    encoder = lib.Model(inputs=model.input, outputs=model.get_layer("code").output)
     code_in = lib.Input((3,), name="code_in")
-    decoder = lib.Model(code_in, recon(dec_hidden(code_in)))
-    return model, lib.Model(inputs, code), decoder
+    x = code_in
+    for layer in model.layers[-2:]:
+        x = layer(x)
+    return model, encoder, lib.Model(code_in, x)
 
 
 @needs("keras")
@@ -218,13 +282,15 @@ def test_autoencoder_trained_end_to_end_then_encoder_and_decoder_alone(backend):
 
 
 def _cnn(lib):
+    """A CNN and the feature extractor of Keras's FAQ: every layer's output (the input layer's is the
+    input itself)."""
     inputs = lib.Input((8, 8, 1))
-    tensors = [lib.layers.Conv2D(4, 3, activation="relu", name="conv1")(inputs)]
-    tensors.append(lib.layers.MaxPooling2D(2, name="pool")(tensors[-1]))
-    tensors.append(lib.layers.Conv2D(6, 3, activation="relu", name="conv2")(tensors[-1]))
-    tensors.append(lib.layers.Flatten(name="flat")(tensors[-1]))
-    tensors.append(lib.layers.Dense(3, name="logits")(tensors[-1]))
-    return lib.Model(inputs, tensors[-1]), lib.Model(inputs, tensors)
+    x = lib.layers.Conv2D(4, 3, activation="relu", name="conv1")(inputs)
+    x = lib.layers.MaxPooling2D(2, name="pool")(x)
+    x = lib.layers.Conv2D(6, 3, activation="relu", name="conv2")(x)
+    x = lib.layers.Flatten(name="flat")(x)
+    model = lib.Model(inputs, lib.layers.Dense(3, name="logits")(x))
+    return model, lib.Model(inputs=model.inputs, outputs=[layer.output for layer in model.layers])
 
 
 @needs("keras")
@@ -248,28 +314,36 @@ def _seq2seq(lib, tokens=5, units=8):
     decoder = lib.layers.LSTM(units, return_sequences=True, return_state=True, name="decoder")
     dense = lib.layers.Dense(tokens, activation="softmax", name="decoder_dense")
     seq, _, _ = decoder(dec_in, initial_state=[h, c])
-    return lib.Model([enc_in, dec_in], dense(seq)), (enc_in, h, c, decoder, dense)
+    return lib.Model([enc_in, dec_in], dense(seq))
+
+
+def _inference_models(lib, model, units=8):
+    """keras-io's lstm_seq2seq, "restore the model and construct the encoder and decoder": the
+    encoder from ``model.input[0]`` to the encoder LSTM's states, the decoder by calling the trained
+    decoder layers on new state inputs."""
+    encoder_inputs = model.input[0]
+    _, state_h_enc, state_c_enc = model.get_layer("encoder").output
+    encoder_model = lib.Model(encoder_inputs, [state_h_enc, state_c_enc])
+    decoder_inputs = model.input[1]
+    state_h, state_c = lib.Input((units,)), lib.Input((units,))
+    seq, h, c = model.get_layer("decoder")(decoder_inputs, initial_state=[state_h, state_c])
+    outputs = model.get_layer("decoder_dense")(seq)
+    return encoder_model, lib.Model([decoder_inputs, state_h, state_c], [outputs, h, c])
 
 
 def test_seq2seq_inference_models_rebuilt_from_the_trained_layers(backend):
-    """keras-io's lstm_seq2seq: train with teacher forcing, then decode step by step with an encoder
-    model and a decoder model made of the trained layers; each step's output equals the training
-    model's output at that step (the same inputs and states)."""
+    """Train with teacher forcing, then decode step by step with the inference models; each step's
+    output equals the training model's output at that step (the same inputs and states)."""
     tokens, units = 5, 8
-    training, (enc_in, h, c, decoder, dense) = _seq2seq(ember, tokens, units)
+    training = _seq2seq(ember, tokens, units)
     training.compile(optimizer=ember.optimizers.Adam(0.02), loss="categorical_crossentropy")
     enc_x = np.eye(tokens, dtype="float32")[RNG.integers(0, tokens, (8, 4))]
     dec_x = np.eye(tokens, dtype="float32")[RNG.integers(0, tokens, (8, 3))]
     target = np.eye(tokens, dtype="float32")[RNG.integers(0, tokens, (8, 3))]
     training.fit([enc_x, dec_x], target, epochs=3, batch_size=4, verbose=0)
 
-    encoder_model = ember.Model(enc_in, [h, c])
-    state_h, state_c = ember.Input((units,)), ember.Input((units,))
-    step_in = ember.Input((None, tokens))
-    seq, h2, c2 = decoder(step_in, initial_state=[state_h, state_c])
-    decoder_model = ember.Model([step_in, state_h, state_c], [dense(seq), h2, c2])
+    encoder_model, decoder_model = _inference_models(ember, training, units)
     _assert_same_weights(encoder_model.get_weights() + decoder_model.get_weights(), training.get_weights())
-
     expected = training.predict([enc_x, dec_x], verbose=0)
     states = encoder_model.predict(enc_x, verbose=0)
     for step in range(dec_x.shape[1]):
@@ -279,17 +353,154 @@ def test_seq2seq_inference_models_rebuilt_from_the_trained_layers(backend):
 
 @needs("keras")
 def test_seq2seq_inference_models_match_keras(backend):
-    training, (enc_in, h, c, decoder, dense) = _seq2seq(ember)
+    training = _seq2seq(ember)
     training.compile(optimizer=ember.optimizers.Adam(0.02), loss="categorical_crossentropy")
     enc_x = np.eye(5, dtype="float32")[RNG.integers(0, 5, (4, 4))]
     dec_x = np.eye(5, dtype="float32")[RNG.integers(0, 5, (4, 2))]
     training.fit([enc_x, dec_x], dec_x, epochs=2, batch_size=2, verbose=0)
-    encoder_model = ember.Model(enc_in, [h, c])
-    k_training, (k_enc_in, k_h, k_c, _, _) = _seq2seq(keras)
+    k_training = _seq2seq(keras)
     k_training.set_weights(training.get_weights())
-    k_encoder = keras.Model(k_enc_in, [k_h, k_c])
-    for ours, theirs in zip(encoder_model.predict(enc_x, verbose=0), k_encoder.predict(enc_x, verbose=0)):
+    models, k_models = _inference_models(ember, training), _inference_models(keras, k_training)
+    for ours, theirs in zip(models[0].predict(enc_x, verbose=0), k_models[0].predict(enc_x, verbose=0)):
         np.testing.assert_allclose(ours, theirs, **FLOAT32_PAIR)
+    states = models[0].predict(enc_x, verbose=0)
+    step = [dec_x[:, :1], *states]
+    for ours, theirs in zip(models[1].predict(step, verbose=0), k_models[1].predict(step, verbose=0)):
+        np.testing.assert_allclose(ours, theirs, **FLOAT32_PAIR)
+
+
+# --- the symbolic surface: Keras's rules -----------------------------------------------------------
+@pytest.mark.parametrize("lib_name", ["ember", "keras"])
+def test_inputs_and_outputs_are_lists_input_and_output_as_given(lib_name, backend):
+    lib = ember if lib_name == "ember" else keras
+    if lib is None:
+        pytest.skip("keras is not installed")
+    x = lib.Input((3,), name="x")
+    y = lib.layers.Dense(2, name="y")(x)
+    single = lib.Model(x, y)
+    assert single.inputs == [x] and single.outputs == [y]
+    assert single.input is x and single.output is y
+    assert tuple(single.input_shape) == (None, 3) and tuple(single.output_shape) == (None, 2)
+    a, b = lib.Input((3,), name="a"), lib.Input((4,), name="b")
+    merged = lib.layers.Concatenate(name="cat")([a, b])
+    projected = lib.layers.Dense(2, name="proj")(merged)
+    several = lib.Model([a, b], [merged, projected])
+    assert several.inputs == [a, b] and several.input == [a, b] and several.output == [merged, projected]
+    assert [tuple(s) for s in several.input_shape] == [(None, 3), (None, 4)]
+    concat = several.get_layer("cat")
+    assert concat.input == [a, b] and concat.output is merged
+    if lib is ember:  # a layer's input_shape/output_shape: tf.keras's, which Keras 3 keeps on models only
+        assert concat.input_shape == [(None, 3), (None, 4)] and concat.output_shape == (None, 7)
+
+
+def test_a_collected_temporary_sub_model_leaves_the_trained_weights(backend):
+    """``ember.Model(model.input, layer.output).predict(x)`` inline: the sub-model borrows the layers'
+    weights; once it is garbage-collected they are the layers' (and the trained model's) again."""
+    import gc
+
+    inputs = ember.Input((3,))
+    model = ember.Model(inputs, layers.Dense(1, name="out")(layers.Dense(4, name="hidden")(inputs)))
+    model.compile(optimizer=ember.optimizers.SGD(0.1), loss="mse")
+    model.fit(_data(8, 3), _data(8, 1), epochs=1, verbose=0)
+    trained = model.get_weights()
+    x = _data(2, 3)
+    features = ember.Model(model.input, model.get_layer("hidden").output).predict(x, verbose=0)
+    gc.collect()
+    _assert_same_weights(model.get_weights(), trained)
+    np.testing.assert_allclose(_np(model.get_layer("hidden")(x)), _np(features), **FLOAT32_PAIR)
+
+
+def test_layer_input_and_output_after_symbolic_calls(backend):
+    dense = layers.Dense(2, name="shared")
+    with pytest.raises(AttributeError, match="never been called"):
+        _ = dense.output
+    with pytest.raises(AttributeError, match="never been called"):
+        _ = dense.input_shape
+    a, b = ember.Input((3,)), ember.Input((3,))
+    first, second = dense(a), dense(b)
+    assert dense.input is a and dense.output is first  # the first call's, as Keras 3
+    assert second is not first and dense.output_shape == (None, 2)  # the same shape at both calls
+    c = ember.Input((4,))
+    dense_c = layers.Dense(2, name="twice")
+    dense_c(a)
+    dense_c(c)
+    with pytest.raises(AttributeError, match="multiple inbound nodes with different input shapes"):
+        _ = dense_c.input_shape
+    assert dense_c.output_shape == (None, 2)
+    inputs = ember.Input((3,))
+    assert inputs.node.layer.output is inputs and inputs.node.layer.input is inputs
+
+
+def test_sequential_symbolic_surface_and_feature_extractor(backend):
+    model = ember.Sequential([ember.Input((4,)), layers.Dense(5, activation="relu", name="hidden"),
+                              layers.Dense(2, name="out")])
+    model.build(seed=0)
+    assert len(model.inputs) == 1 and model.inputs[0] is model.input and model.outputs == [model.output]
+    assert model.input_shape == (None, 4) and model.output_shape == (None, 2)
+    features = ember.Model(inputs=model.input, outputs=model.get_layer("hidden").output)
+    x = _data(3, 4)
+    np.testing.assert_allclose(_np(features.predict(x, verbose=0)), _np(model.get_layer("hidden")(x)),
+                               **FLOAT32_PAIR)
+    model.add(layers.Dense(1, name="extra"))
+    assert model.output is model.get_layer("extra").output and model.output_shape == (None, 1)
+    model.pop()
+    assert model.output is model.get_layer("out").output
+    unknown = ember.Sequential([layers.Dense(2, name="d")])
+    with pytest.raises(AttributeError, match="no defined input"):
+        _ = unknown.input
+    with pytest.raises(AttributeError, match="never been called"):
+        _ = unknown.get_layer("d").output
+    unknown.build((None, 6))
+    assert unknown.input_shape == (None, 6) and unknown.get_layer("d").output is unknown.output
+
+
+def test_a_keras_style_subclass_has_no_graph(backend):
+    class Net(ember.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(2)
+
+        def call(self, x):
+            return self.dense(x)
+
+    with pytest.raises(AttributeError, match="no symbolic inputs"):
+        _ = Net().inputs
+
+
+@pytest.mark.parametrize("lib_name", ["ember", "keras"])
+def test_build_on_a_standalone_built_in_layer_creates_its_weights(lib_name, backend):
+    """Keras's ``layer.build(input_shape)``: the weights exist afterwards (``weights``, ``get_weights``,
+    ``set_weights``), and a model over the layer computes with them."""
+    lib = ember if lib_name == "ember" else keras
+    if lib is None:
+        pytest.skip("keras is not installed")
+    dense = lib.layers.Dense(3, name="standalone")
+    dense.build((None, 4))
+    assert dense.built and [tuple(w.shape) for w in dense.weights] == [(4, 3), (3,)]
+    new = [np.arange(12, dtype="float32").reshape(4, 3) / 10, np.ones(3, "float32")]
+    dense.set_weights(new)
+    _assert_same_weights(dense.get_weights(), new)
+    inputs = lib.Input((4,))
+    model = lib.Model(inputs, dense(inputs))
+    x = _data(2, 4)
+    np.testing.assert_allclose(_np(model.predict(x, verbose=0)), x @ new[0] + new[1], **FLOAT32_PAIR)
+
+
+def test_build_with_a_seed_is_the_pure_core_and_keeps_nothing(backend):
+    dense = layers.Dense(3, name="pure")
+    state = dense.build((None, 4), seed=0)  # the pure core: a state dict, the layer stays unbuilt
+    assert sorted(state["params"]) == ["bias", "kernel"] and not dense.built
+    def seeded(layer):
+        inputs = ember.Input((4,))
+        model = ember.Model(inputs, layer(inputs))
+        model.build(seed=0)
+        return model
+
+    seeded(dense)  # the model initialises the layer from its seed, as over a layer never built
+    _assert_same_weights(dense.get_weights(), seeded(layers.Dense(3, name="pure")).get_weights())
+    held = dense.get_weights()
+    dense.build((None, 4))  # a layer a model holds keeps the model's weights
+    _assert_same_weights(dense.get_weights(), held)
 
 
 @pytest.mark.parametrize("reader", ["layer", "model"])
@@ -325,3 +536,101 @@ def test_a_graph_model_inside_a_keras_style_layer_gets_real_weights(backend):
     outer.build(seed=0)
     kernel = outer.get_weights()[0]
     assert kernel.shape == (3, 2) and np.abs(kernel).sum() > 0
+
+
+# --- a call's fixed training mode: Keras's fine-tuning recipe -------------------------------------
+def _fine_tuning(lib):
+    """keras.io's transfer-learning guide: a base with BatchNormalization called with training=False."""
+    base_in = lib.Input((4,))
+    x = lib.layers.Dense(6, name="base_dense")(base_in)
+    x = lib.layers.BatchNormalization(name="base_bn")(x)
+    base = lib.Model(base_in, lib.layers.Activation("relu", name="base_relu")(x), name="base")
+    inputs = lib.Input((4,))
+    outputs = lib.layers.Dense(1, name="head")(base(inputs, training=False))
+    return lib.Model(inputs, outputs), base
+
+
+def _keras_inference_steps(model, x, y, learning_rate, batch_size):
+    """Keras's custom training loop (torch backend) over ``model(x, training=False)``: what the guide's
+    ``base(inputs, training=False)`` means while fitting (Keras 3.15's fit lets the outer call's
+    training=True override a node's training=False, a regression fixed upstream in keras-team/keras#23364;
+    the head has no training-dependent layer, so the whole model in inference mode is the reference)."""
+    import torch
+
+    optimizer = keras.optimizers.SGD(learning_rate)
+    for start in range(0, len(x), batch_size):
+        xb, yb = torch.as_tensor(x[start:start + batch_size]), torch.as_tensor(y[start:start + batch_size])
+        model.zero_grad()
+        loss = torch.mean((model(xb, training=False) - yb) ** 2)
+        loss.backward()
+        variables = model.trainable_weights
+        with torch.no_grad():
+            optimizer.apply([v.value.grad for v in variables], variables)
+
+
+@needs("keras")
+def test_fine_tuning_with_a_base_called_in_inference_mode_matches_keras(backend):
+    model, base = _fine_tuning(ember)
+    k_model, k_base = _fine_tuning(keras)
+    rng = np.random.default_rng(3)
+    initial = [rng.normal(size=w.shape).astype("float32") for w in k_model.get_weights()]
+    initial[5] = np.abs(initial[5]) + 0.5  # the BatchNormalization's moving variance
+    model.set_weights(initial)
+    k_model.set_weights(initial)
+    x, y = rng.normal(size=(32, 4)).astype("float32"), rng.normal(size=(32, 1)).astype("float32")
+    bn = model.get_layer("base").get_layer("base_bn")
+
+    # 1. the base frozen: only the head trains (Keras's fit agrees: a frozen BatchNormalization infers)
+    base.trainable = False
+    k_base.trainable = False
+    model.compile(optimizer=ember.optimizers.SGD(0.1), loss="mse")
+    k_model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    model.fit(x, y, epochs=1, batch_size=8, shuffle=False, verbose=0)
+    k_model.fit(x, y, epochs=1, batch_size=8, shuffle=False, verbose=0)
+    _assert_same_weights(base.get_weights(), initial[:6])
+    assert _differs(model.get_weights()[6:], initial[6:])
+    for ours, theirs in zip(model.get_weights(), k_model.get_weights()):
+        np.testing.assert_allclose(ours, theirs, **FLOAT32_PAIR)
+
+    # 2. unfrozen, a low learning rate: the base's kernels move, its moving statistics do not
+    base.trainable = True
+    k_base.trainable = True
+    model.compile(optimizer=ember.optimizers.SGD(0.01), loss="mse")
+    model.fit(x, y, epochs=1, batch_size=8, shuffle=False, verbose=0)
+    _keras_inference_steps(k_model, x, y, 0.01, 8)
+    _assert_same_weights([_np(w) for w in bn.non_trainable_weights], initial[4:6])
+    assert _differs(base.get_weights()[:4], initial[:4])
+    for ours, theirs in zip(model.get_weights(), k_model.get_weights()):
+        np.testing.assert_allclose(ours, theirs, **FLOAT32_PAIR)
+    np.testing.assert_allclose(model.predict(x, verbose=0), k_model.predict(x, verbose=0), **FLOAT32_PAIR)
+
+
+@pytest.mark.parametrize("path", ["config", "model.h5", "model.keras"])
+def test_a_fixed_training_mode_survives_config_and_saving(backend, tmp_path, path):
+    model, _ = _fine_tuning(ember)
+    model.build(seed=0)
+    if path == "config":
+        restored = ember.Model.from_config(model.get_config())
+    else:
+        model.save(tmp_path / path)
+        restored = ember.load_model(tmp_path / path)
+    node = next(n for n in restored._nodes if n.layer.name == "base")
+    assert node.training is False
+    restored.set_weights(model.get_weights())
+    restored.compile(optimizer=ember.optimizers.SGD(0.01), loss="mse")
+    before = [_np(w) for w in restored.get_layer("base").get_layer("base_bn").non_trainable_weights]
+    restored.fit(_data(8, 4), _data(8, 1), epochs=1, verbose=0)
+    after = [_np(w) for w in restored.get_layer("base").get_layer("base_bn").non_trainable_weights]
+    _assert_same_weights(after, before)
+
+
+def test_a_fixed_training_mode_on_a_node_is_checked(backend):
+    inputs = ember.Input((3,))
+    with pytest.raises(TypeError, match="training must be True, False or None"):
+        layers.Dropout(0.5)(inputs, training="yes")
+    dropout = layers.Dropout(0.5, seed=1)
+    model = ember.Model(inputs, dropout(inputs, training=True))  # Monte Carlo dropout: on at inference too
+    x = np.ones((4, 3), "float32")
+    assert _np(model.predict(x, verbose=0)).min() == 0.0
+    clone = ember.models.clone_model(model)
+    assert next(n for n in clone._nodes if n.layer is not clone.layers[0]).training is True

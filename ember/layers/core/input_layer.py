@@ -6,7 +6,7 @@ from typing import Any
 
 from ember import dtypes
 from ember.layers.layer import Layer
-from ember.symbolic import Node, SymbolicTensor
+from ember.symbolic import Node, SymbolicTensor, record_node
 
 
 def _check_shape(shape: Any, argument: str) -> tuple:
@@ -99,4 +99,5 @@ def symbolic_input(layer: InputLayer) -> SymbolicTensor:
     dtype = dtypes.standardize_dtype(layer.dtype) if layer.dtype else dtypes.floatx()
     tensor = SymbolicTensor(layer.batch_shape, dtype, layer.name, node)
     node.outputs = [tensor]
+    record_node(layer, node)
     return tensor

@@ -125,7 +125,7 @@ def _histories(value: Any) -> list[list]:
 
 def _call(layer: Any, args: list, kwargs: dict) -> Any:
     """``layer(*args, **kwargs)`` on symbolic tensors, Keras's call conventions mapped to Ember's."""
-    kwargs = {k: v for k, v in kwargs.items() if v is not None and k not in ("training", "mask")}
+    kwargs = {k: v for k, v in kwargs.items() if v is not None and k != "mask"}  # a fixed training stays
     if isinstance(layer, MultiHeadAttention):
         positional = list(args)
         for name in ("query", "value", "key"):
@@ -262,7 +262,9 @@ def _functional_to_keras(model: Any) -> dict:
         return [name, node_index, t.index]
 
     def convert(value: Any, as_ref: bool = False) -> Any:
-        return optree.tree_map(ref if as_ref else tensor, value, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+        to = ref if as_ref else tensor  # other leaves (a call's training=False) stay as they are
+        return optree.tree_map(lambda v: to(v) if isinstance(v, SymbolicTensor) else v, value,
+                               is_leaf=lambda v: isinstance(v, SymbolicTensor))
 
     inbound: dict[str, list] = {}
     for node in model._nodes:
@@ -271,7 +273,7 @@ def _functional_to_keras(model: Any) -> dict:
             kwargs = {"key": convert(node.inputs[2])} if len(node.inputs) > 2 else {}
         else:
             args, kwargs = [convert(node.inputs)], {}
-        kwargs.update(convert(to_keras(node.kwargs, f"layer {node.layer.name!r} call")))
+        kwargs.update(convert(to_keras(node.call_kwargs(), f"layer {node.layer.name!r} call")))
         inbound.setdefault(node.layer.name, []).append({"args": args, "kwargs": kwargs})
     entries = []
     for layer in model.layers:
@@ -280,7 +282,8 @@ def _functional_to_keras(model: Any) -> dict:
         entry["inbound_nodes"] = inbound.get(layer.name, [])
         entries.append(entry)
     body = {"name": model.name, "trainable": model.trainable, "layers": entries,
-            "input_layers": convert(model.inputs, as_ref=True), "output_layers": convert(model.outputs, as_ref=True)}
+            "input_layers": convert(model._inputs_struct, as_ref=True),
+            "output_layers": convert(model._outputs_struct, as_ref=True)}
     return {"module": "keras.src.models.functional", "class_name": "Functional", "config": body,
             "registered_name": "Functional"}
 
