@@ -108,6 +108,18 @@ def registered_function_name(function: Any) -> str | None:
     return key if key is not None and _REGISTRY.get(key) is function else None
 
 
+def registered_under(key: str) -> Any:
+    """What is registered under exactly ``key`` (``"ember>Dense"``), or None: no scopes, no bare names.
+
+    Example:
+        >>> import ember
+        >>> from ember import serialization
+        >>> serialization.registered_under("ember>Dense") is ember.layers.Dense
+        True
+    """
+    return _REGISTRY.get(key)
+
+
 def is_builtin_key(key: str) -> bool:
     """Whether ``key`` names one of Ember's own classes or functions (package ``ember`` or
     ``ember.<...>``): Keras's built-ins, which are not "custom objects".

@@ -52,7 +52,7 @@ from ember.layers.construction import LayerHandle, LayerType
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.layers.variable import Variable
 from ember.layers.weights import WeightSpec, create_weights, spec_constraints, spec_penalties
-from ember.serialization import deserialize, register_serializable, serialize
+from ember.serialization import deserialize, register_serializable, registered_under, serialize
 from ember.symbolic import call_symbolic, is_symbolic, node_shapes, node_tensors
 from ember.utils.naming import to_snake_case
 
@@ -157,6 +157,16 @@ def _is_keras_style(cls: type[Layer]) -> bool:
     return False
 
 
+def _shadows_a_builtin(cls: type) -> bool:
+    """Whether ``cls``, defined in an Ember module, takes the name of a built-in layer of another module:
+    a class of a docstring example (``class Model(ember.Model)`` in ``ember.training.custom_steps``),
+    which must not replace the built-in under ``ember>Model`` (a module reloaded re-registers its own).
+    A layer named like a built-in of another kind (the ``Identity`` layer and initializer) registers
+    as before."""
+    existing = registered_under(f"ember>{cls.__name__}")
+    return isinstance(existing, LayerType) and existing.__module__ != cls.__module__
+
+
 def _subclassed_model_init(cls: type) -> bool:
     """Whether a Model subclass's own ``__init__`` builds it from attributes (it takes neither
     ``inputs``/``outputs`` nor ``*args``, so it cannot forward a functional graph; ``Sequential``
@@ -248,7 +258,7 @@ class Layer(metaclass=LayerType):
         cls._call_takes_rng = "rng" in parameters
         cls._call_takes_mask = "mask" in parameters
         cls._uses_rng = _sees_rng(cls)
-        if cls.__module__.startswith("ember."):
+        if cls.__module__.startswith("ember.") and not _shadows_a_builtin(cls):
             register_serializable("ember")(cls)
         optree.register_pytree_node(
             cls, lambda layer: layer._tree_flatten(),
