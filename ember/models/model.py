@@ -52,6 +52,7 @@ from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, node_sha
 from ember.training import custom_steps
 from ember.training.backend_check import move_model
 from ember.training.handle import TrainingHandle
+from ember.training.input_check import refuse_empty
 from ember.training.model_api import TrainingAPI, is_compiling
 from ember.utils.naming import to_snake_case
 
@@ -655,6 +656,7 @@ class Model(TrainingAPI, Layer):
             TypeError: the state is on a backend other than the active one (see :meth:`to_backend`).
         """
         self._check_backend("predict_on_batch")
+        refuse_empty("predict_on_batch", x)
         if self._overrides("predict_step"):
             return self._own_predict_on_batch(x, training)
         return self._forward_on_batch(x, training)

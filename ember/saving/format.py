@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import stat
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -51,6 +53,15 @@ KINDS = ("model", "weights", "object")
 
 # Checksums cover blocks of this many bytes (so an error names where the damage starts).
 BLOCK_BYTES = 16 << 20
+
+# Bounds on what a file may make a reader hold in memory (a crafted file, a zip bomb):
+# a JSON document (a config, metadata) is at most MAX_JSON_BYTES once decompressed; any
+# compressed member larger than BOMB_FLOOR_BYTES must not expand more than MAX_EXPANSION times
+# its stored size (Keras's own guard uses the same ratio; DEFLATE cannot exceed ~1032:1 and
+# Keras and Ember store weights uncompressed, 1:1), and neither may the members together.
+MAX_JSON_BYTES = 64 << 20
+BOMB_FLOOR_BYTES = 64 << 20
+MAX_EXPANSION = 100
 
 STATE = "state"
 OPTIMIZER = "training/optimizer"
@@ -277,3 +288,25 @@ def dumps(document: Any) -> str:
     Python's reader accepts, so a config holding ``float("inf")`` (a clip value) round-trips.
     """
     return json.dumps(document, separators=(",", ":"))
+
+
+def check_regular_file(path: str, caller: str) -> None:
+    """Refuse, before anything opens it, a path that is not a regular file: opening a FIFO blocks
+    until a writer appears, and a device has no end.
+
+    Raises:
+        FileNotFoundError: no such file.
+        CheckpointError: a directory, FIFO, socket or device.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(f"{caller}: no such file {path!r}") from None
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise CheckpointError(path, "is a directory, expected a checkpoint file")
+    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    raise CheckpointError(path, f"is {kind}: checkpoints are read from regular files only")
+

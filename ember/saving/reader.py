@@ -42,7 +42,8 @@ class CheckpointReader:
 
     Raises:
         FileNotFoundError: no file at ``path``.
-        CheckpointError: not an HDF5 file, not an Ember checkpoint, a newer format version,
+        CheckpointError: a directory, FIFO or device (not a regular file), not an HDF5 file, not an
+            Ember checkpoint, a newer format version,
             incomplete (truncated) or corrupted.
     """
 
@@ -53,10 +54,7 @@ class CheckpointReader:
             raise TypeError(f"{caller}: filepath must be a str or os.PathLike, received {type(path).__name__}")
         self.path = os.fspath(path)
         self.caller = caller
-        if not os.path.exists(self.path):
-            raise FileNotFoundError(f"{caller}: no such file {self.path!r}")
-        if os.path.isdir(self.path):
-            raise fmt.CheckpointError(self.path, "is a directory, expected an Ember checkpoint file (.h5)")
+        fmt.check_regular_file(self.path, caller)  # a FIFO or device would block h5py forever
         try:
             self.file = h5py.File(self.path, "r")
         except OSError as error:
@@ -132,7 +130,7 @@ class CheckpointReader:
             raise self.error(f"the manifest cannot be read: the file is truncated or corrupted ({error})") from None
         if self.checksum(text.encode("utf-8")) != int(attrs[self.checksum.manifest_attribute]):
             raise self.error("corrupted: the manifest does not match its checksum")
-        manifest = _parse_json(text, fmt.MANIFEST, self.error)
+        manifest = parse_json(text, fmt.MANIFEST, self.error)
         if not isinstance(manifest, dict):
             raise self.error("malformed: the manifest is not a JSON object")
         self.manifest = manifest
@@ -196,7 +194,7 @@ class CheckpointReader:
             raise self.error(f"cannot read {path!r}: the file is truncated or corrupted ({error})") from None
         if self.checksum(text.encode("utf-8")) != self.manifest["documents"][path]:
             raise self.error(f"corrupted: {path!r} does not match its checksum")
-        return _parse_json(text, path, self.error)
+        return parse_json(text, path, self.error)
 
     def arrays(self, prefix: str, host_writable: Any = None) -> dict[str, Any]:
         """Every array under ``prefix`` as NumPy (bfloat16 decoded), keyed by path relative to ``prefix``.
@@ -250,7 +248,7 @@ class CheckpointReader:
         return fmt.unflatten_tree(self.arrays(prefix), self.lists(prefix), self.empty_groups(prefix))
 
 
-def _parse_json(text: str, where: str, error: Any) -> Any:
+def parse_json(text: str, where: str, error: Any) -> Any:
     """``json.loads`` with malformed or absurdly nested text (a crafted file) as a CheckpointError."""
     try:
         return json.loads(text)

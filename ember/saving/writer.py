@@ -137,6 +137,24 @@ def _naming_target(error: OSError, path: str, caller: str) -> OSError:
     return type(error)(error.errno, message) if error.errno is not None else type(error)(message)
 
 
+_HDF5_ERRNO = re.compile(r"errno = (\d+)")
+
+
+@contextlib.contextmanager
+def _hdf5_io_errors() -> Iterator[None]:
+    """HDF5 reports a failed write or close (disk full, a file-size limit) as a RuntimeError such as
+    "Can't decrement id ref count (unable to extend file properly, errno = 27, ...)": raise it as the
+    OSError it is, so :func:`atomic_path` names the target. Other RuntimeErrors pass unchanged."""
+    try:
+        yield
+    except RuntimeError as error:
+        found = _HDF5_ERRNO.search(str(error))
+        if found is None:
+            raise
+        code = int(found.group(1))
+        raise OSError(code, f"{os.strerror(code)} (HDF5: {error})") from None
+
+
 @contextlib.contextmanager
 def atomic_path(path: str, caller: str = "save") -> Iterator[str]:
     """Yield a fresh temporary path next to ``path``; on success sync it and rename it over ``path``.
@@ -262,7 +280,7 @@ def write_checkpoint(path: Any, kind: str, *, trees: dict | None = None, documen
         except (TypeError, ValueError) as error:
             raise TypeError(f"{caller}: the {name} cannot be stored as JSON ({error}); config values must be JSON "
                             "data or objects registered with @ember.saving.register_serializable()") from None
-    with atomic_path(path, caller) as temporary:
+    with atomic_path(path, caller) as temporary, _hdf5_io_errors():
         with h5py.File(temporary, "w") as file:
             writer = CheckpointWriter(file)
             for prefix, tree in (trees or {}).items():

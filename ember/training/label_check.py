@@ -1,19 +1,22 @@
-"""Every sparse class label checked: at once for array data, else batch by batch without a sync per step.
+"""Every sparse class label and binary label checked: at once for array data, else batch by batch
+without a sync per step.
 
 A label outside ``[0, classes)`` in a sparse loss or metric (``sparse_categorical_crossentropy``,
-``sparse_categorical_accuracy``, ``sparse_top_k_categorical_accuracy``) would otherwise train
-or score as if that sample did not exist. For array data, ``fit``, ``evaluate`` and validation
-first check every label at once (:meth:`SparseLabelCheck.vouch`: the minimum and the maximum of
-the whole ``y``, one host read per call): when all are in range, no batch is checked again
-(nothing per step). Otherwise (a label out of range, or data from a generator, a Dataset or a
-loader) they run one reduction per batch over its labels (``any(label < 0 or label >= classes)``,
-ignoring ``ignore_class``), so the error names the batch. Where reading it costs no extra sync
-(NumPy, torch on the CPU, MLX whose step evaluates anyway) the flag is read at once and a bad
-batch raises before its step; on a CUDA/MPS device the flag and the first offending value stay
-on the device (:class:`~ember.training.deferred_reads.DeferredReads`) and are read at the next
-point where the loop synchronises for its logs anyway (a callback or the progress bar reading a
-batch's logs, the end of an epoch or evaluation), so the error may come some steps late but no
-step waits for the host.
+``sparse_categorical_accuracy``, ``sparse_top_k_categorical_accuracy``) would otherwise train or
+score as if that sample did not exist; a label outside ``[0, 1]`` in a binary loss
+(``binary_crossentropy``, ``binary_focal_crossentropy``: soft labels inside the interval are valid)
+would train on a meaningless target. Both are checked the same way. For array data, ``fit``,
+``evaluate`` and validation first check every label at once (:meth:`SparseLabelCheck.vouch`: the
+minimum and the maximum of the whole ``y``, one host read per call): when all are in range, no batch
+is checked again (nothing per step). Otherwise (a label out of range, or data from a generator, a
+Dataset or a loader) they run one reduction per batch over its labels (``any(label < 0 or label >=
+classes)``, ignoring ``ignore_class``), so the error names the batch. Where reading it costs no
+extra sync (NumPy, torch on the CPU, MLX whose step evaluates anyway) the flag is read at once and a
+bad batch raises before its step; on a CUDA/MPS device the flag and the first offending value stay
+on the device (:class:`~ember.training.deferred_reads.DeferredReads`) and are read at the next point
+where the loop synchronises for its logs anyway (a callback or the progress bar reading a batch's
+logs, the end of an epoch or evaluation), so the error may come some steps late but no step waits
+for the host.
 
 The error names the loop, the epoch and batch (0-based) and the offending value.
 
@@ -44,15 +47,21 @@ import numpy as np
 from ember import backends, ops
 from ember.training.compile_utils import flatten_outputs
 from ember.training.deferred_reads import DeferredReads
-from ember.training.losses.probabilistic import sparse_categorical_crossentropy
+from ember.training.losses.focal import binary_focal_crossentropy
+from ember.training.losses.probabilistic import binary_crossentropy, sparse_categorical_crossentropy
 from ember.training.metrics.accuracy import sparse_categorical_accuracy, sparse_top_k_categorical_accuracy
 
 _SPARSE_FUNCTIONS = (sparse_categorical_crossentropy, sparse_categorical_accuracy, sparse_top_k_categorical_accuracy)
+# Binary losses: their labels are probabilities of the positive class, in [0, 1] (soft labels included).
+_BINARY_FUNCTIONS = (binary_crossentropy, binary_focal_crossentropy)
+_BINARY_NAMES = frozenset(fn.__name__ for fn in _BINARY_FUNCTIONS)
 
 
 def _sparse_kind(obj: Any) -> tuple[str, int | None] | None:
     """``(function name, ignore_class)`` when ``obj`` (a loss or metric) reads sparse class labels."""
     fn = getattr(obj, "fn", None)
+    if fn in _BINARY_FUNCTIONS:
+        return fn.__name__, None
     if fn not in _SPARSE_FUNCTIONS:
         return None
     kwargs = getattr(obj, "_fn_kwargs", None) or {}
@@ -95,7 +104,7 @@ class SparseLabelCheck:
 
     def __init__(self, outputs: dict, output_names: list[str], classes: dict[int, int | np.integer],
                  caller: str) -> None:
-        self.outputs = {i: spec for i, spec in outputs.items() if classes.get(i)}
+        self.outputs = {i: spec for i, spec in outputs.items() if spec[0] in _BINARY_NAMES or classes.get(i)}
         self.output_names = output_names
         self.classes = classes
         self.caller = caller
@@ -128,10 +137,13 @@ class SparseLabelCheck:
             return False
         for index in self.outputs:
             labels = flat[index]
-            if labels is None or ops.size(labels) == 0:
+            if labels is None or ops.size(labels) == 0 or self._always_valid(labels, index):
                 continue
             low, high = ops.to_numpy(ops.stack([ops.min(labels), ops.max(labels)])).tolist()
-            if not (low >= 0 and high < self.classes[index]):  # False for NaN too
+            if self._binary(index):
+                if not (low >= 0 and high <= 1):  # False for NaN too
+                    return False
+            elif not (low >= 0 and high < self.classes[index]):  # False for NaN too
                 return False
         self.vouched = True
         return True
@@ -143,16 +155,32 @@ class SparseLabelCheck:
         flat = flatten_outputs(y, self.output_names, "y")
         for index in self.outputs:
             labels = flat[index]
-            if labels is None or ops.size(labels) == 0:
+            if labels is None or ops.size(labels) == 0 or self._always_valid(labels, index):
                 continue
             outside = self._out_of_range(labels, index)
             if reads_without_sync(labels):
                 if bool(ops.to_numpy(ops.any(outside))):
-                    self._raise(epoch, step, index, _first_marked(labels, outside))
+                    self._raise(epoch, step, index, self._culprit(labels, outside, index))
             else:
-                self._deferred.add((epoch, step, index), ops.any(outside), _first_marked(labels, outside))
+                self._deferred.add((epoch, step, index), ops.any(outside), self._culprit(labels, outside, index))
+
+    def _binary(self, index: int) -> bool:
+        return self.outputs[index][0] in _BINARY_NAMES
+
+    def _always_valid(self, labels: Any, index: int) -> bool:
+        """Boolean labels of a binary loss: in {0, 1} by their type, nothing to check."""
+        return self._binary(index) and ops.dtype(labels) == "bool"
+
+    def _culprit(self, labels: Any, outside: Any, index: int) -> Any:
+        """What the error reports (on the device, no host read): the first bad class index, or the
+        ``[min, max]`` range of a binary loss's labels."""
+        if self._binary(index):
+            return ops.stack([ops.min(labels), ops.max(labels)])
+        return _first_marked(labels, outside)
 
     def _out_of_range(self, labels: Any, index: int) -> Any:
+        if self._binary(index):
+            return ops.logical_or(ops.less(labels, 0), ops.greater(labels, 1))
         classes = self.classes[index]
         ignore = self.outputs[index][1]
         outside = ops.logical_or(ops.less(labels, 0), ops.greater_equal(labels, classes))
@@ -169,10 +197,16 @@ class SparseLabelCheck:
     def _raise(self, epoch: int | None, step: int, index: int, value: Any) -> None:
         self._deferred.clear()
         owner, _ = self.outputs[index]
-        classes = self.classes[index]
-        value = np.asarray(value if isinstance(value, np.generic) else ops.to_numpy(value)).reshape(())
         where = f"batch {step} (0-based)" if epoch is None else f"epoch {epoch}, batch {step} (0-based)"
         output = f" (output {self.output_names[index]!r})" if len(self.output_names) > 1 else ""
+        if self._binary(index):
+            low, high = np.asarray(value if isinstance(value, np.ndarray) else ops.to_numpy(value)).reshape(2).tolist()
+            raise ValueError(f"{self.caller}: {where}{output}: {owner}: labels must be in [0, 1] (the probability of "
+                             f"the positive class), received labels in [{low!r}, {high!r}]. Use 0/1 (or soft) labels, "
+                             "or for more than two classes a categorical loss such as "
+                             "sparse_categorical_crossentropy")
+        classes = self.classes[index]
+        value = np.asarray(value if isinstance(value, np.generic) else ops.to_numpy(value)).reshape(())
         raise ValueError(f"{self.caller}: {where}{output}: {owner}: class indices must be in [0, {classes}) for "
                          f"y_pred with {classes} classes, received {value.item()!r}")
 

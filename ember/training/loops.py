@@ -19,6 +19,7 @@ from ember.layers.rnn.carried_state import carries_state
 from ember.training.callbacks.callback_list import BatchLogs, CallbackList, _to_float
 from ember.training.callbacks.terminate_on_nan import TerminateOnNaN
 from ember.training.distributed import gather_predictions, window_of
+from ember.training.input_check import EmbeddingIndexCheck, refuse_empty
 from ember.training.losses.base import unchecked_values
 from ember.training.nonfinite_loss import NonFiniteLossWatch
 
@@ -61,6 +62,8 @@ class FitLoop:
         self.validation_freq = validation_freq
         self.keep_previous = any([getattr(cb, "keeps_previous_state", False) for cb in callbacks])
         self.label_check = _vouched(trainer.label_check("fit"), iterator)
+        self.index_check = _vouched_inputs(trainer, iterator, "fit")
+        self.refuse_empty = not _in_memory(iterator)  # array data has no empty batch
         self.transfer = trainer.batch_transfer(state["model"])  # batches to the model's device (None: as they are)
         # TerminateOnNaN handles a NaN loss itself (stop and roll back); otherwise fit warns once.
         self.loss_watch = None if any([isinstance(cb, TerminateOnNaN) for cb in callbacks]) else NonFiniteLossWatch()
@@ -196,6 +199,10 @@ class FitLoop:
             for step, batch in self.iterator.epoch(epoch, self.transfer):
                 if step < skip:  # resuming mid-epoch: these batches were trained on before the checkpoint
                     continue
+                if self.refuse_empty:
+                    refuse_empty("fit", batch[0], f"epoch {epoch}, batch {step} (0-based):")
+                if self.index_check is not None:
+                    self.index_check(epoch, step, batch[0])
                 if check is not None:
                     check(epoch, step, batch[1])
                 if wants_begin:
@@ -258,6 +265,24 @@ def _vouched(check: Any, iterator: Any) -> Any:
     return None if targets is not None and check.vouch(targets) else check
 
 
+def _in_memory(iterator: Any) -> bool:
+    adapter = getattr(iterator, "adapter", None)
+    return adapter is not None and adapter.all_inputs() is not None
+
+
+def _vouched_inputs(trainer: Any, iterator: Any, caller: str) -> EmbeddingIndexCheck | None:
+    """The Embedding index check of a loop over ``iterator`` (:mod:`ember.training.input_check`);
+    None when no input feeds an Embedding or every index of the array data is in range."""
+    check = EmbeddingIndexCheck.for_model(trainer.model, caller)
+    if check is None:
+        return None
+    adapter = getattr(iterator, "adapter", None)
+    inputs = None if adapter is None else adapter.all_inputs()
+    if inputs is not None and not check.vouch(inputs):
+        check(None, None, inputs)  # array data: raise before any step (the range of the whole x)
+    return None if inputs is not None and check.vouched else check
+
+
 def guarded(strategy: Any, step: Any, what: str) -> Any:
     """``step`` bounded by the strategy's collective timeout (ember.distribute)."""
     def run(state: dict, batch: Any) -> Any:
@@ -293,6 +318,8 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
     advance = _carried_forward(trainer)
     test_step = steps.test_step if strategy is None else guarded(strategy, steps.test_step, "test step")
     check = _vouched(trainer.label_check(caller), iterator)
+    index_check = _vouched_inputs(trainer, iterator, caller)
+    empty = not _in_memory(iterator)
     state = {"model": model_state, "metrics": trainer.reset_metrics({})["metrics"]}
     results = trainer.core.results
     wants_end = callbacks is not None and callbacks.wants("on_test_batch_end")
@@ -303,6 +330,10 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
     for step, batch in iterator.epoch(0, trainer.batch_transfer(model_state)):
         if batch[1] is None and trainer.compile_loss.entries:
             raise ValueError("evaluate: the data gives no targets y, but the model has a loss to compute")
+        if empty:
+            refuse_empty(caller, batch[0], f"batch {step} (0-based):")
+        if index_check is not None:
+            index_check(None, step, batch[0])
         if check is not None:
             check(None, step, batch[1])
         if wants_begin and callbacks is not None:
@@ -344,8 +375,11 @@ def predict_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Cal
     # On an accelerator the outputs are copied to the host without waiting, and read after the last
     # batch (one sync), unless a callback reads each batch's outputs (then as NumPy, at once).
     fetch = transfer is not None and not callbacks.wants("on_predict_batch_end")
+    index_check = _vouched_inputs(trainer, iterator, "predict")
     callbacks.on_predict_begin()
     for step, batch in iterator.epoch(0, transfer):
+        if index_check is not None:
+            index_check(None, step, batch[0])
         callbacks.on_predict_batch_begin(step)
         if advance is None:
             y_pred = steps.predict_step(state, batch[0])

@@ -63,6 +63,7 @@ from ember.training.data.convert import flatten
 from ember.training.data.epoch_iterator import EpochIterator, check_steps
 from ember.training.distributed import ShardedAdapter, check_same_weights
 from ember.training.handle import TrainingHandle
+from ember.training.input_check import EmbeddingIndexCheck, refuse_empty
 from ember.training.loops import FitLoop, evaluate_state, predict_state, to_floats
 from ember.training.metrics import Metric
 from ember.training.optimizers import variable_updates
@@ -619,6 +620,7 @@ class TrainingAPI:
         trainer = self._trainer("train_on_batch")
         self._check_backend("train_on_batch")
         batch = native_batch(x, y, sample_weight, check_class_weight(class_weight))
+        refuse_empty("train_on_batch", batch[0])
         if self._own_step("train_step") is not None:
             return self._own_step_on_batch("train_step", batch, return_dict)
         saved = self._snapshot()
@@ -626,6 +628,9 @@ class TrainingAPI:
             self._ensure_built(batch[0], trainer.next_seed() if self.state is None else 0)
             self._sync_training_backend()
             state = self._batch_state(trainer, "train")
+            index_check = EmbeddingIndexCheck.for_model(trainer.model, "train_on_batch")
+            if index_check is not None:  # the step may be compiled: no index check inside it on MLX
+                index_check(None, None, batch[0])
             check = trainer.label_check("train_on_batch")
             if check is not None:  # the step may be compiled or fused: check the labels here
                 check(None, 0, batch[1])
@@ -645,6 +650,7 @@ class TrainingAPI:
         trainer = self._trainer("test_on_batch")
         self._check_backend("test_on_batch")
         batch = native_batch(x, y, sample_weight)
+        refuse_empty("test_on_batch", batch[0])
         if self._own_step("test_step") is not None:
             return self._own_step_on_batch("test_step", batch, return_dict)
         saved = self._snapshot()
@@ -654,6 +660,9 @@ class TrainingAPI:
             state = self._batch_state(trainer, "test")
             if batch[1] is None and trainer.compile_loss.entries:
                 raise ValueError("test_on_batch: y is required to compute the loss")
+            index_check = EmbeddingIndexCheck.for_model(trainer.model, "test_on_batch")
+            if index_check is not None:  # the step may be compiled: no index check inside it on MLX
+                index_check(None, None, batch[0])
             check = trainer.label_check("test_on_batch")
             if check is not None:
                 check(None, 0, batch[1])

@@ -34,14 +34,16 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from ember.saving.format import CheckpointError
 from ember.saving.keras_format import compile_bridge
-from ember.saving.keras_format.archive import read_archive, write_archive
+from ember.saving.keras_format.archive import CONFIG, WEIGHTS, KerasArchive, read_archive, write_archive
 from ember.saving.keras_format.keras_weights import (
     h5_bytes,
     is_keras_weights_file,
@@ -75,25 +77,36 @@ def load_keras_model(filepath: Any, custom_objects: dict | None = None, compile:
         CheckpointError: (a ``ValueError``) not a ``.keras`` archive, a layer or object Ember cannot
             rebuild (named), or weights that do not match.
     """
-    contents = read_archive(filepath)
+    contents = read_archive(filepath, caller="load_model")
     try:
         with custom_object_scope(custom_objects):
             model = model_from_keras(contents.config)
+    except RecursionError:
+        raise CheckpointError(contents.path, f"cannot rebuild the Keras model: its {CONFIG} nests too "
+                                             "deeply") from None
     except (KerasFormatError, TypeError, ValueError) as error:
         raise CheckpointError(contents.path, f"cannot rebuild the Keras model: {error}") from None
     compile_config = contents.config.get("compile_config") if compile else None
-    if contents.weights is None:
-        if compile_config:
-            compile_bridge.compile_from_keras(model, compile_config, None, contents.path)
-        return model
-    import h5py
-
-    with h5py.File(io.BytesIO(contents.weights), "r") as handle:
+    with _weights_member(contents) as handle:
         model.state, _ = read_arrays(model, handle, contents.path, skip_mismatch=False)
         if compile_config:
             with custom_object_scope(custom_objects):
                 compile_bridge.compile_from_keras(model, compile_config, handle, contents.path)
     return model
+
+
+@contextlib.contextmanager
+def _weights_member(contents: KerasArchive) -> Iterator[Any]:
+    """The archive's ``model.weights.h5`` opened with h5py; h5py's errors on a truncated or damaged
+    member (OSError, RuntimeError, KeyError) become a CheckpointError naming the archive and member."""
+    import h5py
+
+    try:
+        with h5py.File(io.BytesIO(contents.weights), "r") as handle:
+            yield handle
+    except (OSError, RuntimeError, KeyError) as error:  # h5py's errors on a damaged member, as it is opened or read
+        raise CheckpointError(contents.path, f"the member {WEIGHTS!r} is truncated, corrupted or not an HDF5 file "
+                                             f"({type(error).__name__}: {error}); nothing was loaded") from None
 
 
 def save_keras_model(model: Any, filepath: Any, overwrite: bool = True, include_optimizer: bool = True) -> None:
@@ -137,12 +150,8 @@ def load_keras_archive_weights(model: Any, filepath: Any, skip_mismatch: bool = 
     Raises:
         CheckpointError: the archive has no weights or they do not match the model.
     """
-    import h5py
-
-    contents = read_archive(filepath)
-    if contents.weights is None:
-        raise CheckpointError(contents.path, "the archive holds no model.weights.h5")
-    with h5py.File(io.BytesIO(contents.weights), "r") as handle:
+    contents = read_archive(filepath, caller="load_weights")
+    with _weights_member(contents) as handle:
         state, report = read_arrays(model, handle, contents.path, skip_mismatch)
     model.state = state
     return report

@@ -22,15 +22,24 @@ import datetime
 import json
 import os
 import zipfile
+import zlib
 from typing import Any
 
 from ember._version import __version__
-from ember.saving.format import CheckpointError
+from ember.saving.format import (
+    BOMB_FLOOR_BYTES,
+    MAX_EXPANSION,
+    MAX_JSON_BYTES,
+    CheckpointError,
+    check_regular_file,
+)
+from ember.saving.reader import parse_json
 from ember.saving.writer import atomic_path
 
 CONFIG = "config.json"
 METADATA = "metadata.json"
 WEIGHTS = "model.weights.h5"
+WEIGHTS_NPZ = "model.weights.npz"
 # metadata.json: Keras 3 writes its own version as keras_version (and date_saved) and reads neither
 # when it loads. Ember writes there the Keras release whose saving format these files follow (the
 # `keras` of the dev extra, against which tests/saving check them), and its own version, from
@@ -41,40 +50,108 @@ EMBER_VERSION = __version__
 
 @dataclasses.dataclass(frozen=True)
 class KerasArchive:
-    """The parsed members of a ``.keras`` file (``weights`` is the HDF5 file's bytes, or None)."""
+    """The parsed members of a ``.keras`` file (``weights`` is the HDF5 file's bytes)."""
 
     path: str
     config: dict
     metadata: dict
-    weights: bytes | None
+    weights: bytes
 
 
-def read_archive(filepath: Any) -> KerasArchive:
+def read_archive(filepath: Any, caller: str = "load_model") -> KerasArchive:
     """Open and check a ``.keras`` zip.
+
+    Only regular files are opened (a FIFO or device is refused before anything reads it). Every
+    member read is bounded before it is decompressed: ``config.json`` and ``metadata.json`` to
+    ``MAX_JSON_BYTES`` (64 MiB) each; a member, or the members together, above
+    ``BOMB_FLOOR_BYTES`` (64 MiB) that expands more than ``MAX_EXPANSION`` (100) times its stored
+    size is a decompression bomb (Keras's guard uses the same ratio, from 4 GiB); only stored
+    and DEFLATE members are read (a bzip2 or LZMA member decompresses without a bound per read).
+    Like Keras, an archive without ``model.weights.h5`` is refused: a model without its
+    weights would otherwise load freshly initialised, with no sign that anything was missing.
 
     Raises:
         FileNotFoundError: no such file.
-        CheckpointError: not a zip, no ``config.json``, or JSON that does not parse.
+        CheckpointError: not a regular file, not a zip, a truncated or corrupted archive, no
+            ``config.json`` or ``model.weights.h5``, a member over the bounds above, or JSON
+            that does not parse or nests too deeply.
     """
     path = os.fspath(filepath)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"load_model: no such file {path!r}")
+    check_regular_file(path, caller)
     if not zipfile.is_zipfile(path):
         raise CheckpointError(path, "not a .keras file (a .keras file is a zip archive written by Keras 3 or by "
                                     "Ember's model.save('....keras'))")
-    with zipfile.ZipFile(path) as archive:
-        names = set(archive.namelist())
-        if CONFIG not in names:
-            raise CheckpointError(path, f"the archive has no {CONFIG} (members: {sorted(names)[:10]})")
-        try:
-            config = json.loads(archive.read(CONFIG).decode("utf-8"))
-            metadata = json.loads(archive.read(METADATA).decode("utf-8")) if METADATA in names else {}
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise CheckpointError(path, f"the archive's JSON is corrupted ({error})") from None
-        weights = archive.read(WEIGHTS) if WEIGHTS in names else None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return _read_members(path, archive)
+    except CheckpointError:
+        raise
+    except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError, OSError,
+            ValueError) as error:
+        raise CheckpointError(path, f"the archive is truncated or corrupted ({type(error).__name__}: "
+                                    f"{error})") from None
+
+
+def _read_members(path: str, archive: zipfile.ZipFile) -> KerasArchive:
+    infos = {info.filename: info for info in archive.infolist()}
+    names = sorted(infos)
+    if CONFIG not in infos:
+        raise CheckpointError(path, f"the archive has no {CONFIG} (members: {names[:10]})")
+    if WEIGHTS not in infos:
+        hint = (f" (it holds {WEIGHTS_NPZ}, Keras's NumPy weights layout, which Ember does not read: re-save it "
+                "with Keras's default weights_format='h5')" if WEIGHTS_NPZ in infos else "")
+        raise CheckpointError(path, f"the archive has no {WEIGHTS} member, so the model's weights are missing"
+                                    f"{hint} (members: {names[:10]}); nothing was loaded")
+    for name, limit in ((CONFIG, MAX_JSON_BYTES), (METADATA, MAX_JSON_BYTES), (WEIGHTS, None)):
+        if name in infos:
+            _check_member(path, infos[name], limit)
+    declared = sum(info.file_size for info in infos.values())
+    stored = sum(info.compress_size for info in infos.values())
+    if declared > BOMB_FLOOR_BYTES and declared > MAX_EXPANSION * stored:
+        raise CheckpointError(path, f"the archive's members declare {_mib(declared)} uncompressed but store only "
+                                    f"{_mib(stored)}: refused as a decompression bomb")
+    config = _json(path, archive, infos[CONFIG])
+    metadata = _json(path, archive, infos[METADATA]) if METADATA in infos else {}
     if not isinstance(config, dict):
         raise CheckpointError(path, f"{CONFIG} must hold a JSON object, found {type(config).__name__}")
+    weights = _read(path, archive, infos[WEIGHTS], limit=None)
     return KerasArchive(path, config, metadata, weights)
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.2f} MiB"
+
+
+def _check_member(path: str, info: zipfile.ZipInfo, limit: int | None) -> None:
+    """Refuse a member over ``limit``, a bomb or an unbounded compression (see read_archive)."""
+    name = info.filename
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise CheckpointError(path, f"the member {name!r} uses zip compression method {info.compress_type}; only "
+                                    "stored and DEFLATE members are read")
+    if limit is not None and info.file_size > limit:
+        raise CheckpointError(path, f"the member {name!r} declares {_mib(info.file_size)} uncompressed, more than "
+                                    f"the {_mib(limit)} a JSON document may hold")
+    if info.file_size > BOMB_FLOOR_BYTES and info.file_size > MAX_EXPANSION * info.compress_size:
+        raise CheckpointError(path, f"the member {name!r} declares {_mib(info.file_size)} uncompressed but stores only "
+                                    f"{_mib(info.compress_size)}: refused as a decompression bomb")
+
+
+def _read(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int | None) -> bytes:
+    """A member's bytes, checked by :func:`_check_member` before anything is decompressed."""
+    _check_member(path, info, limit)
+    # zipfile stops at the declared size (and checks the CRC there), so the bounds above hold
+    with archive.open(info) as member:
+        return member.read()
+
+
+def _json(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
+    data = _read(path, archive, info, limit=MAX_JSON_BYTES)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CheckpointError(path, f"the archive's JSON is corrupted: {info.filename!r} is not UTF-8 "
+                                    f"({error})") from None
+    return parse_json(text, info.filename, lambda message: CheckpointError(path, message))
 
 
 def write_archive(filepath: Any, config: dict, weights: bytes, overwrite: bool = True) -> None:
@@ -98,5 +175,4 @@ def write_archive(filepath: Any, config: dict, weights: bytes, overwrite: bool =
     with atomic_path(path) as temporary, zipfile.ZipFile(temporary, "w") as archive:
         archive.writestr(METADATA, json.dumps(metadata))
         archive.writestr(CONFIG, json.dumps(config))
-        if weights:
-            archive.writestr(WEIGHTS, weights)
+        archive.writestr(WEIGHTS, weights)

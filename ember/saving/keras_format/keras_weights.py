@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import warnings
 from typing import Any
 
@@ -38,7 +39,7 @@ import numpy as np
 
 from ember import ops
 from ember.saving import _arrays
-from ember.saving.format import CheckpointError
+from ember.saving.format import CheckpointError, check_regular_file
 from ember.saving.keras_format.compile_bridge import keras_optimizer
 from ember.saving.keras_format.objects import KerasFormatError
 from ember.saving.keras_format.weights_layout import carried_state_paths, model_paths
@@ -55,6 +56,8 @@ def is_keras_weights_file(path: Any) -> bool:
     import h5py
 
     try:
+        if not stat.S_ISREG(os.stat(os.fspath(path)).st_mode):
+            return False  # never open a FIFO or device (it blocks): the Ember reader refuses it by name
         with h5py.File(os.fspath(path), "r") as handle:
             return "ember_format" not in handle.attrs and ("layers" in handle or "vars" in handle)
     except (OSError, TypeError):
@@ -114,10 +117,13 @@ def load_keras_weights(model: Any, filepath: Any, skip_mismatch: bool = False) -
     import h5py
 
     path = os.fspath(filepath)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"load_weights: no such file {path!r}")
-    with h5py.File(path, "r") as handle:
-        state, report = read_arrays(model, handle, path, skip_mismatch)
+    check_regular_file(path, "load_weights")
+    try:
+        with h5py.File(path, "r") as handle:
+            state, report = read_arrays(model, handle, path, skip_mismatch)
+    except (OSError, RuntimeError, KeyError) as error:  # h5py's errors on a truncated or damaged file
+        raise CheckpointError(path, f"the Keras weights file is truncated or corrupted ({type(error).__name__}: "
+                                    f"{error}); nothing was loaded") from None
     model.state = state
     if report.skipped:
         warnings.warn(f"load_weights({path!r}): skipped variables that do not match the model:\n"

@@ -108,6 +108,9 @@ class ArrayAdapter(DataAdapter):
     def all_targets(self) -> Any:
         return self.y
 
+    def all_inputs(self) -> Any:
+        return self.x
+
     def batches(self, epoch: int = 0) -> Iterator[tuple]:
         n, size = self.num_samples, self.batch_size
         leaves, treedef = self._flat

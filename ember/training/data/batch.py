@@ -50,6 +50,12 @@ class DataAdapter:
         (:meth:`ember.training.label_check.SparseLabelCheck.vouch`) instead of batch by batch."""
         return None
 
+    def all_inputs(self) -> Any:
+        """Every batch's inputs as whole arrays when the adapter holds them in memory (the ``x`` of
+        array data), else None: Embedding indices are then checked once over these
+        (:mod:`ember.training.input_check`), and no batch can be empty."""
+        return None
+
     def peek(self) -> tuple:
         """The first batch (without consuming it), for building a model from the data's shapes."""
         batches = self.batches(epoch=0)
