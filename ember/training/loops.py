@@ -18,7 +18,7 @@ from ember import ops
 from ember.layers.rnn.carried_state import carries_state
 from ember.training.callbacks.callback_list import BatchLogs, CallbackList, _to_float
 from ember.training.callbacks.terminate_on_nan import TerminateOnNaN
-from ember.training.distributed import gather_predictions, window_of
+from ember.training.distributed import ShardedAdapter, gather_predictions, window_of
 from ember.training.input_check import EmbeddingIndexCheck, refuse_empty
 from ember.training.losses.base import unchecked_values
 from ember.training.nonfinite_loss import NonFiniteLossWatch
@@ -63,7 +63,7 @@ class FitLoop:
         self.keep_previous = any([getattr(cb, "keeps_previous_state", False) for cb in callbacks])
         self.label_check = _vouched(trainer.label_check("fit"), iterator)
         self.index_check = _vouched_inputs(trainer, iterator, "fit")
-        self.refuse_empty = not _in_memory(iterator)  # array data has no empty batch
+        self.refuse_empty = _may_be_empty(iterator)
         self.transfer = trainer.batch_transfer(state["model"])  # batches to the model's device (None: as they are)
         # TerminateOnNaN handles a NaN loss itself (stop and roll back); otherwise fit warns once.
         self.loss_watch = None if any([isinstance(cb, TerminateOnNaN) for cb in callbacks]) else NonFiniteLossWatch()
@@ -265,6 +265,13 @@ def _vouched(check: Any, iterator: Any) -> Any:
     return None if targets is not None and check.vouch(targets) else check
 
 
+def _may_be_empty(iterator: Any) -> bool:
+    """Whether a batch of ``iterator`` with no rows is the user's empty batch, to refuse: not for array
+    data (it never yields one), nor for one rank's shard of a global batch under ember.distribute (a
+    rank may hold none of the rows of a small last batch; the step's all-reduce counts the rows)."""
+    return not _in_memory(iterator) and not isinstance(getattr(iterator, "adapter", None), ShardedAdapter)
+
+
 def _in_memory(iterator: Any) -> bool:
     adapter = getattr(iterator, "adapter", None)
     return adapter is not None and adapter.all_inputs() is not None
@@ -319,7 +326,7 @@ def evaluate_state(trainer: Any, model_state: dict, iterator: Any, callbacks: Ca
     test_step = steps.test_step if strategy is None else guarded(strategy, steps.test_step, "test step")
     check = _vouched(trainer.label_check(caller), iterator)
     index_check = _vouched_inputs(trainer, iterator, caller)
-    empty = not _in_memory(iterator)
+    empty = _may_be_empty(iterator)
     state = {"model": model_state, "metrics": trainer.reset_metrics({})["metrics"]}
     results = trainer.core.results
     wants_end = callbacks is not None and callbacks.wants("on_test_batch_end")
