@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -95,10 +96,10 @@ def read_state(layer: Any) -> dict:
         if owner is not None:
             parent = owner._lent_state()
             if parent is None and handle.state is None:
-                try:  # a model that claimed the layer: built on first use when its input shapes are known
+                # A model that claimed the layer builds on first use when its input shapes are known; when
+                # they are not, it stays unbuilt and the layer has no weights yet (the error below says so).
+                with contextlib.suppress(ValueError):
                     owner._read_state()
-                except ValueError:
-                    pass
                 parent = owner._lent_state()
             if parent is not None:
                 return {collection: sub_tree(parent[collection], handle.path) for collection in ("params", "buffers")}
