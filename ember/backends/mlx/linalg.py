@@ -9,6 +9,10 @@ so complex inputs, and ``eig`` of float64 matrices (whose NumPy result is comple
 raise ``TypeError``.
 
 The matrix products (``matmul``, ``dot``, ...) live in :mod:`._products`, as in every backend.
+
+The factorisations MLX cannot differentiate (inv, solve, cholesky, eigh, eigvalsh, qr, svd)
+run through :mod:`._linalg_vjp`, which gives them the NumPy backend's VJP rules, so
+``pinv``, ``lstsq`` and the spectral norms built on them are differentiable too.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import mlx.core as mx
 import numpy as np
 
 from ember.backends._common import normalize_axes
-from ember.backends.mlx import _f64
+from ember.backends.mlx import _f64, _linalg_vjp
 from ember.backends.mlx._base import (
     FLOATS,
     SMALL_INTS,
@@ -67,7 +71,7 @@ def solve(a, b):
     batch = tuple(mx.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))) if (a.ndim > 2 or b.ndim > 2) else ()
     a = mx.broadcast_to(a, batch + tuple(a.shape[-2:]))
     b = mx.broadcast_to(b, batch + tuple(b.shape[-2:]))
-    out = mx.linalg.solve(a, b, stream=_CPU)
+    out = _linalg_vjp.solve(a, b)
     _evaluated(out, "solve", "the matrix a is singular")
     if vector:
         out = out[..., 0]
@@ -93,7 +97,7 @@ def _evaluated(out, op: str, problem: str) -> bool:
 
 def inv(x):
     x, dtype = _as_float(x, "inv", square=True)
-    out = mx.linalg.inv(x, stream=_CPU)
+    out = _linalg_vjp.inv(x)
     _evaluated(out, "inv", "the matrix is singular")
     return _back(out, dtype)
 
@@ -101,8 +105,8 @@ def inv(x):
 def svd(x, full_matrices=True, compute_uv=True):
     x, dtype = _as_float(x, "svd")
     if not compute_uv:
-        return _back(mx.linalg.svd(x, compute_uv=False, stream=_CPU), dtype)
-    u, s, vh = mx.linalg.svd(x, compute_uv=True, stream=_CPU)  # MLX gives the full matrices
+        return _back(_linalg_vjp.svdvals(x), dtype)
+    u, s, vh = _linalg_vjp.svd(x)  # MLX gives the full matrices
     if not full_matrices:
         k = builtins.min(x.shape[-2], x.shape[-1])
         u, vh = u[..., :, :k], vh[..., :k, :]
@@ -111,7 +115,7 @@ def svd(x, full_matrices=True, compute_uv=True):
 
 def eigh(x):
     x, dtype = _as_float(x, "eigh", square=True)
-    values, vectors = mx.linalg.eigh(x, stream=_CPU)
+    values, vectors = _linalg_vjp.eigh(x)
     return _back(values, dtype), _back(vectors, dtype)
 
 
@@ -135,7 +139,7 @@ def eigvals(x):
 
 def eigvalsh(x):
     x, dtype = _as_float(x, "eigvalsh", square=True)
-    return _back(mx.linalg.eigvalsh(x, stream=_CPU), dtype)
+    return _back(_linalg_vjp.eigvalsh(x), dtype)
 
 
 def det(x):
@@ -158,8 +162,8 @@ def _singular_values(x, row, col):
     work = x if x.dtype in (mx.float32, mx.float64) else x.astype(mx.float32)
     order = [a for a in range(x.ndim) if a not in (row, col)] + [row, col]
     moved = mx.transpose(work, order)
-    values = mx.linalg.svd(moved, compute_uv=False, stream=_CPU)
-    return values.astype(x.dtype)  # type: ignore[attr-defined]  # one array; MLX's stub says a (U, S, Vt) tuple
+    values = _linalg_vjp.svdvals(moved)
+    return values.astype(x.dtype)
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
@@ -245,13 +249,13 @@ def qr(x, mode="reduced"):
         eye = mx.broadcast_to(mx.eye(m, dtype=x.dtype), tuple(x.shape[:-2]) + (m, m))
         q, r = mx.linalg.qr(mx.concatenate([x, eye], axis=-1), stream=_CPU)
         return _back(q, dtype), _back(r[..., :, :n], dtype)
-    q, r = mx.linalg.qr(x, stream=_CPU)
+    q, r = _linalg_vjp.qr(x)
     return _back(q, dtype), _back(r, dtype)
 
 
 def cholesky(x):
     x, dtype = _as_float(x, "cholesky", square=True)
-    out = mx.linalg.cholesky(x, stream=_CPU)
+    out = _linalg_vjp.cholesky(x)
     # MLX ignores LAPACK's failure flag and returns the partial factor. A failed factorization
     # leaves its non-positive pivot (or NaN) on the diagonal; a successful one has a positive one.
     diagonal_ok = mx.all(mx.diagonal(out, axis1=-2, axis2=-1) > 0)
@@ -266,7 +270,7 @@ def _pinv(x, rcond):
     m, n = x.shape[-2], x.shape[-1]
     if m == 0 or n == 0:
         return mx.zeros(tuple(x.shape[:-2]) + (n, m), dtype=x.dtype)
-    u, s, vh = mx.linalg.svd(x, compute_uv=True, stream=_CPU)
+    u, s, vh = _linalg_vjp.svd(x)
     k = builtins.min(m, n)
     u, vh = u[..., :, :k], vh[..., :k, :]
     if rcond is None:

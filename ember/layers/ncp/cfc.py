@@ -14,7 +14,7 @@ default); in a functional model, ``cfc(x, timespans=t)`` with ``t`` an ``ember.I
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 from ember.layers.ncp._common import compact_repr, default_name
 from ember.layers.ncp.cfc_cell import CfCCell
@@ -73,6 +73,12 @@ class CfC(RNN):
     cell: Any = dataclasses.field(init=False, repr=False)
 
     _cell_class = CfCCell  # the layer builds its cell from its fields (see _make_cell)
+    _dense_cell: ClassVar[type[CfCCell]] = CfCCell  # the cells _make_cell builds (StrideAwareCfC: its own)
+    _wired_cell: ClassVar[type[WiredCfCCell]] = WiredCfCCell
+
+    def _extra_cell_fields(self) -> dict:
+        """Fields a subclass passes on to both of its cells (none here)."""
+        return {}
 
     def __post_init__(self) -> None:
         default_name(self, "cfc")
@@ -84,6 +90,7 @@ class CfC(RNN):
     def _make_cell(self) -> RNNCell:
         check_bool(self.name, "mixed_memory", self.mixed_memory)
         common: dict[str, Any] = {"name": self.name, "dtype": self.dtype, "trainable": self.trainable}
+        extra = self._extra_cell_fields()
         cell: RNNCell
         if isinstance(self.units, Wiring):
             given = [f for f in ("backbone_units", "backbone_layers", "backbone_dropout")
@@ -91,15 +98,16 @@ class CfC(RNN):
             if given:
                 raise ValueError(f"{self.name}: {', '.join(given)} cannot be used with a wiring "
                                  f"(a wired CfC has no backbone); leave them None")
-            cell = WiredCfCCell(self.units, mode=self.mode, fully_recurrent=self.fully_recurrent, **common)
+            cell = self._wired_cell(self.units, mode=self.mode, fully_recurrent=self.fully_recurrent,
+                                    **extra, **common)
             self._normalize("units", cell.wiring)  # the cell's private copy
         else:
-            cfc = CfCCell(
+            cfc = self._dense_cell(
                 self.units, mode=self.mode, activation=self.activation,
                 backbone_units=128 if self.backbone_units is None else self.backbone_units,
                 backbone_layers=1 if self.backbone_layers is None else self.backbone_layers,
                 backbone_dropout=0.0 if self.backbone_dropout is None else self.backbone_dropout,
-                seed=self.seed, **common)
+                seed=self.seed, **extra, **common)
             self._normalize("activation", cfc.activation)
             cell = cfc
         if self.mixed_memory:

@@ -36,7 +36,8 @@ class LTC(RNN):
             an :class:`~ember.wirings.Wiring`.
         mixed_memory: add an LSTM memory (states ``[v, c]`` instead of ``[v]``).
         input_mapping, output_mapping, ode_unfolds, epsilon, implicit_param_constraints,
-            initialization_ranges: as for :class:`LTCCell`.
+            initialization_ranges, solver: as for :class:`LTCCell` (``solver``:
+            ``"semi_implicit"``, ``"euler"`` or ``"rk4"``).
         return_sequences, return_state, go_backwards, stateful, unroll, time_major,
             zero_output_for_mask: as for :class:`~ember.layers.RNN` (keyword-only).
 
@@ -61,6 +62,7 @@ class LTC(RNN):
     epsilon: float = 1e-8
     implicit_param_constraints: bool = True
     initialization_ranges: dict | None = None
+    solver: str = "semi_implicit"
     cell: Any = dataclasses.field(init=False, repr=False)
 
     _cell_class = LTCCell  # the layer builds its cell from its fields (see _make_cell)
@@ -74,7 +76,7 @@ class LTC(RNN):
         ltc = LTCCell(self.units, input_mapping=self.input_mapping, output_mapping=self.output_mapping,
                       ode_unfolds=self.ode_unfolds, epsilon=self.epsilon,
                       implicit_param_constraints=self.implicit_param_constraints,
-                      initialization_ranges=self.initialization_ranges, **common)
+                      initialization_ranges=self.initialization_ranges, solver=self.solver, **common)
 
         if isinstance(self.units, Wiring):
             self._normalize("units", ltc.wiring)  # the cell's private copy

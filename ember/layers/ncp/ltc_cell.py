@@ -20,6 +20,22 @@ of the ncps package (Lechner & Hasani)::
                / (cm_t_j + softplus(gleak)_j + sum_i a_ij + den'_j + epsilon)
     output = v[:, :output_dim] * output_w + output_b     # output_mapping "affine" ("linear": no output_b)
 
+Solvers (``solver=``): the loop above is ``"semi_implicit"`` (the default, ncps's fused
+solver). ``"euler"`` and ``"rk4"`` integrate the same ODE explicitly with the step
+``dt = t / ode_unfolds``, writing it as ``dv/dt = f(v)`` with the sensory terms held for the
+step (as in the LTC paper's baseline code, which also unfolds a fixed ``dt = 0.1``: pass
+``timespans = 0.1 * ode_unfolds`` to reproduce it)::
+
+    f(v)_j = (softplus(gleak)_j (vleak_j - v_j) + sum_i a_ij (erev_ij - v_j) + num'_j - den'_j v_j) / cm_j
+    euler: v <- v + dt f(v)
+    rk4:   k1 = f(v), k2 = f(v + dt k1 / 2), k3 = f(v + dt k2 / 2), k4 = f(v + dt k3)
+           v <- v + dt (k1 + 2 k2 + 2 k3 + k4) / 6
+
+(``cm`` and ``gleak`` through ``softplus`` with implicit constraints, ``epsilon`` unused).
+The explicit solvers are only conditionally stable: ``dt (gleak + sum_i a_ij + den'_j) / cm_j``
+must stay below 2 (Euler) or about 2.8 (RK4), so large wirings or long elapsed times want
+more unfolds; the semi-implicit solver is stable for any ``dt``.
+
 Each unfold moves information across one synapse (every neuron is updated from the
 potentials of the previous unfold), exactly as in ncps. So on a layered wiring the
 current input reaches the outputs within the same step only when ``ode_unfolds`` is at
@@ -74,6 +90,7 @@ from ember.seeds import sub_seed
 from ember.validation import check_positive_int
 
 MAPPINGS = ("affine", "linear", None)
+SOLVERS = ("semi_implicit", "euler", "rk4")
 DEFAULT_RANGES = {
     "gleak": (0.001, 1.0), "vleak": (-0.2, 0.2), "cm": (0.4, 0.6),
     "w": (0.001, 1.0), "sigma": (3.0, 8.0), "mu": (0.3, 0.8),
@@ -102,6 +119,9 @@ class LTCCell(RNNCell):
         initialization_ranges: ``{name: (low, high)}`` overriding the uniform ranges of
             ``gleak``, ``vleak``, ``cm``, ``w``, ``sigma``, ``mu``, ``sensory_w``,
             ``sensory_sigma``, ``sensory_mu``.
+        solver: ``"semi_implicit"`` (ncps's fused solver), ``"euler"`` (explicit Euler) or
+            ``"rk4"`` (classic Runge-Kutta), each with ``ode_unfolds`` steps of
+            ``dt = t / ode_unfolds`` (module docstring).
 
     Example:
         >>> import ember
@@ -123,6 +143,7 @@ class LTCCell(RNNCell):
     epsilon: float = 1e-8
     implicit_param_constraints: bool = True
     initialization_ranges: dict | None = None
+    solver: str = "semi_implicit"
 
     accepts_timespan: ClassVar[bool] = True
 
@@ -144,6 +165,8 @@ class LTCCell(RNNCell):
             raise TypeError(f"{self.name}: implicit_param_constraints must be a bool, "
                             f"received {self.implicit_param_constraints!r}")
         self._normalize("initialization_ranges", self._check_ranges(self.initialization_ranges))
+        if not (isinstance(self.solver, str) and self.solver in SOLVERS):
+            raise ValueError(f"{self.name}: solver must be one of {SOLVERS}, received {self.solver!r}")
 
     def _check_ranges(self, ranges: Any) -> dict | None:
         if ranges is None:
@@ -242,6 +265,9 @@ class LTCCell(RNNCell):
 
         num_sensory, den_sensory = synapses(step_input, params["sensory_sigma"], params["sensory_mu"],
                                             context["sensory_w"], context["sensory_w_erev"])
+        if self.solver != "semi_implicit":
+            v = self._explicit(params, context, states[0], num_sensory, den_sensory, timespan, synapses)
+            return self._output(params, v), [v]
         if timespan is None:
             cm_t = ops.multiply(context["cm"], float(self.ode_unfolds))
         else:
@@ -253,6 +279,36 @@ class LTCCell(RNNCell):
         for _ in range(self.ode_unfolds):
             num, den = synapses(v, params["sigma"], params["mu"], context["w"], context["w_erev"])
             v = ops.divide(ops.add(ops.add(ops.multiply(cm_t, v), base_num), num), ops.add(base_den, den))
+        return self._output(params, v), [v]
+
+    def _explicit(self, params: dict, context: dict, v: Any, num_sensory: Any, den_sensory: Any, timespan: Any,
+                  synapses: Any) -> Any:
+        """``ode_unfolds`` explicit Euler or RK4 steps of ``dv/dt = f(v)`` (module docstring)."""
+        dt: Any = 1.0 / self.ode_unfolds if timespan is None else ops.divide(timespan, float(self.ode_unfolds))
+        base_num = ops.add(context["leak"], num_sensory)
+        base_den = ops.add(context["gleak"], den_sensory)
+        inverse_cm = ops.divide(1.0, context["cm"])
+
+        def f(u: Any) -> Any:
+            num, den = synapses(u, params["sigma"], params["mu"], context["w"], context["w_erev"])
+            drive = ops.subtract(ops.add(base_num, num), ops.multiply(u, ops.add(base_den, den)))
+            return ops.multiply(drive, inverse_cm)
+
+        def moved(u: Any, k: Any, scale: float) -> Any:
+            return ops.add(u, ops.multiply(dt * scale if isinstance(dt, float) else ops.multiply(dt, scale), k))
+
+        for _ in range(self.ode_unfolds):
+            k1 = f(v)
+            if self.solver == "euler":
+                v = moved(v, k1, 1.0)
+                continue
+            k2 = f(moved(v, k1, 0.5))
+            k3 = f(moved(v, k2, 0.5))
+            k4 = f(moved(v, k3, 1.0))
+            v = moved(v, ops.add(ops.add(k1, k4), ops.multiply(ops.add(k2, k3), 2.0)), 1.0 / 6.0)
+        return v
+
+    def _output(self, params: dict, v: Any) -> Any:
         output = v
         motor = self.wiring.output_dim
         if motor != self.wiring.units:
@@ -261,7 +317,7 @@ class LTCCell(RNNCell):
             output = ops.multiply(output, params["output_w"])
         if self.output_mapping == "affine":
             output = ops.add(output, params["output_b"])
-        return output, [v]
+        return output
 
     def step(self, params: dict, inputs: Any, states: list, *, training: bool = False, rng: Any = None,
              timespan: Any = None) -> tuple[Any, list]:
