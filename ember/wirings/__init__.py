@@ -2,7 +2,8 @@
 
 * :class:`Wiring`: the base (adjacency matrices with synapse polarity, neuron types);
 * :class:`FullyConnected`, :class:`Random`: dense and randomly sparse circuits;
-* :class:`NCP`, :class:`AutoNCP`: Neural Circuit Policies (sensory -> inter -> command -> motor).
+* :class:`NCP`, :class:`AutoNCP`: Neural Circuit Policies (sensory -> inter -> command -> motor);
+* :class:`SpatialWiring`: any of them with neuron coordinates (spatially embedded networks).
 
 Wirings are backend-independent data (NumPy int matrices from a seed); the cells in
 :mod:`ember.layers.ncp` turn them into weight masks. ``wiring.draw()`` needs matplotlib
@@ -20,5 +21,6 @@ from ember.wirings.base import NEURON_TYPES, Wiring
 from ember.wirings.fully_connected import FullyConnected
 from ember.wirings.ncp import NCP
 from ember.wirings.random import Random
+from ember.wirings.spatial import SpatialWiring
 
-__all__ = ["AutoNCP", "FullyConnected", "NCP", "NEURON_TYPES", "Random", "Wiring"]
+__all__ = ["AutoNCP", "FullyConnected", "NCP", "NEURON_TYPES", "Random", "SpatialWiring", "Wiring"]
