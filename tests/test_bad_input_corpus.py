@@ -313,7 +313,7 @@ CASES = [
     ("ops.broadcast_to", lambda c: ops.broadcast_to(X, (3, 3)), ValueError, r"broadcast_to.*\(3, 3\)"),
     ("ops.transpose perm", lambda c: ops.transpose(X, (0, 0)), ValueError, r"transpose.*\(0, 0\)"),
     ("ops.tile negative", lambda c: ops.tile(X, (-1, 1)), ValueError, r"tile: repeats.*-1"),
-    ("ops.one_hot float", lambda c: ops.one_hot(np.array([0.5]), 3), TypeError, r"one_hot.*float"),
+    ("ops.one_hot bool", lambda c: ops.one_hot(np.array([True]), 3), TypeError, r"one_hot.*bool"),
     ("ops.cast dtype", lambda c: ops.cast(X, "float99"), TypeError, r"float99"),
     ("ops.split", lambda c: ops.split(X, 3, axis=1), ValueError, r"split.*3"),
     ("ops.squeeze", lambda c: ops.squeeze(X, axis=0), ValueError, r"squeeze.*axis 0"),
@@ -344,7 +344,49 @@ CASES = [
     ("tape gradient before use", lambda c: ember.GradientTape().gradient(X, X), RuntimeError, r"nothing was recorded"),
     ("value_and_grad not callable", lambda c: ember.value_and_grad(3), TypeError, r"3|callable"),
     ("backend unknown", lambda c: ember.set_backend("jax"), ValueError, r"jax"),
+    # --- data that used to give raw library tracebacks or misleading messages (issue #38) -------
+    ("fit ragged nested list", lambda c: c.model.fit([[1.0] * 4, [1.0] * 2] + [[0.0] * 4] * 14, Y, verbose=0),
+     ValueError, r"fit: x is a ragged nested list: x\[1\] has 2 element\(s\) where x\[0\] has 4.*pad the rows"),
+    ("predict tuple (x, y)", lambda c: c.model.predict((X, Y), verbose=0), TypeError,
+     r"predict: x is a tuple of 2 arrays \(shapes \(16, 4\), \(16,\)\).*one input \('features'.*evaluate\(x, y\)"),
+    ("fit Dataset __len__ -1", lambda c: c.model.fit(_BatchesDataset(claimed=-1), verbose=0), ValueError,
+     r"x: _BatchesDataset.__len__\(\) returned -1; it must return the number of batches as a non-negative int"),
+    ("fit Dataset __len__ 2.5", lambda c: c.model.fit(_BatchesDataset(claimed=2.5), verbose=0), ValueError,
+     r"__len__\(\) returned 2\.5; it must return the number of batches"),
+    ("predict Dataset __len__ overstates", lambda c: c.model.predict(_BatchesDataset(batches=2, claimed=3), verbose=0),
+     IndexError, r"__getitem__\(2\) raised IndexError \(no batch 2\) although _BatchesDataset.__len__\(\) returned 3"),
+    ("fit Dataset __len__ overstates", lambda c: c.model.fit(_BatchesDataset(batches=0, claimed=2), verbose=0),
+     IndexError, r"__getitem__\(0\) raised IndexError.*__len__\(\) returned 2.*make __len__ return"),
+    ("fit rows holding str", lambda c: c.model.fit([["a", "b", "c", "d"]] * 16, Y, verbose=0), TypeError,
+     r"fit: x is a list of rows, but x\[0\]\[0\] is 'a' \(str\), not a number"),
+    ("fit rows holding None", lambda c: c.model.fit([[None, 1.0, 2.0, 3.0]] * 16, Y, verbose=0), TypeError,
+     r"x\[0\]\[0\] is None \(NoneType\), not a number"),
+    ("fit generator of dict batches", lambda c: c.model.fit(_dict_batches(), verbose=0), ValueError,
+     r"no targets y: each batch is a dict \(keys \['features', 'y'\]\).*\(x, y\).*inputs: \['features'\]"),
+    ("layer named '.'", lambda c: layers.Dense(3, name="."), ValueError, r"Dense: name '\.' is not allowed"),
+    ("layer named '..'", lambda c: layers.Dense(3, name=".."), ValueError, r"Dense: name '\.\.' is not allowed"),
 ]
+
+
+class _BatchesDataset(ember.data.Dataset):
+    """``batches`` batches of 8 rows of X (with labels), while ``__len__`` claims ``claimed``."""
+
+    def __init__(self, batches=2, claimed=2):
+        super().__init__()
+        self.batches, self.claimed = batches, claimed
+
+    def __len__(self):
+        return self.claimed
+
+    def __getitem__(self, index):
+        if index >= self.batches:
+            raise IndexError(f"no batch {index}")
+        return X[8 * index:8 * index + 8], Y[8 * index:8 * index + 8]
+
+
+def _dict_batches():
+    for start in (0, 8):
+        yield {"features": X[start:start + 8], "y": Y[start:start + 8]}
 
 
 def _gradient_twice():

@@ -1132,7 +1132,8 @@ class core:
 
         The class count is ``depth`` or, Keras's name, ``num_classes`` (exactly one of them).
 
-        ``indices`` must have an integer dtype (float or bool indices are a ``TypeError``).
+        ``indices`` have an integer dtype, or a float dtype that is cast as Keras casts it (toward
+        zero; NaN and infinities match no class); bool indices are a ``TypeError``.
 
         Example:
             >>> from ember import ops

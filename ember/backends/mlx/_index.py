@@ -313,9 +313,12 @@ def slice_update(x, start_indices, updates):
 
 def one_hot(indices, depth=None, dtype=None, axis=-1, *, num_classes=None):
     indices = to_mx(indices, "indices")
-    if indices.dtype not in INTEGERS:
-        raise TypeError(f"one_hot: indices must be integers, received dtype {FROM_MX[indices.dtype]}")
     depth = one_hot_depth(depth, num_classes)
+    if indices.dtype in FLOATS:  # Keras casts float class ids (toward zero); non-finite ids match no class
+        finite = mx.isfinite(indices)
+        indices = mx.where(finite, mx.clip(mx.trunc(mx.where(finite, indices, -1)), -1, depth), -1).astype(mx.int32)
+    if indices.dtype not in INTEGERS:
+        raise TypeError(f"one_hot: indices must be integers or floats, received dtype {FROM_MX[indices.dtype]}")
     target = mx_dtype(dtype, "one_hot")
     out = mx.equal(mx.expand_dims(indices.astype(mx.int32), -1), mx.arange(depth, dtype=mx.int32)).astype(target)
     axis = normalize_axis(axis, out.ndim)

@@ -173,9 +173,19 @@ def slice_update(x, start_indices, updates):
     return result
 
 
+def _class_ids(indices, depth):
+    """Integer class ids; float ids are truncated toward zero as Keras casts them (non-finite: no class)."""
+    indices = to_native(indices, "indices")
+    if indices.dtype.kind == "f" or indices.dtype == BF16:
+        wide = indices.astype(np.float64)
+        finite = np.isfinite(wide)
+        return np.where(finite, np.clip(np.trunc(np.where(finite, wide, -1.0)), -1, depth), -1).astype(np.int64)
+    return _int_indices(indices, "one_hot")
+
+
 def one_hot(indices, depth=None, dtype=None, axis=-1, *, num_classes=None):
-    indices = _int_indices(indices, "one_hot")
     depth = one_hot_depth(depth, num_classes)
+    indices = _class_ids(indices, depth)
     target = floatx() if dtype is None else dtype_arg(dtype)
     axis = axis_arg(axis, indices.ndim + 1)
     # Negative and too-large indices match no class, so their row stays all zero.

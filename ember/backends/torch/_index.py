@@ -166,6 +166,8 @@ def _checked_indices(indices: Any, device: torch.device, bounds: Any) -> Tensor:
 
 
 def _check_bounds(idx: Tensor, n: int, name: str, axis: int) -> None:
+    if torch.compiler.is_exporting():  # Model.export traces values it cannot read (the runtime checks)
+        return
     if idx.numel() == 0:
         return
     low, high = torch.aminmax(idx)
@@ -277,10 +279,13 @@ def slice_update(x, start_indices, updates):
 
 def one_hot(indices, depth=None, dtype=None, axis=-1, *, num_classes=None):
     idx = native(indices, "indices")
-    if idx.dtype in FLOATING or idx.dtype is torch.bool or idx.is_complex():
-        raise TypeError(f"one_hot: indices must be integers, received dtype {dtype_name(idx.dtype)}")
-    idx = index_tensor(idx, idx.device)
     depth = one_hot_depth(depth, num_classes)
+    if idx.dtype in FLOATING:  # Keras casts float class ids (toward zero); non-finite ids match no class
+        finite = torch.isfinite(idx)
+        idx = torch.where(finite, torch.nan_to_num(idx).trunc().clamp(-1, depth), -1).to(torch.int64)
+    if idx.dtype is torch.bool or idx.is_complex():
+        raise TypeError(f"one_hot: indices must be integers or floats, received dtype {dtype_name(idx.dtype)}")
+    idx = index_tensor(idx, idx.device)
     # Out-of-range (incl. negative) indices match no column: an all-zero row.
     out = (idx.unsqueeze(-1) == torch.arange(depth, device=idx.device)).to(torch_dtype(dtype))
     axis_ = normalize_axis(axis, out.ndim)
