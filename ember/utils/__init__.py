@@ -2,6 +2,9 @@
 
 * data: :func:`to_categorical`, :func:`normalize`, :func:`pad_sequences`, ``PyDataset``/``Sequence``
   (Keras's names for :class:`ember.data.Dataset`), :func:`timeseries_dataset_from_array` (a Dataset);
+* folders as datasets, without TensorFlow (each an ``ember.data.Dataset`` with ``class_names``,
+  ``file_paths`` and ``.prefetch``): :func:`image_dataset_from_directory` (Pillow),
+  :func:`text_dataset_from_directory`, :func:`audio_dataset_from_directory` (``wave``);
 * images (Pillow, ``[image]`` extra): :func:`load_img`, :func:`img_to_array`, :func:`array_to_img`,
   :func:`save_img`;
 * drawing (``[plot]`` extra): :func:`plot_model`, :func:`model_to_dot`, :func:`plot_history`
@@ -15,8 +18,8 @@
   ``CustomObjectScope``.
 
 Not provided (see the report of issue 19): ``get_file`` (Ember never uses the network),
-the ``*_dataset_from_directory`` loaders, ``split_dataset``,
-``FeatureSpace`` (built on tf.data in Keras), the interactive-logging switches, ``bounding_boxes``
+``split_dataset``,
+``FeatureSpace`` (built on tf.data in Keras), ``bounding_boxes``
 and ``legacy``.
 
 ``ember.utils`` is a foundation package (ARCHITECTURE.md): it holds the naming helpers every
@@ -64,6 +67,12 @@ _EXPORTS = {
     "get_source_inputs": "ember.models.sources",
     "is_keras_tensor": "ember.models.sources",
     "timeseries_dataset_from_array": "ember.training.data.timeseries",
+    "image_dataset_from_directory": "ember.training.data.image_files",
+    "text_dataset_from_directory": "ember.training.data.text_files",
+    "audio_dataset_from_directory": "ember.training.data.audio_files",
+    "enable_interactive_logging": "ember.global_settings",
+    "disable_interactive_logging": "ember.global_settings",
+    "is_interactive_logging_enabled": "ember.global_settings",
 }
 # Keras's names for Ember's Dataset protocol.
 _ALIASES = {"PyDataset": ("ember.training.data.dataset", "Dataset"),
@@ -79,6 +88,8 @@ __all__ = [
     "register_keras_serializable", "register_serializable", "save_img", "serialize_keras_object",
     "set_random_seed", "standardize_dtype", "timeseries_dataset_from_array", "to_categorical",
     "unpack_x_y_sample_weight",
+    "audio_dataset_from_directory", "image_dataset_from_directory", "text_dataset_from_directory",
+    "disable_interactive_logging", "enable_interactive_logging", "is_interactive_logging_enabled",
 ]
 
 

@@ -51,6 +51,7 @@ from ember.saving.keras_format.keras_weights import (
     read_arrays,
     save_keras_weights,
 )
+from ember.saving.keras_format.lookup_assets import with_vocabularies
 from ember.saving.keras_format.model_config import model_from_keras, model_to_keras
 from ember.saving.keras_format.objects import KerasFormatError
 from ember.serialization import custom_object_scope
@@ -78,9 +79,10 @@ def load_keras_model(filepath: Any, custom_objects: dict | None = None, compile:
             rebuild (named), or weights that do not match.
     """
     contents = read_archive(filepath, caller="load_model")
+    config = with_vocabularies(contents.config, contents.assets, contents.path)  # lookup layers' assets
     try:
         with custom_object_scope(custom_objects):
-            model = model_from_keras(contents.config)
+            model = model_from_keras(config)
     except RecursionError:
         raise CheckpointError(contents.path, f"cannot rebuild the Keras model: its {CONFIG} nests too "
                                              "deeply") from None

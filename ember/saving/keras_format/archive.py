@@ -1,6 +1,7 @@
 """The ``.keras`` archive: a zip of ``metadata.json``, ``config.json`` and ``model.weights.h5``.
 
-Reading checks the archive before using it: only JSON and HDF5 members are read (a
+Reading checks the archive before using it: only JSON, HDF5 and vocabulary-text members
+(``assets/<layer path>/vocabulary.txt``, which Keras's lookup layers write) are read (a
 ``.keras`` file never holds code Ember would run; Keras's ``Lambda`` bytecode is refused by
 the layer converter), the JSON must parse, and the weights are read from memory.
 Writing is atomic (a temporary file renamed over the target).
@@ -40,6 +41,8 @@ CONFIG = "config.json"
 METADATA = "metadata.json"
 WEIGHTS = "model.weights.h5"
 WEIGHTS_NPZ = "model.weights.npz"
+ASSETS = "assets/"
+VOCABULARY = "/vocabulary.txt"  # the asset Keras's lookup layers write (save_assets)
 # metadata.json: Keras 3 writes its own version as keras_version (and date_saved) and reads neither
 # when it loads. Ember writes there the Keras release whose saving format these files follow (the
 # `keras` of the dev extra, against which tests/saving check them), and its own version, from
@@ -56,6 +59,8 @@ class KerasArchive:
     config: dict
     metadata: dict
     weights: bytes
+    # ``assets/<layer path>/vocabulary.txt`` members (lookup layers' vocabularies), by member name
+    assets: dict = dataclasses.field(default_factory=dict)
 
 
 def read_archive(filepath: Any, caller: str = "load_model") -> KerasArchive:
@@ -115,7 +120,9 @@ def _read_members(path: str, archive: zipfile.ZipFile) -> KerasArchive:
     if not isinstance(config, dict):
         raise CheckpointError(path, f"{CONFIG} must hold a JSON object, found {type(config).__name__}")
     weights = _read(path, archive, infos[WEIGHTS], limit=None)
-    return KerasArchive(path, config, metadata, weights)
+    assets = {name: _read(path, archive, info, limit=MAX_JSON_BYTES) for name, info in infos.items()
+              if name.startswith(ASSETS) and name.endswith(VOCABULARY)}
+    return KerasArchive(path, config, metadata, weights, assets)
 
 
 def _mib(size: int) -> str:
