@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import activations, initializers, ops
-from ember.layers.layer import Layer, add_loss
+from ember import activations, initializers, ops, quantizers
+from ember.layers.core.dense_adaptation import QuantizeLoRAMixin, config_from_dict, config_to_dict, int8_matmul
+from ember.layers.layer import Layer
+from ember.layers.loss_collection import add_loss
 from ember.layers.weights import WeightSpec, resolve_options
 from ember.validation import check_last_dim, check_positive_int
 
 
-class Dense(Layer):
+class Dense(QuantizeLoRAMixin, Layer):
     """Fully connected layer.
 
     Args:
@@ -26,6 +28,13 @@ class Dense(Layer):
         kernel_constraint: projection of the kernel after each optimizer step (see
             :mod:`ember.constraints`), declared with the kernel in :meth:`weight_specs`.
         bias_constraint: projection of the bias after each optimizer step.
+        lora_rank: enable LoRA with this rank when the layer is built (see :meth:`enable_lora`).
+        lora_alpha: the LoRA update is scaled by ``lora_alpha / lora_rank`` (None: ``lora_rank``).
+        quantization_config: the :class:`~ember.quantizers.QuantizationConfig` of a quantized layer
+            (set by :meth:`quantize`; None: Keras's default, int8 inputs and weights).
+
+    ``quantize("int8")`` and ``enable_lora(rank)`` follow Keras (see
+    :mod:`ember.layers.core.dense_adaptation`).
 
     Example:
         >>> import ember
@@ -38,6 +47,7 @@ class Dense(Layer):
     """
 
     supports_masking = True  # as in Keras: a mask passes through (per-timestep on rank-3 inputs)
+    _apply_ignores_rng = True  # QuantizeLoRAMixin.apply passes no rng on
 
     units: int
     activation: Any = None
@@ -49,9 +59,17 @@ class Dense(Layer):
     activity_regularizer: Any = None
     kernel_constraint: Any = None
     bias_constraint: Any = None
+    lora_rank: int | None = None
+    lora_alpha: Any = None
+    quantization_config: Any = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.lora_rank is not None:
+            self._normalize("lora_rank", check_positive_int(self.name, "lora_rank", self.lora_rank))
+            self._normalize("lora_alpha", self.lora_rank if self.lora_alpha is None else self.lora_alpha)
+        if isinstance(self.quantization_config, dict):
+            self._normalize("quantization_config", config_from_dict(self.quantization_config))
         self._normalize("units", check_positive_int(self.name, "units", self.units))
         if not isinstance(self.use_bias, bool):
             raise TypeError(f"{self.name}: use_bias must be True or False, received {self.use_bias!r}")
@@ -69,9 +87,12 @@ class Dense(Layer):
         if self.use_bias:
             specs.append(WeightSpec("bias", (self.units,), self.bias_initializer, self.bias_regularizer,
                                     self.bias_constraint))
-        return specs
+        return self._adapt_specs(specs)
 
     def call(self, params: dict, inputs: Any) -> Any:
+        return self._forward(params, inputs, False)
+
+    def _forward(self, params: dict, inputs: Any, training: bool) -> Any:
         kernel = params["kernel"]
         shape = ops.shape(inputs)
         if shape[-1] != ops.shape(kernel)[0]:
@@ -79,12 +100,51 @@ class Dense(Layer):
                 f"layer {self.name!r} expects a last dimension of {ops.shape(kernel)[0]}, "
                 f"received input of shape {shape}"
             )
-        y = ops.nn.dense(inputs, kernel, params["bias"] if self.use_bias else None)
+        if self.quantization_mode == "int8":
+            y = self._int8_forward(params, inputs, training)
+            if self.use_bias:
+                y = ops.add(y, params["bias"])
+        else:
+            y = ops.nn.dense(inputs, self._float_weight(params), params["bias"] if self.use_bias else None)
         y = activations.get(self.activation)(y)
         if self.activity_regularizer is not None:
             add_loss(self.activity_regularizer(y))
         return y
 
+    def _int8_forward(self, params: dict, inputs: Any, training: bool) -> Any:
+        """Keras's int8 call: int8 inputs (per row) times the int8 kernel, de-scaled; weight-only
+        without an activation quantizer. In training the gradient reaching the inputs is that of the
+        de-quantized kernel (Keras's custom gradient: straight through the input rounding)."""
+        kernel, scale = params["kernel"], params["kernel_scale"]
+        quantizer = quantizers.QuantizationConfig.activation_quantizer_or_default(
+            self.quantization_config, quantizers.AbsMaxQuantizer())
+        if quantizer is None:
+            y = ops.divide(ops.matmul(inputs, ops.cast(kernel, ops.dtype(inputs))), ops.cast(scale, ops.dtype(inputs)))
+        else:
+            x = ops.stop_gradient(inputs) if training else inputs
+            x_int, x_scale = quantizer(x, axis=-1)
+            y = int8_matmul(x_int, kernel, ops.shape(kernel)[0])
+            y = ops.cast(ops.divide(y, ops.multiply(x_scale, scale)), ops.dtype(inputs))
+            if training:  # gradient straight through: d y / d x = dequantized kernel
+                linear = ops.matmul(inputs, ops.cast(self._dequantized(params), ops.dtype(inputs)))
+                y = ops.add(y, ops.subtract(linear, ops.stop_gradient(linear)))
+        if self.lora_enabled:
+            a_name, b_name = self._lora_names()
+            lora = ops.matmul(ops.matmul(inputs, params[a_name]), params[b_name])
+            y = ops.add(y, ops.cast(ops.multiply(lora, self._lora_factor()), ops.dtype(y)))
+        return y
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["quantization_config"] = config_to_dict(self.quantization_config)
+        if self.lora_rank is None:  # Keras writes the LoRA keys only when LoRA is on
+            config.pop("lora_rank", None)
+            config.pop("lora_alpha", None)
+        return config
+
     def compute_output_shape(self, input_shape: Any) -> tuple:
         check_last_dim(self, tuple(input_shape))
         return tuple(input_shape[:-1]) + (self.units,)
+
+
+Dense._quantizable = Dense

@@ -6,9 +6,18 @@ import re
 import string
 from typing import Any
 
-from ember import activations, constraints, initializers, ops, regularizers
-from ember.initializers import derive_seed
-from ember.layers.layer import Layer, add_loss
+from ember import activations, constraints, initializers, ops, quantizers, regularizers
+from ember.layers.core.dense_adaptation import QuantizeLoRAMixin, config_from_dict, config_to_dict, exact_in_float32
+from ember.layers.core.einsum_dense_quantization import (
+    kernel_scale_shape,
+    quantization_axes,
+    to_kernel_layout,
+    to_output_layout,
+)
+from ember.layers.layer import Layer
+from ember.layers.loss_collection import add_loss
+from ember.layers.weights import WeightSpec, create_weights
+from ember.validation import check_positive_int
 
 _EQUATION = re.compile(r"^([a-zA-Z.]+),([a-zA-Z]+)->([a-zA-Z.]+)$")
 
@@ -62,7 +71,7 @@ def _resolve(layer: Any, input_shape: tuple) -> tuple[str, tuple, tuple | None, 
     return f"{inputs},{weights}->{outputs}", tuple(kernel), bias, output_shape
 
 
-class EinsumDense(Layer):
+class EinsumDense(QuantizeLoRAMixin, Layer):
     """``activation(einsum(equation, inputs, kernel) + bias)`` with the kernel's shape read from the equation.
 
     Args:
@@ -73,6 +82,10 @@ class EinsumDense(Layer):
         bias_axes: output letters that get a bias (None: no bias).
         kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
         kernel_constraint, bias_constraint: as :class:`Dense`.
+        lora_rank, lora_alpha, quantization_config: as :class:`Dense` (``quantize("int8")``: the
+            int8 kernel with Keras's ``kernel_scale`` layout, see
+            :mod:`ember.layers.core.einsum_dense_quantization`; ``enable_lora(rank)``:
+            ``lora_kernel_a`` ``kernel.shape[:-1] + (rank,)`` and ``lora_kernel_b`` ``(rank, kernel.shape[-1])``).
 
     Example:
         >>> import ember
@@ -95,9 +108,19 @@ class EinsumDense(Layer):
     activity_regularizer: Any = None
     kernel_constraint: Any = None
     bias_constraint: Any = None
+    lora_rank: int | None = None
+    lora_alpha: Any = None
+    quantization_config: Any = None
+
+    _apply_ignores_rng = True  # QuantizeLoRAMixin.apply passes no rng on
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.lora_rank is not None:
+            self._normalize("lora_rank", check_positive_int(self.name, "lora_rank", self.lora_rank))
+            self._normalize("lora_alpha", self.lora_rank if self.lora_alpha is None else self.lora_alpha)
+        if isinstance(self.quantization_config, dict):
+            self._normalize("quantization_config", config_from_dict(self.quantization_config))
         if not isinstance(self.equation, str) or _EQUATION.match(self.equation.replace(" ", "")) is None:
             raise ValueError(f"{self.name}: equation must look like 'ab,bc->ac', received {self.equation!r}")
         shape = self.output_shape
@@ -117,16 +140,41 @@ class EinsumDense(Layer):
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         _, kernel_shape, bias_shape, _ = _resolve(self, tuple(input_shape))
-        params = {"kernel": self.kernel_initializer(kernel_shape, self.variable_dtype,
-                                                    None if seed is None else derive_seed(seed, "kernel"))}
+        object.__setattr__(self, "_input_rank", len(tuple(input_shape)))  # the int8 scales' layout needs it
+        specs = [WeightSpec("kernel", kernel_shape, self.kernel_initializer, self.kernel_regularizer)]
         if bias_shape is not None:
-            params["bias"] = self.bias_initializer(bias_shape, self.variable_dtype,
-                                                   None if seed is None else derive_seed(seed, "bias"))
-        return self.make_state(params=params)
+            specs.append(WeightSpec("bias", bias_shape, self.bias_initializer))
+        return create_weights(self._adapt_specs(specs), seed, self.variable_dtype)
+
+    def _axes(self) -> Any:
+        rank = self.__dict__.get("_input_rank")
+        if rank is None:
+            raise ValueError(f"layer {self.name!r} (EinsumDense): its input rank is unknown until it is built")
+        return quantization_axes(self.equation, rank)
+
+    def _scale_shape(self, weight_shape: tuple) -> tuple:
+        return tuple(kernel_scale_shape(weight_shape, self._axes()))
+
+    def _quantize_weight(self, weight: Any, config: Any = None) -> tuple[Any, Any]:
+        axes = self._axes()
+        quantizer = quantizers.QuantizationConfig.weight_quantizer_or_default(
+            config, quantizers.AbsMaxQuantizer(axis=tuple(axes.kernel_reduced)))
+        values, scale = quantizer(weight, to_numpy=True)
+        return values, to_output_layout(scale, axes, "kernel")
+
+    def _dequantized(self, params: dict) -> Any:
+        scale = to_kernel_layout(params["kernel_scale"], self._axes())
+        return ops.divide(ops.cast(params["kernel"], ops.dtype(scale)), scale)
 
     def call(self, params: dict, inputs: Any) -> Any:
+        return self._forward(params, inputs, False)
+
+    def _forward(self, params: dict, inputs: Any, training: bool) -> Any:
         equation, _, _, _ = _resolve(self, tuple(ops.shape(inputs)))
-        y = ops.einsum(equation, inputs, params["kernel"])
+        if self.quantization_mode == "int8":
+            y = self._int8_forward(params, inputs, equation, training)
+        else:
+            y = ops.einsum(equation, inputs, self._float_weight(params))
         if "bias" in params:
             y = ops.add(y, params["bias"])
         y = activations.get(self.activation)(y)
@@ -134,13 +182,53 @@ class EinsumDense(Layer):
             add_loss(self.activity_regularizer(y))
         return y
 
+    def _int8_forward(self, params: dict, inputs: Any, equation: str, training: bool) -> Any:
+        """Keras's int8 einsum: int8 inputs (scaled over their contracted axes) with the int8 kernel,
+        de-scaled by both scales in the output's layout; weight-only with the de-quantized kernel."""
+        kernel, scale = params["kernel"], params["kernel_scale"]
+        quantizer = quantizers.QuantizationConfig.activation_quantizer_or_default(
+            self.quantization_config, quantizers.AbsMaxQuantizer())
+        if quantizer is None:
+            y = ops.einsum(equation, inputs, ops.cast(self._dequantized(params), ops.dtype(inputs)))
+        else:
+            axes = self._axes()
+            x = ops.stop_gradient(inputs) if training else inputs
+            x_int, x_scale = quantizer(x, axis=tuple(axes.input_reduced))
+            contracted = 1
+            for axis in axes.kernel_reduced:
+                contracted *= ops.shape(kernel)[axis]
+            cast = "float32" if exact_in_float32(contracted) else "int32"
+            y = ops.cast(ops.einsum(equation, ops.cast(x_int, cast), ops.cast(kernel, cast)), "float32")
+            y = ops.divide(y, ops.multiply(to_output_layout(x_scale, axes, "input"), scale))
+            y = ops.cast(y, ops.dtype(inputs))
+            if training:  # gradient straight through the input rounding (Keras's custom gradient)
+                linear = ops.einsum(equation, inputs, ops.cast(self._dequantized(params), ops.dtype(inputs)))
+                y = ops.add(y, ops.subtract(linear, ops.stop_gradient(linear)))
+        if self.lora_enabled:
+            a_name, b_name = self._lora_names()
+            lora = ops.matmul(ops.einsum(equation, inputs, params[a_name]), params[b_name])
+            y = ops.add(y, ops.cast(ops.multiply(lora, self._lora_factor()), ops.dtype(y)))
+        return y
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["quantization_config"] = config_to_dict(self.quantization_config)
+        if self.lora_rank is None:  # Keras writes the LoRA keys only when LoRA is on
+            config.pop("lora_rank", None)
+            config.pop("lora_alpha", None)
+        return config
+
     def regularization_losses(self, params: dict) -> list:
         return regularizers.weight_penalties(self, params, {"kernel": self.kernel_regularizer,
                                                             "bias": self.bias_regularizer})
 
     def constraints(self) -> dict:
-        return constraints.weight_constraints(self, {"kernel": self.kernel_constraint,
+        frozen = self.quantization_mode is not None or self.lora_enabled  # the kernel is not a param then
+        return constraints.weight_constraints(self, {"kernel": None if frozen else self.kernel_constraint,
                                                      "bias": self.bias_constraint if self.bias_axes else None})
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         return _resolve(self, tuple(input_shape))[3]
+
+
+EinsumDense._quantizable = EinsumDense

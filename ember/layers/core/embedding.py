@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ember import initializers, ops
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer, add_loss
+from ember.layers.core.dense_adaptation import QuantizeLoRAMixin
+from ember.layers.layer import Layer
+from ember.layers.loss_collection import add_loss
 from ember.layers.weights import WeightSpec, resolve_options
 from ember.validation import check_bool, check_positive_int
 
@@ -23,7 +25,7 @@ def _index_bounds(indices: Any) -> tuple[int, int] | None:
     return int(low), int(high)
 
 
-class Embedding(Layer):
+class Embedding(QuantizeLoRAMixin, Layer):
     """Turns integer indices into dense vectors: row ``i`` of an ``(input_dim, output_dim)`` table.
 
     Args:
@@ -37,6 +39,13 @@ class Embedding(Layer):
             (see :mod:`ember.constraints`), declared in :meth:`weight_specs`.
         mask_zero: index 0 is padding: :meth:`compute_mask` returns ``inputs != 0``.
         activity_regularizer: penalty on the output vectors, passed to ``add_loss``.
+        lora_rank: enable LoRA with this rank when the layer is built (see :meth:`enable_lora`).
+        lora_alpha: the LoRA update is scaled by ``lora_alpha / lora_rank`` (None: ``lora_rank``).
+        quantization_config: the quantization config of a quantized layer (set by :meth:`quantize`).
+
+    ``quantize("int8")`` (an int8 table, one scale per row: ``embeddings_scale``) and
+    ``enable_lora(rank)`` (``lora_embeddings_a``/``_b``) follow Keras (see
+    :mod:`ember.layers.core.dense_adaptation`).
 
     Inputs of any shape ``(batch, ...)`` give ``(batch, ..., output_dim)``. Float
     inputs are cast to ``int32``. Indices outside ``[0, input_dim)`` raise a
@@ -63,9 +72,21 @@ class Embedding(Layer):
     embeddings_constraint: Any = None
     mask_zero: bool = False
     activity_regularizer: Any = None
+    lora_rank: int | None = None
+    lora_alpha: Any = None
+    quantization_config: Any = None
+
+    _apply_ignores_rng: ClassVar[bool] = True  # QuantizeLoRAMixin.apply passes no rng on
+    _adapted_weight: ClassVar[str] = "embeddings"
+    _scale_axis: ClassVar[int] = -1  # one scale per row (Keras: input_dim is usually the larger axis)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.lora_rank is not None:
+            self._normalize("lora_rank", check_positive_int(self.name, "lora_rank", self.lora_rank))
+            self._normalize("lora_alpha", self.lora_rank if self.lora_alpha is None else self.lora_alpha)
+        if isinstance(self.quantization_config, dict):
+            self._normalize("quantization_config", None)  # an int8 Embedding has no activation quantizer
         for field in ("input_dim", "output_dim"):
             self._normalize(field, check_positive_int(self.name, field, getattr(self, field)))
         check_bool(self.name, "mask_zero", self.mask_zero)
@@ -79,10 +100,14 @@ class Embedding(Layer):
         """The ``(input_dim, output_dim)`` table."""
         if input_shape is not None:
             self.compute_output_shape(input_shape)
-        return [WeightSpec("embeddings", (self.input_dim, self.output_dim), self.embeddings_initializer,
-                           self.embeddings_regularizer, self.embeddings_constraint)]
+        return self._adapt_specs([WeightSpec("embeddings", (self.input_dim, self.output_dim),
+                                             self.embeddings_initializer, self.embeddings_regularizer,
+                                             self.embeddings_constraint)])
 
     def call(self, params: dict, inputs: Any) -> Any:
+        return self._forward(params, inputs, False)
+
+    def _forward(self, params: dict, inputs: Any, training: bool) -> Any:
         if ops.dtype(inputs) not in _INTEGER_DTYPES:
             if ops.dtype(inputs) == "bool" or "complex" in ops.dtype(inputs):
                 raise TypeError(f"layer {self.name!r} expects integer indices, received dtype {ops.dtype(inputs)}")
@@ -94,7 +119,16 @@ class Embedding(Layer):
                     f"layer {self.name!r}: indices must lie in [0, {self.input_dim}) (input_dim), received "
                     f"values in [{bounds[0]}, {bounds[1]}] in an input of shape {tuple(ops.shape(inputs))}"
                 )
-        outputs = ops.take(params["embeddings"], inputs, axis=0)
+        if self.quantization_mode == "int8":
+            scale = ops.take(params["embeddings_scale"], inputs, axis=0)
+            outputs = ops.take(params["embeddings"], inputs, axis=0)
+            outputs = ops.divide(ops.cast(outputs, ops.dtype(scale)), ops.expand_dims(scale, -1))
+            if self.lora_enabled:
+                a_name, b_name = self._lora_names()
+                lora = ops.matmul(ops.take(params[a_name], inputs, axis=0), params[b_name])
+                outputs = ops.add(outputs, ops.cast(ops.multiply(lora, self._lora_factor()), ops.dtype(outputs)))
+        else:
+            outputs = ops.take(self._float_weight(params), inputs, axis=0)
         if self.activity_regularizer is not None:
             add_loss(self.activity_regularizer(outputs))
         return outputs
@@ -115,5 +149,16 @@ class Embedding(Layer):
         """Symbolic outputs carry the table's dtype, not the indices' (used by graph building)."""
         return self.variable_dtype
 
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["quantization_config"] = None
+        if self.lora_rank is None:  # Keras writes the LoRA keys only when LoRA is on
+            config.pop("lora_rank", None)
+            config.pop("lora_alpha", None)
+        return config
+
     def compute_output_shape(self, input_shape: Any) -> tuple:
         return input_shape_of(self, input_shape) + (self.output_dim,)
+
+
+Embedding._quantizable = Embedding

@@ -42,7 +42,7 @@ from ember.saving import _arrays
 from ember.saving.format import CheckpointError, check_regular_file
 from ember.saving.keras_format.compile_bridge import keras_optimizer
 from ember.saving.keras_format.objects import KerasFormatError
-from ember.saving.keras_format.weights_layout import carried_state_paths, model_paths
+from ember.saving.keras_format.weights_layout import carried_state_paths, lora_layers, model_paths
 from ember.saving.weights import LoadReport, match_state, state_template
 from ember.saving.writer import atomic_path
 
@@ -93,6 +93,12 @@ def read_arrays(model: Any, handle: Any, label: str, skip_mismatch: bool) -> tup
         for key in ember_path.split("/"):
             node = node[key]
         arrays[ember_path] = np.asarray(ops.to_numpy(node))  # the placeholder state holds zeros
+    for layer, prefix in lora_layers(model):  # Keras loads LoRA factors as zeros (the kernel is merged)
+        for name in layer._lora_names():
+            node = placeholder["params"]
+            for key in f"{prefix}/{name}".split("/"):
+                node = node[key]
+            arrays[f"params/{prefix}/{name}"] = np.zeros(ops.shape(node), ops.dtype(node))
     for keras_path, ember_path in pairs:
         if keras_path in stored:
             arrays[ember_path] = np.asarray(stored.pop(keras_path)[()])
@@ -143,6 +149,10 @@ def host_arrays(model: Any) -> list[tuple[str, np.ndarray]]:
     flat: dict[str, Any] = {}
     for kind in ("params", "buffers"):
         _flatten(model.state[kind], kind, flat)
+    for layer, prefix in lora_layers(model):  # Keras's save_own_variables: the merged kernel
+        own = {kind: _subtree(model.state[kind], prefix) for kind in ("params", "buffers")}
+        for kind, tree in layer.merged_state(own).items():
+            _flatten(tree, f"{kind}/{prefix}", flat)
     pairs = []
     for keras_path, ember_path in model_paths(model, model.state):
         host, _, _ = _arrays.to_host(flat[ember_path])
@@ -152,6 +162,12 @@ def host_arrays(model: Any) -> list[tuple[str, np.ndarray]]:
                                    "model to float32 first, or use Ember's .h5 format")
         pairs.append((keras_path, np.asarray(host)))
     return pairs
+
+
+def _subtree(tree: dict, prefix: str) -> dict:
+    for key in prefix.split("/"):
+        tree = tree.get(key, {})
+    return tree
 
 
 def _flatten(tree: dict, prefix: str, out: dict) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ember import activations
+from ember import activations, dtype_policies
 from ember.serialization import get_registered_class
 
 # Keras module of each Ember namespace whose objects appear inside layer configs.
@@ -111,7 +111,7 @@ def from_keras(value: Any, where: str) -> Any:
     config = value["config"]
     if class_name == "__tuple__":
         return tuple(from_keras(v, where) for v in config["value"])
-    if class_name in ("DTypePolicy", "FloatDTypePolicy"):
+    if class_name in ("DTypePolicy", "FloatDTypePolicy", "QuantizedDTypePolicy", "QuantizedFloat8DTypePolicy"):
         return dtype_from_policy(value, where)
     if class_name == "function" or value.get("module") in ("keras.activations", "builtins"):
         name = config if isinstance(config, str) else class_name
@@ -133,11 +133,16 @@ def dtype_from_policy(value: Any, where: str) -> str | None:
     ``"mixed_float16"``/``"mixed_bfloat16"`` (Ember layers take the same policies)."""
     if value is None or isinstance(value, str):
         return value
-    return (value.get("config") or {}).get("name")
+    config = value.get("config") or {}
+    if value.get("class_name") in ("QuantizedDTypePolicy", "QuantizedFloat8DTypePolicy") and "mode" in config:
+        return dtype_policies.get(value, where).name  # "int8_from_float32"
+    return config.get("name")
 
 
 def keras_dtype_policy(dtype: str) -> dict:
-    """Keras's ``DTypePolicy`` dict for one dtype."""
+    """Keras's ``DTypePolicy`` dict for one dtype (``QuantizedDTypePolicy``'s for ``"int8_from_float32"``)."""
+    if dtype.startswith(dtype_policies.QUANTIZATION_MODES) and "_from_" in dtype:
+        return dtype_policies.serialize(dtype_policies.get(dtype, "dtype"))
     return {"module": "keras", "class_name": "DTypePolicy", "config": {"name": dtype}, "registered_name": None}
 
 

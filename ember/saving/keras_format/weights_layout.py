@@ -44,6 +44,7 @@ KERAS_CREATION_ORDER = ("embeddings", "kernel", "depthwise_kernel", "pointwise_k
 ATTENTION_PROJECTIONS = (("query", "query_dense"), ("key", "key_dense"), ("value", "value_dense"),
                          ("attention_output", "output_dense"))
 RECURRENT_LAYERS = (LSTM, GRU, SimpleRNN)
+LORA_PREFIX = "lora_"  # LoRA factors (lora_kernel_a, lora_embeddings_b): merged into the kernel in Keras files
 
 
 def _ordered(names: list[str]) -> list[str]:
@@ -53,7 +54,8 @@ def _ordered(names: list[str]) -> list[str]:
 
 def _own(keras_path: str, state: dict, ember_prefix: str) -> list[tuple[str, str]]:
     """A layer's own variables (params, then buffers) as ``<keras_path>/vars/<i>``."""
-    kinds = {name: "params" for name in state["params"]}
+    # LoRA factors are not Keras file variables: Keras saves the merged kernel (see lora_prefixes)
+    kinds = {name: "params" for name in state["params"] if not name.startswith(LORA_PREFIX)}
     kinds.update({name: "buffers" for name in state["buffers"]})
     pairs = []
     for i, name in enumerate(_ordered(list(kinds))):
@@ -120,6 +122,21 @@ def carried_state_paths(model: Any, ember_prefix: str = "") -> list[str]:
         elif isinstance(layer, RECURRENT_LAYERS):
             paths += [f"buffers/{prefix}/{name}" for name in layer.carried_buffers]
     return paths
+
+
+def lora_layers(model: Any, ember_prefix: str = "") -> list[tuple[Any, str]]:
+    """``(layer, ember state prefix)`` of the layers with LoRA enabled: a Keras file holds their merged
+    kernel and no factors (Keras's ``save_own_variables``); loading zeroes the factors, as Keras does."""
+    found = []
+    state_keys = model._state_keys() if hasattr(model, "_state_keys") else {}
+    for layer in keras_layer_order(model):
+        key = state_keys.get(id(layer), layer.name)
+        prefix = f"{ember_prefix}/{key}".lstrip("/")
+        if is_model(layer):
+            found += lora_layers(layer, prefix)
+        elif getattr(layer, "lora_rank", None) is not None and hasattr(layer, "merged_state"):
+            found.append((layer, prefix))
+    return found
 
 
 def variable_paths(model: Any) -> list[tuple[str, str]]:
