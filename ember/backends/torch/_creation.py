@@ -25,15 +25,16 @@ from ember.backends.torch._base import (
 # ---------------------------------------------------------------------------- creation
 
 
-def _shape_arg(shape, argument: str = "shape") -> tuple[int, ...]:
-    dims: tuple[int, ...]
+def _shape_arg(shape, argument: str = "shape") -> tuple:
+    dims: tuple
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         dims = (int(shape),)
     else:
         if isinstance(shape, Tensor):
             shape = shape.tolist()
         try:  # __index__: a str such as '3' or a float is not a dimension (int() would take them)
-            dims = tuple(int(s.__index__()) for s in shape)
+            # A SymInt (a size Model.export traces as dynamic) stays symbolic.
+            dims = tuple(s if isinstance(s, torch.SymInt) else int(s.__index__()) for s in shape)
         except (TypeError, AttributeError):
             raise TypeError(f"{argument}: expected an int or a sequence of ints, received {shape!r}") from None
     if _b.any(d < 0 for d in dims):

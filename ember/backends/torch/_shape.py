@@ -24,7 +24,7 @@ from ember.backends.torch._base import (
 # --------------------------------------------------------------------------- shape
 
 
-def _int_tuple(value, argument: str) -> tuple[int, ...]:
+def _int_tuple(value, argument: str) -> tuple:
     if isinstance(value, Tensor):
         value = value.tolist()
     elif isinstance(value, np.ndarray):
@@ -32,7 +32,8 @@ def _int_tuple(value, argument: str) -> tuple[int, ...]:
     if isinstance(value, (int, np.integer)):
         return (int(value),)
     try:
-        return tuple(int(v) for v in value)
+        # A SymInt (a size Model.export traces as dynamic) stays symbolic.
+        return tuple(v if isinstance(v, torch.SymInt) else int(v) for v in value)
     except TypeError:
         raise TypeError(f"{argument}: expected an int or a sequence of ints, received {value!r}") from None
 

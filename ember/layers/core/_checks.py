@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from ember.layers.layer import Layer
+from ember.symbolic import is_dim
 
 
 def input_shape_of(layer: Layer, input_shape: Any, min_rank: int = 1, rank: int | None = None) -> tuple:
@@ -15,7 +16,7 @@ def input_shape_of(layer: Layer, input_shape: Any, min_rank: int = 1, rank: int 
     except TypeError:
         raise TypeError(f"layer {layer.name!r} expects a single input shape (a tuple), "
                         f"received {input_shape!r}") from None
-    if any(d is not None and (isinstance(d, bool) or not isinstance(d, int)) for d in shape):
+    if any(d is not None and not is_dim(d) for d in shape):
         raise TypeError(f"layer {layer.name!r} expects a single input shape of ints/None, received {input_shape!r}")
     if rank is not None and len(shape) != rank:
         raise ValueError(f"layer {layer.name!r} expects inputs of rank {rank}, received shape {shape}")

@@ -66,13 +66,13 @@ class Merge(Layer):
         return shapes
 
     def _batch_size(self, shapes: list[tuple]) -> int | None:
-        known = {s[0] for s in shapes if s and s[0] is not None}
+        known = distinct_sizes(s[0] for s in shapes if s and s[0] is not None)
         if len(known) > 1:
             raise ValueError(
                 f"layer {self.name!r} ({type(self).__name__}) cannot merge inputs with different batch "
                 f"sizes; received shapes {shapes}"
             )
-        return known.pop() if known else None
+        return known[0] if known else None
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         shapes = self._input_shapes(input_shape)
@@ -136,3 +136,13 @@ class Merge(Layer):
         for m in masks[1:]:
             out = ops.logical_and(out, m)
         return out
+
+
+def distinct_sizes(dims: Any) -> list:
+    """The distinct sizes among ``dims``, compared with ``==``: a size traced by ``Model.export``
+    (torch's symbolic ``SymInt``) is not hashable."""
+    found: list = []
+    for dim in dims:
+        if all(dim != seen for seen in found):
+            found.append(dim)
+    return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
-from ember.layers.merge.base import Merge
+from ember.layers.merge.base import Merge, distinct_sizes
 
 
 class Concatenate(Merge):
@@ -59,13 +59,13 @@ class Concatenate(Merge):
             if i == axis:
                 out.append(None if None in dims else sum(dims))
                 continue
-            known = {d for d in dims if d is not None}
+            known = distinct_sizes(d for d in dims if d is not None)
             if len(known) > 1:
                 raise ValueError(
                     f"layer {self.name!r} (Concatenate) needs inputs with matching shapes except along "
                     f"the concatenation axis {self.axis}; received shapes {shapes}"
                 )
-            out.append(known.pop() if known else None)
+            out.append(known[0] if known else None)
         return tuple(out)
 
     def call(self, params: dict, inputs: Any) -> Any:
@@ -97,3 +97,4 @@ class Concatenate(Merge):
             else:
                 masks.append(m)
         return ops.any(ops.concatenate(masks, axis=self.axis), axis=-1)
+
