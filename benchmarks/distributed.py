@@ -16,6 +16,14 @@ step time (on MLX the all-reduce runs inside the compiled step, so it cannot be 
 On a 2-core machine 2 processes share the cores that 1 process already uses (with
 ``OMP_NUM_THREADS=1`` each rank has one core), so the speed-up is bounded by 2x at best and
 by the all-reduce's cost; with CUDA the torch ranks use NCCL (one GPU per rank).
+
+``python benchmarks/distributed.py --optimizer-memory``: the optimizer state each rank holds under
+``ember.distribute.initialize(shard_optimizer=True)`` (ZeRO-1/2) for 1, 2 and 4 processes, on the
+33.6M-parameter MLP 4096-4096-4096-10 (float32) with Adam. Deterministic: the bytes of the arrays
+``ShardedOptimizer.init`` makes for each rank (the same code the ranks run; no process is started),
+in the element layout (Adam) and the whole-variable layout (Adam with ``clipnorm``, whose norm
+needs whole variables); the peak of a rank also holds the weights, gradients and activations,
+which sharding the optimizer does not divide.
 """
 
 from __future__ import annotations
@@ -126,13 +134,58 @@ def worker(backend: str, directory: str) -> None:
     distribute.shutdown()
 
 
+def optimizer_memory(worlds: tuple[int, ...] = (1, 2, 4), width: int = 4096) -> list[dict]:
+    """Per-rank optimizer-state bytes under shard_optimizer=True (see the module docstring)."""
+    import optree
+
+    import ember
+    from ember import layers, ops, optimizers
+    from ember.training.zero_optimizer import SHARD_KEY, ShardedOptimizer
+
+    ember.set_backend("numpy")
+    model = ember.Sequential([ember.Input((width,)), layers.Dense(width), layers.Dense(width), layers.Dense(10)])
+    params = model.build(seed=0)["params"]
+
+    def state_bytes(state: dict) -> int:
+        return sum(int(np.prod(ops.shape(v))) * np.dtype(str(ops.dtype(v))).itemsize
+                   for key, value in state.items() if key != SHARD_KEY for v in optree.tree_leaves(value))
+
+    full = state_bytes(optimizers.Adam().init(params))
+    rows = []
+    layouts = (("element", lambda: optimizers.Adam()), ("whole-variable", lambda: optimizers.Adam(clipnorm=1.0)))
+    for layout, make in layouts:
+        for world in worlds:
+            per_rank = [state_bytes(ShardedOptimizer(make(), rank, world, lambda a: a).init(params))
+                        for rank in range(world)]
+            rows.append({"layout": layout, "world": world, "per_rank": per_rank, "full": full,
+                         "params": sum(int(np.prod(ops.shape(v))) for v in optree.tree_leaves(params))})
+    return rows
+
+
+def print_optimizer_memory() -> None:
+    rows = optimizer_memory()
+    print(f"Adam state per rank, MLP 4096-4096-4096-10 ({rows[0]['params'] / 1e6:.1f}M float32 params), "
+          f"shard_optimizer=True; one process holds {rows[0]['full'] / 2**20:.1f} MiB")
+    print(f"{'layout':15} {'procs':>5} {'max MiB/rank':>13} {'max / (full/N)':>15}  per-rank MiB")
+    for row in rows:
+        largest = max(row["per_rank"])
+        ratio = largest / (row["full"] / row["world"])
+        print(f"{row['layout']:15} {row['world']:5d} {largest / 2**20:13.1f} {ratio:15.3f}"
+              f"  {', '.join(f'{b / 2**20:.1f}' for b in row['per_rank'])}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("numpy", "torch", "mlx"), action="append")
     parser.add_argument("--worker", nargs=2, metavar=("BACKEND", "DIR"), help=argparse.SUPPRESS)
+    parser.add_argument("--optimizer-memory", action="store_true",
+                        help="per-rank optimizer-state bytes under shard_optimizer=True (no processes)")
     args = parser.parse_args()
     if args.worker:
         worker(*args.worker)
+        return
+    if args.optimizer_memory:
+        print_optimizer_memory()
         return
     import ember
 

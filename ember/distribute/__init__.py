@@ -21,6 +21,15 @@ batch it is given, without collectives. BatchNormalization uses per-rank batch s
 every rank holds the same buffers. Callbacks that write files (``ModelCheckpoint``,
 ``BackupAndRestore``, ``CSVLogger``) write on the main process only, followed by a barrier.
 
+Sharded optimizer state (ZeRO-1/2): with ``initialize(shard_optimizer=True)`` each rank keeps the
+optimizer slots of 1/N of the trainable elements only (:mod:`ember.distribute.zero`): gradients are
+all-reduced as above and each rank reads its slice, updates it, and the updated parameters are
+all-gathered, so the weights equal the unsharded run's. ``model.save`` then refuses to write a
+rank's partial state: ``ember.saving.save_sharded`` (every rank) writes one file per rank and an
+index, ``ember.saving.load_sharded`` reads it on any number of processes (resharding), and
+``ember.saving.export_sharded`` makes the single file ``load_model`` reads. Fully sharded parameters
+(torch's FSDP2) are not implemented: ``fully_shard=True`` raises NotImplementedError.
+
 Limits: metric states are summed over the ranks, which is right for every built-in metric (their
 states are totals and counts); a custom metric whose state is not a sum (a running maximum) is
 not. Arrays and Datasets are read whole on every rank (each keeps its rows of every batch), so
@@ -54,9 +63,14 @@ from ember.distribute.strategy import (
 )
 
 
-def initialize(timeout: float = 300.0) -> DataParallel:
-    """Create a :class:`DataParallel` strategy from the launcher's environment and make it active."""
-    strategy = DataParallel(timeout=timeout)
+def initialize(timeout: float = 300.0, *, shard_optimizer: bool = False, fully_shard: bool = False) -> DataParallel:
+    """Create a :class:`DataParallel` strategy from the launcher's environment and make it active.
+
+    ``shard_optimizer=True``: ZeRO-1/2, each rank keeps the optimizer state of ~1/N of the variables
+    (:mod:`ember.distribute.zero`); ``fully_shard=True`` raises NotImplementedError (see
+    :class:`DataParallel`).
+    """
+    strategy = DataParallel(timeout=timeout, shard_optimizer=shard_optimizer, fully_shard=fully_shard)
     set_strategy(strategy)
     return strategy
 

@@ -106,9 +106,17 @@ class DataParallel:
         timeout: seconds any collective may wait for the other ranks (default 300).
         environ: the launcher's variables (default ``os.environ``): ``RANK``/``WORLD_SIZE``/
             ``MASTER_ADDR``/``MASTER_PORT`` from torchrun, ``MLX_RANK``/``MLX_HOSTFILE`` from mlx.launch.
+        shard_optimizer: ZeRO-1/2 sharding (:mod:`ember.distribute.zero`): each rank keeps and updates
+            the optimizer state of about ``1/world_size`` of the trainable variables, and the updated
+            variables are gathered after each step. The weights equal the unsharded run's. An attribute:
+            it may be changed between fits (a full optimizer state is then sharded; a sharded one moves to
+            another layout through ``ember.saving.save_sharded``/``load_sharded``).
+        fully_shard: fully sharded parameters (torch's FSDP2): not implemented, raises (see below).
 
     Raises:
         ValueError: ``timeout`` not a positive number.
+        TypeError: ``shard_optimizer`` or ``fully_shard`` not a bool.
+        NotImplementedError: ``fully_shard=True`` (the message names what is missing and the alternative).
         ImportError: no engine is installed for the active backend (the message names the extra).
         RuntimeError: the launcher does not match the backend's engine (the message names the right one).
 
@@ -121,11 +129,18 @@ class DataParallel:
         (0, 1, True)
     """
 
-    def __init__(self, timeout: float = 300.0, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(self, timeout: float = 300.0, environ: Mapping[str, str] | None = None, *,
+                 shard_optimizer: bool = False, fully_shard: bool = False) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError(f"DataParallel: timeout must be a positive number of seconds, received {timeout!r}")
-        self.timeout = float(timeout)
+        for argument, value in (("shard_optimizer", shard_optimizer), ("fully_shard", fully_shard)):
+            if not isinstance(value, bool):
+                raise TypeError(f"DataParallel: {argument} must be a bool, received {value!r}")
         self.backend = backends.get_backend()
+        if fully_shard:
+            raise NotImplementedError(fully_shard_unsupported(self.backend))
+        self.timeout = float(timeout)
+        self.shard_optimizer = shard_optimizer
         module = importlib.import_module(f"ember.backends.{self.backend}.distributed")
         self.engine = module.make_engine(os.environ if environ is None else environ, self.timeout)
         self.rank = int(self.engine.rank)
@@ -136,7 +151,7 @@ class DataParallel:
 
     def __repr__(self) -> str:
         return (f"DataParallel(backend={self.backend!r}, engine={self.engine.name!r}, rank={self.rank}, "
-                f"world_size={self.world_size})")
+                f"world_size={self.world_size}, shard_optimizer={self.shard_optimizer})")
 
     # --- facts --------------------------------------------------------------------------------
     @property
@@ -248,6 +263,25 @@ class DataParallel:
             yield self
         finally:
             _active = previous
+
+
+def fully_shard_unsupported(backend: str) -> str:
+    """Why ``fully_shard=True`` (sharded parameters, torch's FSDP2) is refused on ``backend``.
+
+    Example:
+        >>> "shard_optimizer=True" in fully_shard_unsupported("numpy")
+        True
+    """
+    if backend == "torch":
+        missing = ("torch 2.13 runs torch.distributed.fsdp.fully_shard on the CPU with gloo, but only on "
+                   "torch.nn.Module parameters (DTensor shards gathered by module hooks); Ember's torch backend "
+                   "trains a functional tree of plain tensors (no nn.Module), which fully_shard cannot wrap")
+    else:
+        missing = (f"the {backend} backend's engine has no fully sharded data parallelism (FSDP2 is "
+                   "torch.distributed's, for torch.nn.Module models)")
+    return (f"DataParallel(fully_shard=True): fully sharded parameters are not implemented on the {backend} backend: "
+            f"{missing}. Use shard_optimizer=True (ZeRO-1/2: the optimizer state sharded over the ranks, on "
+            "every backend)")
 
 
 _active: DataParallel | None = None

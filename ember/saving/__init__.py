@@ -5,6 +5,9 @@
 * ``model.save_weights(path)`` / ``model.load_weights(path, skip_mismatch=False)``: weights only,
   matched by state path;
 * :func:`save_object` / :func:`load_object`: fitted objects such as ``ember.features`` transformers;
+* :func:`save_sharded` / :func:`load_sharded` / :func:`export_sharded`: checkpoints of a model whose
+  optimizer state is sharded over ``ember.distribute`` ranks (one file per rank and an index; any
+  number of processes loads them), see :mod:`ember.saving.sharded`;
 * :func:`register_serializable`: make custom layers, losses, metrics and functions saveable by
   name (no pickle, no code is stored or loaded);
 * Keras's serialization helpers, at Keras's paths (``keras.saving.*``), over the same registry:
@@ -18,9 +21,8 @@ Writes are atomic (temporary file + rename) and every read is checked (format, c
 per-block XXH3-64 checksums), so a failed save never damages the previous file and a damaged file is
 never partially loaded. ``python -m ember inspect FILE.h5`` prints a checkpoint's contents.
 
-The checkpoint functions load on first use: code written against the old layout imports the
-compatibility path ``ember.saving.serialization`` from below the layers (initializers,
-layers), and that import runs this ``__init__``; importing the model and weight code eagerly
+The checkpoint functions load on first use: the layers import ``ember.saving.keras_format``'s
+helpers, and that import runs this ``__init__``; importing the model and weight code eagerly
 here would import the layers while they are being imported.
 
 Example:
@@ -61,6 +63,9 @@ _EXPORTS = {
     "save_model": "ember.saving.model_io",
     "save_object": "ember.saving.objects",
     "save_weights": "ember.saving.weights",
+    "export_sharded": "ember.saving.sharded",
+    "load_sharded": "ember.saving.sharded",
+    "save_sharded": "ember.saving.sharded",
 }
 
 __all__ = sorted(["CheckpointError", "CustomObjectScope", "custom_object_scope", "get_custom_objects",

@@ -119,6 +119,11 @@ def save_model(model: Any, filepath: Any, overwrite: bool = True, include_optimi
         trees[fmt.STATE] = model.state
     if include_optimizer and compiled is not None:
         opt_state, progress = training_state.capture(model)
+        if training_state.is_sharded(opt_state):
+            raise ValueError("save: this rank holds only its shard of the optimizer state (ember.distribute with "
+                             "shard_optimizer=True); call ember.saving.save_sharded(model, directory) on every rank "
+                             "(ember.saving.export_sharded makes one file of it), or save with "
+                             "include_optimizer=False / save_weights")
         if opt_state is not None:
             trees[fmt.OPTIMIZER] = opt_state
         if progress is not None:

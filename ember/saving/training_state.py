@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import optree
 
+from ember.distribute import zero
 from ember.saving import _arrays
 
 
@@ -105,6 +106,12 @@ def optimizer_template(model: Any) -> dict:
     core.prepare_mask(model.state["params"])
     trainable, _ = core.split(model.state["params"])
     return trainer.optimizer.init(trainable)
+
+
+def is_sharded(opt_state: Any) -> bool:
+    """Whether ``opt_state`` holds only this rank's shard of the slots (``ember.distribute``'s
+    ``shard_optimizer=True``; :mod:`ember.distribute.zero`)."""
+    return isinstance(opt_state, dict) and zero.SHARD_KEY in opt_state
 
 
 def restore(model: Any, opt_state: Any, document: dict | None) -> None:

@@ -62,7 +62,7 @@ import numpy as np
 import optree
 
 from ember import backends, distribute, ops
-from ember.training import optimizers
+from ember.training import optimizers, zero_optimizer
 from ember.training.compile_utils import CompileLoss, CompileMetrics, output_names
 from ember.training.data.adapter import native_batch, unpack_batch
 from ember.training.data.convert import to_native
@@ -208,7 +208,7 @@ class Trainer:
         self._fits = 0
         self.core = StepCore(model, self.optimizer, self.compile_loss, self.compile_metrics, self.output_names)
         self.first_batch = FirstBatchCheck(self.core)
-        self._steps: dict[str | tuple[str, Any], Any] = {}  # by backend (and strategy)
+        self._steps: dict[str | tuple[str, Any, bool], Any] = {}  # by backend (and strategy, sharding)
 
     # --- backend steps ---------------------------------------------------------------------
     @property
@@ -216,11 +216,14 @@ class Trainer:
         """The active backend's step functions (built on first use, one set per backend)."""
         name = backends.get_backend()
         strategy = distribute.get_strategy()
-        key = name if strategy is None else (name, strategy)
+        shard = strategy is not None and strategy.shard_optimizer
+        key = name if strategy is None else (name, strategy, shard)
         steps: Any = self._steps.get(key)
         if steps is None:
             module = importlib.import_module(f"ember.backends.{name}.training")
-            steps = module.make_steps(self.core, STEP_KIT, jit=self.jit_compile)  # the backend imports no trainer
+            # shard_optimizer: the steps' optimizer keeps and updates this rank's variables only (zero_optimizer)
+            core = zero_optimizer.sharded_core(self.core, strategy) if shard else self.core
+            steps = module.make_steps(core, STEP_KIT, jit=self.jit_compile)  # the backend imports no trainer
             if strategy is not None:  # sharded batches sum gradients and metric states over the ranks
                 steps.sync = StepSync(strategy.all_sum, strategy.world_size)
             if self.cuda_graphs:  # fit's step replayed from a CUDA graph (the torch steps only)
@@ -285,8 +288,8 @@ class Trainer:
         core = self.core
         core.prepare_mask(model_state["params"])
         trainable, _ = core.split(model_state["params"])
-        if opt_state is None:
-            opt_state = self.optimizer.init(trainable)
+        # Fresh, or the kept state in the steps' layout (sharded over the ranks under shard_optimizer=True).
+        opt_state = zero_optimizer.opt_state_for(self.steps.core.optimizer, trainable, opt_state)
         shapes = _output_shapes(self.model, self.output_names) or [None] * len(self.output_names)
         if seed is None:
             seed = self.seed if self.seed is not None else 0

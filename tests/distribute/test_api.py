@@ -115,6 +115,7 @@ class _FakeStrategy(distribute.DataParallel):
 
     def __init__(self, rank: int) -> None:
         self.rank, self.world_size, self.closed, self.timeout = rank, 2, False, 1.0
+        self.shard_optimizer = False
 
 
 def test_generators_are_refused_under_a_strategy():

@@ -99,6 +99,16 @@ class ModelCheckpoint(Callback):
     def _method(self) -> str:
         return "save_weights" if self.save_weights_only else "save"
 
+    def on_train_begin(self, logs: Any = None) -> None:
+        strategy = distribute.get_strategy()
+        if strategy is not None and strategy.shard_optimizer and not self.save_weights_only:
+            # Every rank raises here: the main rank alone failing in model.save would leave the others waiting.
+            raise NotImplementedError(
+                "ModelCheckpoint: under ember.distribute with shard_optimizer=True each rank holds only its shard of "
+                "the optimizer state, so the main rank cannot save the whole model; use save_weights_only=True, or "
+                "call ember.saving.save_sharded(model, directory) on every rank (e.g. from a LambdaCallback's "
+                "on_epoch_end)")
+
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         self._epoch = epoch
 
