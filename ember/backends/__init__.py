@@ -19,6 +19,11 @@ Switching re-points every ``ember.ops`` namespace at the new backend's functions
 so code that did ``from ember import ops`` sees the switch; anything else that
 caches backend state registers a listener with :func:`on_backend_change`.
 
+The active backend is one per process, not per thread: :func:`set_backend` refuses
+(a ``RuntimeError`` naming the busy thread and its call) to switch while another
+thread is inside ``fit``/``predict``/``evaluate``/``*_on_batch`` of a model
+(:mod:`ember.backends.busy`). Switch before starting the threads, or after joining them.
+
 Example:
     >>> import ember
     >>> with ember.using_backend("numpy"):
@@ -39,6 +44,7 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import NamedTuple
 
+from ember.backends import busy
 from ember.validation import did_you_mean
 
 BACKENDS = ("numpy", "torch", "mlx")
@@ -153,6 +159,9 @@ def set_backend(name: str, persist: bool = False) -> None:
     Raises:
         ValueError: unknown name, or an existing config file that is not a JSON object.
         BackendNotAvailableError: not installed.
+        RuntimeError: another thread is inside a model call (``fit``, ``predict``, ...):
+            the backend is one per process, so it is switched only when no model runs in
+            another thread.
 
     Example:
         >>> import ember
@@ -167,6 +176,7 @@ def set_backend(name: str, persist: bool = False) -> None:
         raise TypeError(f"set_backend: persist must be True or False, received {persist!r}")
     if persist:
         _read_config()  # a damaged config file fails before anything changes
+    _check_switch(name)
     previous = _choice
     active = _activate(name)
     _choice = Choice(active.name, active.default_device(), "call", f"ember.set_backend({active.name!r})")
@@ -176,6 +186,12 @@ def set_backend(name: str, persist: bool = False) -> None:
         except BaseException:
             _choice = previous
             raise
+
+
+def _check_switch(name: str) -> None:
+    """Refuse a switch to another backend while another thread runs a model (see :mod:`ember.backends.busy`)."""
+    if _active is not None and _check_name(name) != _active.name:
+        busy.refuse_switch(_active.name, name)
 
 
 def _activate(name: str) -> ModuleType:
@@ -257,7 +273,7 @@ def using_backend(name: str) -> Iterator[ModuleType]:
     try:
         yield current()
     finally:
-        set_backend(previous)
+        _activate(previous)  # restoring is never refused (a raise here would hide the block's own error)
         _choice = previous_choice
 
 

@@ -190,6 +190,26 @@ def _stand_in(shape: tuple, target: Any) -> Any:
     return ops.broadcast_to(half, shape)
 
 
+def _input_names(model: Any) -> list[str] | None:
+    try:
+        return [str(t.name) for t in model.inputs]
+    except AttributeError:  # a Keras-style subclass has no graph
+        return None
+
+
+def _no_targets_message(core: Any, x: Any) -> str:
+    """Why a batch without targets cannot train a model with a loss, and what the data should be."""
+    message = f"the model has a loss for output(s) {core.output_names} but the data gives no targets y"
+    names = _input_names(core.model)
+    inputs = f" (this model's inputs: {names})" if names else ""
+    if isinstance(x, dict):
+        return (f"{message}: each batch is a dict (keys {sorted(map(str, x))}), which is read as the inputs x alone. "
+                "Give (x, y) or (x, y, sample_weight) tuples instead, x an array or a dict keyed by the model's "
+                f"input names{inputs}, e.g. yield ({{...inputs...}}, y)")
+    return (f"{message}: give y with array data (fit(x, y)), or make the generator/Dataset yield (x, y) or "
+            f"(x, y, sample_weight) tuples{inputs}")
+
+
 class FirstBatchCheck:
     """The first-batch check of one trainer (see the module docstring).
 
@@ -209,8 +229,7 @@ class FirstBatchCheck:
         x, y, _ = batch
         core = self.core
         if y is None and core.compile_loss.entries:
-            raise ValueError(f"the model has a loss for output(s) {core.output_names} but the data gives no "
-                             "targets y")
+            raise ValueError(_no_targets_message(core, x))
         key = None
         if quick and y is not None and core.compile_loss.entries:
             key = self._key(state, x)

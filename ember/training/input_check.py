@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import optree
 
 from ember import ops
@@ -41,6 +42,41 @@ def refuse_empty(caller: str, x: Any, where: str = "") -> None:
         at = f" {where}" if where else ""
         raise ValueError(f"{caller}:{at} received an empty batch (x of shape {rows[1]}); every batch needs at least "
                          "one sample. Drop empty batches from the data (e.g. filter the generator or Dataset)")
+
+
+def _one_input(model: Any) -> tuple[str, Any] | None:
+    """``(name, shape)`` of a model's only input; None when it has several or they are unknown (a subclass)."""
+    try:
+        inputs = model.inputs
+    except AttributeError:  # no graph: a Sequential not yet built still has one input; a subclass is unknown
+        return ("input", None) if hasattr(model, "_input_layer") else None
+    if len(inputs) != 1:
+        return None
+    return str(inputs[0].name), tuple(inputs[0].shape)
+
+
+def refuse_several_arrays(model: Any, x: Any, caller: str) -> None:
+    """A TypeError when ``x`` is a tuple/list of several arrays but the model takes one input.
+
+    The arrays would otherwise be stacked into one (or fail inside the backend, e.g. ``predict((x, y))``:
+    NumPy's "setting an array element with a sequence").
+    """
+    if not isinstance(x, (list, tuple)) or len(x) < 2 or is_array_like(x):
+        return
+    if not all(is_array_like(v) for v in x):
+        return  # a list of batches, or a nested structure: the adapter and the model judge those
+    only = _one_input(model)
+    if only is None:
+        return
+    name, shape = only
+    shapes = ", ".join(str(tuple(np.shape(v))) if not hasattr(v, "shape") else str(tuple(v.shape)) for v in x)
+    expected = f", shape {shape}" if shape is not None else ""
+    hint = {"predict": " (predict takes no targets: to score (x, y) use evaluate(x, y))",
+            "fit": " (targets go in y: fit(x, y))", "evaluate": " (targets go in y: evaluate(x, y))"}.get(caller, "")
+    raise TypeError(
+        f"{caller}: x is a {type(x).__name__} of {len(x)} arrays (shapes {shapes}), but model "
+        f"{getattr(model, 'name', type(model).__name__)!r} takes one input ({name!r}{expected}): pass that input's "
+        f"array alone{hint}")
 
 
 def embedding_inputs(model: Any) -> dict[int, list[tuple[str, int]]]:

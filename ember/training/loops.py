@@ -16,6 +16,7 @@ import numpy as np
 
 from ember import ops
 from ember.layers.rnn.carried_state import carries_state
+from ember.training import concurrency
 from ember.training.callbacks.callback_list import BatchLogs, CallbackList, _to_float
 from ember.training.callbacks.terminate_on_nan import TerminateOnNaN
 from ember.training.distributed import ShardedAdapter, gather_predictions, window_of
@@ -79,6 +80,7 @@ class FitLoop:
         if self.known_lr is not None:
             self.state["optimizer"] = optimizer.set_learning_rate(self.state["optimizer"], self.known_lr)
         model._training.live_state = self
+        self.step_lock = concurrency.guard_of(model).step_lock  # taken once per step (see _run_epoch)
 
     # --- handle sync ------------------------------------------------------------------------
     def publish(self) -> None:
@@ -210,21 +212,24 @@ class FitLoop:
                 # The state before the step is kept only for a rollback (TerminateOnNaN): holding it
                 # otherwise would keep a third copy of the weights alive during the next step.
                 previous = self.state if self.keep_previous else None
-                try:
-                    self.state = step_fn(self.state, batch)
-                except Exception:
-                    clear = None
-                    if self.completed_steps == 0:  # all or nothing: the state is as it was before fit
-                        clear = self.trainer.explain_step_error(self.state, batch)
-                    if clear is not None:
-                        raise clear from None
-                    raise
-                self.step_in_epoch = step + 1
-                stepped = True
-                self.completed_steps += 1
-                self.restore_point = None
-                self.publish()
-                self.steps.settle(self.state)  # MLX computes the step now, from arrays nothing else holds
+                # A reader in another thread (predict beside fit) waits for a whole step: it never sees
+                # a half-written update, nor an MLX step that is published but not yet computed.
+                with self.step_lock:
+                    try:
+                        self.state = step_fn(self.state, batch)
+                    except Exception:
+                        clear = None
+                        if self.completed_steps == 0:  # all or nothing: the state is as it was before fit
+                            clear = self.trainer.explain_step_error(self.state, batch)
+                        if clear is not None:
+                            raise clear from None
+                        raise
+                    self.step_in_epoch = step + 1
+                    stepped = True
+                    self.completed_steps += 1
+                    self.restore_point = None
+                    self.publish()
+                    self.steps.settle(self.state)  # MLX computes the step now, from arrays nothing else holds
                 if watch is not None:
                     watch(epoch, step, self.state["metrics"]["loss"]["total"])
                 if wants_end:

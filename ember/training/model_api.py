@@ -43,12 +43,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import optree
 
-from ember import distribute, ops
+from ember import distribute, global_settings, ops
 from ember.autodiff.tape import GradientTape
+from ember.global_settings import capped
 from ember.layers.layer import Layer
 from ember.saving.training_state import step_rng
 from ember.seeds import derive_seed
-from ember.training import backend_check, custom_steps, loss_scaling, ownership
+from ember.training import backend_check, concurrency, custom_steps, loss_scaling, ownership
 from ember.training.callbacks.callback_list import CallbackList
 from ember.training.data.adapter import (
     check_class_weight,
@@ -63,7 +64,7 @@ from ember.training.data.convert import flatten
 from ember.training.data.epoch_iterator import EpochIterator, check_steps
 from ember.training.distributed import ShardedAdapter, check_same_weights
 from ember.training.handle import TrainingHandle
-from ember.training.input_check import EmbeddingIndexCheck, refuse_empty
+from ember.training.input_check import EmbeddingIndexCheck, refuse_empty, refuse_several_arrays
 from ember.training.loops import FitLoop, evaluate_state, predict_state, to_floats
 from ember.training.metrics import Metric
 from ember.training.optimizers import variable_updates
@@ -95,7 +96,9 @@ def sharded(adapter: Any, strategy: Any, caller: str) -> Any:
 
 
 def _check_single_input(model: Any, x: Any, caller: str) -> None:
-    """A dict ``x`` for a Sequential model (one unnamed input) gets an error naming what it takes."""
+    """A dict ``x`` for a Sequential model (one unnamed input), or several arrays for a one-input model,
+    gets an error naming what it takes."""
+    refuse_several_arrays(model, x, caller)
     if not isinstance(x, dict) or not hasattr(model, "_input_layer"):
         return
     layer = model._input_layer
@@ -362,6 +365,7 @@ class TrainingAPI:
                 | ownership.unshared_leaves(state["optimizer"], opt_refs))
 
     # --- fit --------------------------------------------------------------------------------
+    @concurrency.trains
     def fit(self, x: Any = None, y: Any = None, batch_size: int | None = None, epochs: int = 1,
             verbose: Any = "auto", callbacks: Any = None, validation_split: float = 0.0, validation_data: Any = None,
             shuffle: Any = True, class_weight: dict | None = None, sample_weight: Any = None, initial_epoch: int = 0,
@@ -401,9 +405,10 @@ class TrainingAPI:
         trainer = self._trainer("fit")
         self._check_backend("fit")
         verbose = _verbosity(verbose, "fit")
-        epochs = _non_negative_int("fit", "epochs", epochs)
+        epochs = capped(_non_negative_int("fit", "epochs", epochs), global_settings.max_epochs())
         initial_epoch = _non_negative_int("fit", "initial_epoch", initial_epoch)
-        steps_per_epoch = check_steps(steps_per_epoch, "fit: steps_per_epoch")
+        steps_per_epoch = capped(check_steps(steps_per_epoch, "fit: steps_per_epoch"),
+                                 global_settings.max_steps_per_epoch())  # Keras's config caps
         validation_steps = check_steps(validation_steps, "fit: validation_steps")
         if isinstance(validation_freq, bool) or not (
                 (isinstance(validation_freq, numbers.Integral) and int(validation_freq) > 0) or (
@@ -531,6 +536,7 @@ class TrainingAPI:
         return EpochIterator(sharded(adapter, strategy, "fit(validation_data)"), steps)
 
     # --- evaluate / predict ------------------------------------------------------------------------
+    @concurrency.reads
     def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None, verbose: Any = "auto",
                  sample_weight: Any = None, steps: int | None = None, callbacks: Any = None,
                  return_dict: bool = False) -> Any:
@@ -568,6 +574,7 @@ class TrainingAPI:
             raise
         return _flat_results(trainer, logs, return_dict)
 
+    @concurrency.reads
     def predict(self, x: Any, batch_size: int | None = None, verbose: Any = "auto", steps: int | None = None,
                 callbacks: Any = None) -> Any:
         """The model's outputs for ``x`` (NumPy arrays, in the structure of the model's outputs)."""
@@ -613,6 +620,7 @@ class TrainingAPI:
         state["metrics"] = metrics if metrics is not None else trainer.reset_metrics({})["metrics"]
         return state
 
+    @concurrency.trains_one_step
     def train_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, class_weight: dict | None = None,
                        return_dict: bool = False) -> Any:
         """One training step on one batch; returns the running loss/metrics since :meth:`reset_metrics`
@@ -645,6 +653,7 @@ class TrainingAPI:
         self._training.batch_rng = new["rng"]
         return _flat_results(trainer, to_floats(trainer.results(new)), return_dict)
 
+    @concurrency.reads
     def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False) -> Any:
         """Loss and metrics on one batch (inference mode), running since :meth:`reset_metrics`."""
         trainer = self._trainer("test_on_batch")

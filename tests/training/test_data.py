@@ -175,3 +175,29 @@ def test_class_weight_to_sample_weight():
     np.testing.assert_array_equal(class_weight_to_sample_weight(np.eye(3)[[2, 0]], {2: 4.0}), [4.0, 1.0])
     with pytest.raises(ValueError, match="single output"):
         class_weight_to_sample_weight([np.zeros(2), np.zeros(2)], {0: 1.0})
+
+
+class _Batches(ember.utils.PyDataset):
+    """Three batches of four rows, made by the dataset itself."""
+
+    def __len__(self):
+        return 3
+
+    def __getitem__(self, index):
+        x = np.arange(8, dtype="float32").reshape(4, 2) + index
+        return x, x.sum(axis=1, keepdims=True)
+
+
+def test_batch_size_beside_a_batched_dataset_is_ignored_with_a_warning(backend):
+    """Keras ignores ``batch_size`` when x yields whole batches (a PyDataset, a DataLoader); Ember
+    too, and says so: the run equals the one without ``batch_size``."""
+    def fit(**kwargs):
+        model = ember.Sequential([ember.Input((2,)), ember.layers.Dense(1, kernel_initializer="ones")])
+        model.compile(optimizer=ember.optimizers.SGD(0.01), loss="mse")
+        model.fit(_Batches(), epochs=1, verbose=0, shuffle=False, **kwargs)
+        return model.get_weights()
+
+    with pytest.warns(UserWarning, match=r"fit: batch_size=4 is ignored: x is an ember.data.Dataset"):
+        given = fit(batch_size=4)
+    for value, expected in zip(given, fit()):
+        np.testing.assert_array_equal(value, expected)

@@ -13,7 +13,7 @@ log10 sin cos reciprocal conj`` and the ``T``, ``mT``, ``real``, ``imag`` proper
 Comparisons stay native (no gradient). :func:`unpatch` puts MLX's originals back.
 
 A patched attribute calls MLX's original directly when nothing would record it: inside
-a recorded op (``ember.recorded.calls._depth > 0``, so a backend function that uses operators never
+a recorded op (``ember.recorded.calls._local.state.depth > 0``, so a backend function that uses operators never
 recurses), during a tape's replay, when no tape records, or when another backend is
 active. Calls with an MLX-only argument (``stream=``, ``reverse=``) also run the original.
 Patching is idempotent and exception-safe: a failure half-way restores what was patched.
@@ -49,7 +49,8 @@ def _mlx_backend() -> Any:
 
 def _raw() -> bool:
     """True when a patched operator must run MLX's original (no tape would see it)."""
-    return bool(calls._depth) or not calls._recording or _backends._active is not _BACKEND
+    state = calls._local.state  # per thread: another thread's tape never records this one's operators
+    return bool(state.depth) or not state.engines or _backends._active is not _BACKEND
 
 
 _PLAIN_OPERANDS = (int, float, bool, complex, np.ndarray, np.generic, list, tuple)

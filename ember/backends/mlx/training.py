@@ -8,6 +8,15 @@ new seed per step does not retrace; dropout builds its PRNG key from it on the d
 A new batch shape (the last, smaller batch) traces once more. ``jit_compile=False`` (or
 ``run_eagerly=True``) runs the same functions without ``mx.compile``.
 
+Threads: MLX keeps its compile cache per thread, and a thread's cache is destroyed after
+the thread has finished; when it still holds entries of a compiled function that lives
+on (the model's steps), destroying them takes the GIL, which aborts the process
+(``terminate called without an active exception``) once the interpreter is shutting
+down. So a thread other than the one that made the steps gets compiled functions of its
+own (:class:`_ThreadCompiled`), dropped with the thread's ``threading.local`` while the
+thread still holds the GIL: its cache is empty by the time MLX destroys it. The first
+step in a new thread traces once more.
+
 Example:
     >>> import numpy as np
     >>> import ember
@@ -26,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import threading
 from typing import TYPE_CHECKING, Any
 
 import mlx.core as mx
@@ -73,6 +83,16 @@ class _FusedLoss:
         return self.generic(y_true, y_pred, sample_weight)
 
 
+class _ThreadCompiled(threading.local):
+    """Per thread: compiled forms of the steps' functions made in that thread (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.functions: dict[str, Any] = {}
+
+    def __reduce__(self) -> tuple:
+        return _ThreadCompiled, ()  # a copy (copy.deepcopy of a model) starts empty: compiled functions aren't copied
+
+
 class _MLXSteps(_StepsBase):
     """The generic pure steps, compiled with ``mx.compile`` (see the module docstring), on the
     trainer's ``GenericSteps`` (given in the kit: :func:`make_steps`)."""
@@ -89,7 +109,18 @@ class _MLXSteps(_StepsBase):
         self._train = mx.compile(train) if jit else train
         self._test = mx.compile(test) if jit else test
         self._predict = mx.compile(predict) if jit else predict
+        self._plain = {"train": train, "test": test, "predict": predict}
+        self._home = threading.get_ident()  # the thread whose compiled functions are the attributes above
+        self._elsewhere = _ThreadCompiled()
         self._by_window: dict = {}
+
+    def _compiled(self, kind: str) -> Any:
+        """The compiled ``kind`` step of a thread other than the one that made the steps (its own)."""
+        functions = self._elsewhere.functions
+        function = functions.get(kind)
+        if function is None:
+            function = functions[kind] = mx.compile(self._plain[kind])
+        return function
 
     # --- ember.distribute: one compiled step per batch window --------------------------------
     def _windowed(self, kind: str, window: tuple, batch_type: type) -> Any:
@@ -115,6 +146,8 @@ class _MLXSteps(_StepsBase):
         window = getattr(batch, "window", None)
         if window is not None and self.sync is not None:
             return self._windowed("train", window, type(batch))(state, tuple(batch))
+        if self.jit and threading.get_ident() != self._home:
+            return self._compiled("train")(state, batch)
         return self._train(state, batch)
 
     def fit_step(self, state: dict, batch: tuple) -> dict:
@@ -136,11 +169,14 @@ class _MLXSteps(_StepsBase):
             new = self._windowed("test", window, type(batch))(state, tuple(batch))
             mx.eval(new["metrics"])
             return new
-        new = self._test(state, batch)
+        test = self._test if not self.jit or threading.get_ident() == self._home else self._compiled("test")
+        new = test(state, batch)
         mx.eval(new["metrics"])
         return new
 
     def predict_step(self, state: dict, x: Any) -> Any:
+        if self.jit and threading.get_ident() != self._home:
+            return self._compiled("predict")(state, x)
         return self._predict(state, x)
 
 

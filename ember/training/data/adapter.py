@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,6 +38,7 @@ from ember.training.data.batch import (  # noqa: F401  (re-exported: the old hom
 from ember.training.data.convert import flatten, is_array_like, num_samples, to_native
 from ember.training.data.dataset import Dataset, DatasetAdapter
 from ember.training.data.generator_adapter import GeneratorAdapter
+from ember.training.data.list_checks import check_list_data, looks_like_rows
 from ember.validation import check_positive_int
 
 # The adapter protocol and batch plumbing live in .batch (the adapters below build on them).
@@ -183,6 +185,9 @@ def get_adapter(x: Any, y: Any = None, sample_weight: Any = None, batch_size: in
         raise ValueError(f"{caller}: shuffle must be True, False or 'batch', received {shuffle!r}")
     batches_list = (y is None and isinstance(x, list) and len(x) > 0
                     and all(isinstance(item, tuple) and 1 <= len(item) <= 3 for item in x))
+    for name, value in (("x", None if batches_list else x), ("y", y), ("sample_weight", sample_weight)):
+        if looks_like_rows(value):  # ragged, or holding strings/None: a clear error, not NumPy's
+            check_list_data(caller, name, value)
     if is_array_data(x) and not batches_list:
         if y is not None and not is_array_data(y):
             raise TypeError(f"{caller}: y must be arrays like x, received {type(y).__name__}")
@@ -193,8 +198,9 @@ def get_adapter(x: Any, y: Any = None, sample_weight: Any = None, batch_size: in
         if value is not None:
             raise ValueError(f"{caller}: `{name}` must not be given when x is {kind}: it yields (x, y, "
                              "sample_weight) tuples itself")
-    if batch_size is not None:
-        raise ValueError(f"{caller}: `batch_size` must not be given when x is {kind}: it yields whole batches")
+    if batch_size is not None:  # Keras ignores it here; a warning says so rather than ignoring it silently
+        warnings.warn(f"{caller}: batch_size={batch_size} is ignored: x is {kind}, which yields whole batches "
+                      f"(set the batch size where the batches are made)", UserWarning, stacklevel=3)
     if isinstance(x, Dataset):
         return DatasetAdapter(x, shuffle=bool(shuffle), class_weight=class_weight, seed=seed)
     if is_torch_dataloader(x) or hasattr(x, "__iter__") or hasattr(x, "__next__"):

@@ -101,10 +101,25 @@ class DatasetAdapter(DataAdapter):
         self.shuffle = shuffle
         self.class_weight = class_weight
         self.seed = int(seed)
-        count = len(dataset)
+        # __len__ called directly: len() would turn -1 or 2.5 into its own bare error first.
+        count = type(dataset).__len__(dataset)
         if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 0:
-            raise ValueError(f"{type(dataset).__name__}.__len__ must return a non-negative int, received {count!r}")
+            raise ValueError(
+                f"x: {type(dataset).__name__}.__len__() returned {count!r}; it must return the number of batches "
+                "as a non-negative int (e.g. math.ceil(samples / batch_size))")
         self.num_batches = int(count)
+
+    def _item(self, index: int, load: Any = None) -> Any:
+        """Batch ``index`` of the dataset (``load``: a pending result of ``__getitem__``); an
+        IndexError inside ``__getitem__`` means ``__len__`` overstates the data: said so."""
+        try:
+            return self.dataset[index] if load is None else load.result()
+        except IndexError as error:
+            name = type(self.dataset).__name__
+            raise IndexError(
+                f"x: {name}.__getitem__({index}) raised IndexError ({error}) although {name}.__len__() returned "
+                f"{self.num_batches}, so indices 0..{self.num_batches - 1} must each give a batch: make __len__ "
+                "return the number of batches __getitem__ can give") from error
 
     def _order(self, epoch: int) -> list[int]:
         if self.shuffle:
@@ -119,7 +134,7 @@ class DatasetAdapter(DataAdapter):
         order = self._order(epoch)
         if self.dataset.workers <= 1:
             for index in order:
-                yield self._convert(self.dataset[index])
+                yield self._convert(self._item(index))
             return
         with concurrent.futures.ThreadPoolExecutor(self.dataset.workers) as pool:
             pending: collections.deque = collections.deque()
@@ -127,14 +142,15 @@ class DatasetAdapter(DataAdapter):
             position = 0
             while position < len(order) or pending:
                 while position < len(order) and len(pending) < ahead:
-                    pending.append(pool.submit(self.dataset.__getitem__, order[position]))
+                    pending.append((order[position], pool.submit(self.dataset.__getitem__, order[position])))
                     position += 1
-                yield self._convert(pending.popleft().result())
+                index, load = pending.popleft()
+                yield self._convert(self._item(index, load))
 
     def peek(self) -> tuple:
         if self.num_batches == 0:
             raise ValueError(f"the data is empty: {type(self.dataset).__name__} has 0 batches")
-        return self._convert(self.dataset[0])
+        return self._convert(self._item(0))
 
     def on_epoch_end(self) -> None:
         self.dataset.on_epoch_end()
