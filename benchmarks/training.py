@@ -17,6 +17,15 @@ cross-entropy on logits):
 * S1: W1's MLP written as a Keras-style subclassed model (``class MLP(ember.Model)`` with
   ``__init__``/``call``); here the "raw" column is the same MLP as a functional ``Sequential``,
   so the ratio is the cost of the Keras object model in ``fit`` (target <= 1.1x);
+* W4 GPT-mini, W5 ResNet-18-style, W5V ViT-tiny: see ``benchmarks/big_workloads.py`` (sizes,
+  and the smaller MLX/NumPy sizes). Their raw torch loop is ``nn.Module`` code with
+  ``F.scaled_dot_product_attention``, their raw MLX loop ``mlx.nn`` with ``mx.fast`` attention
+  under ``mx.compile``; on torch they also run Keras 3 (torch backend) ``fit`` in the same rotation
+  (a "Keras" table), and W4 runs Ember with every decoder block under ``ember.remat`` (a "remat"
+  table: step time and peak RSS against plain Ember). ``EMBER_BENCH_BIG_STEPS`` (torch steps per
+  epoch, default 3) and ``EMBER_BENCH_BIG_REPEAT`` (timed calls, default 3) size them for a CPU;
+  ``python benchmarks/big_workloads.py`` prints W4's activation memory (bytes autograd saves for
+  the backward pass) for raw torch, Ember and Ember with remat;
 * C1: W1's MLP as a model class overriding ``train_step`` with the standard step of the Keras
   guide (``GradientTape`` over ``self(x, training=True)``, ``compute_loss``,
   ``optimizer.apply``, the loss tracker); the "raw" column is the built-in ``fit`` of the
@@ -81,16 +90,20 @@ import subprocess
 import sys
 import time
 
+import big_workloads as big
 import numpy as np
 
 EPOCHS = 2
 REPEAT = 9
 # Steps per epoch by backend (MLX's Linux CPU wheel uses a reference BLAS: keep it short).
 STEPS = {"torch": 30, "numpy": 30, "mlx": 6}
-WORKLOADS = ("W1", "W2", "W3", "S1", "C1")
+WORKLOADS = ("W1", "W2", "W3", "S1", "C1") + big.BIG
+# W4/W5/W5V (benchmarks/big_workloads.py) take seconds per step on a CPU: fewer steps and calls.
+BIG_STEPS = {"torch": int(os.environ.get("EMBER_BENCH_BIG_STEPS", "3")), "numpy": 2, "mlx": 3}
+BIG_REPEAT = int(os.environ.get("EMBER_BENCH_BIG_REPEAT", "3"))
 VS_BUILT_IN = ("S1", "C1")  # workloads whose "raw" column is Ember's built-in W1 fit
 # torch workloads also timed with jit_compile=True and against a torch.compile'd hand-written loop.
-COMPILED_WORKLOADS = ("W1", "W2", "W3")
+COMPILED_WORKLOADS = ("W1", "W2", "W3") + big.BIG
 # Workloads also timed under mixed_bfloat16 (the backend's own step) and mixed_float16 (a
 # LossScaleOptimizer, which compile adds: see ember.training.loss_scaling).
 MIXED_WORKLOADS = ("W1", "W3")
@@ -101,7 +114,13 @@ NO_COMPILE = bool(os.environ.get("EMBER_BENCH_NO_COMPILE"))
 
 
 # ------------------------------------------------------------------------------------ data
+def steps_of(workload: str, backend: str) -> int:
+    return BIG_STEPS[backend] if workload in big.BIG else STEPS[backend]
+
+
 def make_data(workload: str, backend: str) -> tuple:
+    if workload in big.BIG:
+        return big.make_data(workload, backend, steps_of(workload, backend))
     rng = np.random.default_rng(0)
     steps = STEPS[backend]
     if workload in ("W1",) + VS_BUILT_IN:
@@ -132,17 +151,18 @@ def ember_loss():
     return ember.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
-def ember_model(workload: str, policy: str | None = None, jit_compile: object = "auto", cuda_graphs: bool = False):
+def ember_model(workload: str, policy: str | None = None, jit_compile: object = "auto", cuda_graphs: bool = False,
+                remat: bool = False):
     import ember
 
     ember.mixed_precision.set_global_policy(policy)  # None: float32 (the layers record the policy)
     try:
-        return _ember_model(workload, jit_compile, cuda_graphs)
+        return _ember_model(workload, jit_compile, cuda_graphs, remat)
     finally:
         ember.mixed_precision.set_global_policy(None)
 
 
-def _ember_model(workload: str, jit_compile: object = "auto", cuda_graphs: bool = False):
+def _ember_model(workload: str, jit_compile: object = "auto", cuda_graphs: bool = False, remat: bool = False):
     import ember
     from ember import layers
 
@@ -180,6 +200,11 @@ def _ember_model(workload: str, jit_compile: object = "auto", cuda_graphs: bool 
         model.build(seed=0)
         model.compile(optimizer=ember_optimizer(), loss=ember_loss(), seed=0)
         return model
+    if workload in big.BIG:
+        model = big.ember_model(workload, ember.backends.current().name, remat=remat)
+        model.build(seed=0)
+        model.compile(optimizer=ember_optimizer(), loss=ember_loss(), seed=0, jit_compile=jit_compile)
+        return model
     if workload == "W1":
         stack = [ember.Input((784,)), layers.Dense(256, activation="relu"), layers.Dense(256, activation="relu"),
                  layers.Dense(10)]
@@ -200,8 +225,8 @@ def _ember_model(workload: str, jit_compile: object = "auto", cuda_graphs: bool 
 
 
 def ember_runner(workload: str, backend: str, x, y, batch: int, policy: str | None = None,
-                 jit_compile: object = "auto", cuda_graphs: bool = False):
-    model = ember_model(workload, policy, jit_compile, cuda_graphs)
+                 jit_compile: object = "auto", cuda_graphs: bool = False, remat: bool = False):
+    model = ember_model(workload, policy, jit_compile, cuda_graphs, remat)
     if model is None:
         return None
 
@@ -219,7 +244,10 @@ def torch_runner(workload: str, x, y, batch: int, compiled: bool = False):
 
     torch.manual_seed(0)
     nn = torch.nn
-    if workload == "W1":
+    labels = None
+    if workload in big.BIG:  # nn.Module models with F.scaled_dot_product_attention
+        model, forward, labels = big.torch_model(workload)
+    elif workload == "W1":
         model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
         forward = model
     elif workload == "W2":
@@ -242,7 +270,7 @@ def torch_runner(workload: str, x, y, batch: int, compiled: bool = False):
     n = x.shape[0]
 
     def forward_loss(xb, yb):
-        return loss_fn(forward(xb), yb)
+        return loss_fn(forward(xb), yb if labels is None else labels(yb))
 
     update = optimizer.step
     if compiled:  # PyTorch's recipe: the forward pass and loss (AOTAutograd compiles their backward), the step
@@ -272,7 +300,10 @@ def mlx_runner(workload: str, x, y, batch: int):
     import mlx.nn as mnn
 
     mx.random.seed(0)
-    if workload == "W1":
+    labels = None
+    if workload in big.BIG:  # mlx.nn models with mx.fast.scaled_dot_product_attention
+        model, forward, labels = big.mlx_model(workload)
+    elif workload == "W1":
         model = mnn.Sequential(mnn.Linear(784, 256), mnn.ReLU(), mnn.Linear(256, 256), mnn.ReLU(),
                                mnn.Linear(256, 10))
         forward = model
@@ -295,7 +326,7 @@ def mlx_runner(workload: str, x, y, batch: int):
     def loss_of(params, xb, yb):
         model.update(params)
         logits = forward(xb)
-        return mnn.losses.cross_entropy(logits, yb, reduction="mean")
+        return mnn.losses.cross_entropy(logits, yb if labels is None else labels(yb), reduction="mean")
 
     from mlx.utils import tree_map
 
@@ -311,7 +342,7 @@ def mlx_runner(workload: str, x, y, batch: int):
         params = tree_map(lambda p, mi, vi: p - alpha * mi / (mx.sqrt(vi) + eps), params, m, v)
         return {"params": params, "m": m, "v": v, "t": t}, loss
 
-    params = model.parameters()
+    params = model.trainable_parameters()
     state = {"params": params, "m": tree_map(mx.zeros_like, params), "v": tree_map(mx.zeros_like, params),
              "t": mx.array(0, dtype=mx.int32)}
     compiled = mx.compile(step)
@@ -392,6 +423,22 @@ def numpy_runner(workload: str, x, y, batch: int):
     return run
 
 
+# ------------------------------------------------------------------------------ Keras 3
+def keras_runner(workload: str, x, y, batch: int):
+    """Keras 3 ``fit`` (torch backend) on the same data (as NumPy arrays, Keras's usual input)."""
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = big.keras_model(workload)
+    xn, yn = (a.cpu().numpy() if hasattr(a, "cpu") else np.asarray(a) for a in (x, y))
+
+    def run(epochs: int = EPOCHS) -> float:
+        return model.fit(xn, yn, batch_size=batch, epochs=epochs, verbose=0, shuffle=True).history["loss"][-1]
+
+    return run
+
+
 # ------------------------------------------------------------------------------- harness
 def native_data(backend: str, x, y):
     if backend == "torch":
@@ -454,6 +501,8 @@ def memory_child(backend: str, workload: str, variant: str) -> None:
     base = _rss_kib("VmRSS")
     if variant == "ember":
         run = ember_runner(workload, backend, x, y, batch)
+    elif variant == "remat":  # W4 with every decoder block under ember.remat
+        run = ember_runner(workload, backend, x, y, batch, remat=True)
     elif workload in VS_BUILT_IN:
         run = ember_runner("W1", backend, x, y, batch)
     else:
@@ -482,6 +531,10 @@ def timing_child(backend: str, workloads: list[str]) -> None:
                                                           cuda_graphs=True)))
                 extra.append(("bf16g", functools.partial(ember_runner, workload, backend, x, y, batch,
                                                          "mixed_bfloat16", cuda_graphs=True)))
+        if workload == "W4":  # every decoder block under ember.remat
+            extra.append(("remat", functools.partial(ember_runner, workload, backend, x, y, batch, remat=True)))
+        if backend == "torch" and workload in big.BIG:  # Keras 3 (torch backend) fit: the anchor
+            extra.append(("keras", functools.partial(keras_runner, workload, x, y, batch)))
         if backend == "torch" and workload in COMPILED_WORKLOADS and not NO_COMPILE:
             # torch.compile: Ember's whole step, the raw recipe
             extra.append(("jit", functools.partial(ember_runner, workload, backend, x, y, batch, jit_compile=True)))
@@ -506,13 +559,13 @@ def timing_child(backend: str, workloads: list[str]) -> None:
             warm_up.append(time.perf_counter() - start)
         wall: list[list[float]] = [[] for _ in fns]
         cpu: list[list[float]] = [[] for _ in fns]
-        for _ in range(REPEAT):
+        for _ in range(BIG_REPEAT if workload in big.BIG else REPEAT):
             for fn, w, c in zip(fns, wall, cpu):
                 start, start_cpu = time.perf_counter(), time.process_time()
                 fn()
                 w.append(time.perf_counter() - start)
                 c.append(time.process_time() - start_cpu)
-        steps = STEPS[backend] * EPOCHS
+        steps = steps_of(workload, backend) * EPOCHS
         row = {"workload": workload, "steps": steps, "errors": errors}
         if "jit" in names:  # a compile that failed trains eagerly (ember.backends.torch.compiled_step): say so
             reason = getattr(fns[names.index("jit")].model._training.trainer.steps, "fallback_reason", None)
@@ -566,6 +619,8 @@ def main() -> None:
           f"{'target':>6} {'raw MiB':>8} {'ember MiB':>9} {'ratio':>6}")
     mixed: list[str] = []
     compiled: list[str] = []
+    keras_lines: list[str] = []
+    remat_lines: list[str] = []
     for backend in names:
         rows = json.loads(_child(["timing", backend, *workloads]))
         for row in rows:
@@ -601,6 +656,20 @@ def main() -> None:
                              + "".join(f" {row[name + '_min']:8.2f} {row[name + '_med'] / row['ember_med']:7.2f}x"
                                        if name + "_med" in row else f" {'-':>8} {'-':>8}"
                                        for name in ("bf16", "f16", "graphs", "bf16g")))
+            if "remat_med" in row:
+                remat_line = (f"{backend:7} {row['workload']:4} {row['ember_min']:8.2f} {row['remat_min']:8.2f} "
+                              f"{row['remat_med'] / row['ember_med']:7.2f}x "
+                              f"{row['remat_cpu'] / row['ember_cpu']:7.2f}x")
+                if not args.no_memory:
+                    remat_mem = json.loads(_child(["memory", backend, row["workload"], "remat"]))["peak_mib"]
+                    remat_line += f" {ember_mem:9.1f} {remat_mem:9.1f} {1 - remat_mem / max(ember_mem, 1e-9):7.1%}"
+                remat_lines.append(remat_line)
+            if "keras_med" in row:
+                keras_lines.append(f"{row['workload']:4} {row['raw_min']:8.2f} {row['keras_min']:8.2f} "
+                                   f"{row['ember_min']:8.2f} {row['keras_med'] / row['raw_med']:8.2f}x "
+                                   f"{row['keras_cpu'] / row['raw_cpu']:8.2f}x "
+                                   f"{row['ember_med'] / row['keras_med']:8.2f}x "
+                                   f"{row['ember_cpu'] / row['keras_cpu']:8.2f}x")
             for name, error in row.get("errors", {}).items():
                 print(f"        {row['workload']:4} {name}: failed: {error}", flush=True)
     if compiled:
@@ -611,6 +680,20 @@ def main() -> None:
         print(f"{'work':4} {'raw ms':>8} {'rawc ms':>8} {'ember ms':>8} {'jit ms':>8} {'jit/raw':>9} {'min':>7} "
               f"{'jit/rawc':>9} {'min':>7} {'cpu':>7} {'jit s':>7} {'rawc s':>7}")
         for line in compiled:
+            print(line)
+    if remat_lines:
+        print("\nember.remat on every W4 decoder block (same process, same rotation): ms per step (min wall time), "
+              "ratios to plain Ember of the median wall and median CPU times; peak RSS above the data (fresh process)")
+        print(f"{'backend':7} {'work':4} {'ember ms':>8} {'remat ms':>8} {'wall':>8} {'cpu':>8} {'ember MiB':>9} "
+              f"{'remat MiB':>9} {'saving':>7}")
+        for line in remat_lines:
+            print(line)
+    if keras_lines:
+        print("\nKeras 3 (torch backend) fit, same process, same rotation: ms per step (min wall time); ratios of "
+              "median wall times and of median CPU times")
+        print(f"{'work':4} {'raw ms':>8} {'keras ms':>8} {'ember ms':>8} {'keras/raw':>9} {'cpu':>9} "
+              f"{'ember/keras':>9} {'cpu':>9}")
+        for line in keras_lines:
             print(line)
     if mixed:
         print("\nMixed precision (same process, same rotation): Ember fit ms per step (min wall time) and the ratio "

@@ -23,20 +23,23 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import optree
 
 from ember import dtypes, ops
 from ember.dtype_policies import MIXED
+from ember.layers import rematerialization
 
 _HALF = ("float16", "bfloat16", "float32")  # the floating dtypes a mixed policy casts
 
 
 def compute_dtype_of(layer: Any) -> str | None:
-    """The 16-bit compute dtype of a layer with a mixed policy; None for any other layer."""
+    """The 16-bit compute dtype of a layer with a mixed policy (a quantized one's source policy:
+    ``"int8_from_mixed_bfloat16"``); None for any other layer."""
     dtype = getattr(layer, "dtype", None)
-    return MIXED.get(dtype) if isinstance(dtype, str) else None
+    return MIXED.get(dtype.rpartition("_from_")[2]) if isinstance(dtype, str) else None
 
 
 def cast_floats(tree: Any, dtype: str) -> Any:
@@ -63,12 +66,15 @@ def _cast_like(new: Any, old: Any) -> Any:
 
 def apply(layer: Any, state: dict, inputs: Any, **kwargs: Any) -> tuple[Any, dict]:
     """``layer.apply(state, inputs, **kwargs)`` under the layer's dtype policy (see the module docstring)."""
+    run = layer.apply
+    if layer.__dict__.get("_remat_mode") is not None and rematerialization.applies(layer, state, inputs):
+        run = functools.partial(rematerialization.apply, layer)  # made in an ember.RematScope
     compute = compute_dtype_of(layer)
     if compute is None:
-        return layer.apply(state, inputs, **kwargs)
+        return run(state, inputs, **kwargs)
     if getattr(layer, "float32_compute", False):
-        outputs, new_state = layer.apply(state, cast_floats(inputs, "float32"), **kwargs)
+        outputs, new_state = run(state, cast_floats(inputs, "float32"), **kwargs)
         return cast_floats(outputs, compute), new_state
     cast_state = {"params": cast_floats(state["params"], compute), "buffers": cast_floats(state["buffers"], compute)}
-    outputs, new_state = layer.apply(cast_state, cast_floats(inputs, compute), **kwargs)
+    outputs, new_state = run(cast_state, cast_floats(inputs, compute), **kwargs)
     return outputs, {"params": state["params"], "buffers": _cast_like(new_state["buffers"], state["buffers"])}

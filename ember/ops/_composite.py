@@ -1,9 +1,12 @@
 """Composite ops: protocol ops written once with ``ember.ops``, for backends without a native kernel.
 
 Composites here: ``nn.dense`` (a projection and its bias), ``nn.lstm`` and ``nn.gru`` (whole
-recurrent sequences), the ops of ``ember.backends._spec.COMPOSABLE``. torch has native fused
-kernels for all three, MLX a native dense and NumPy a native LSTM; MLX gets the LSTM and GRU
-composites, NumPy the dense and the GRU.
+recurrent sequences), ``nn.dot_product_attention`` (:mod:`ember.ops._attention`; torch and MLX
+have fused kernels, NumPy binds the composite), ``nn.layer_norm`` and ``nn.fused_batch_norm``
+(:mod:`ember.ops._normalization`; torch fuses both, MLX the layer norm), the ops of
+``ember.backends._spec.COMPOSABLE``. torch has native fused kernels for all three, MLX a
+native dense and NumPy a native LSTM; MLX gets the LSTM and GRU composites, NumPy the dense and
+the GRU.
 
 A backend implements such an op natively (a fused kernel in its namespace module) or
 leaves it out; ``ember.ops`` binds what :func:`bound_tables` gives: the backend's own
@@ -34,6 +37,8 @@ from ember import ops
 from ember.backends import _spec
 from ember.backends._common import check_dense_shapes
 from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
+from ember.ops._attention import dot_product_attention
+from ember.ops._normalization import fused_batch_norm, layer_norm
 
 
 def composite(function: Callable) -> Callable:
@@ -140,7 +145,10 @@ def gru(inputs, initial_h, kernel, recurrent_kernel, bias=None, *, go_backwards=
 
 
 # ------------------------------------------------------------------- binding
-COMPOSITES: dict[str, dict[str, Callable]] = {"nn": {"dense": dense, "lstm": lstm, "gru": gru}}
+COMPOSITES: dict[str, dict[str, Callable]] = {"nn": {"dense": dense, "lstm": lstm, "gru": gru,
+                                                     "dot_product_attention": composite(dot_product_attention),
+                                                     "layer_norm": composite(layer_norm),
+                                                     "fused_batch_norm": composite(fused_batch_norm)}}
 for _namespace, _table in COMPOSITES.items():
     for _name, _function in _table.items():
         _function.__doc__ = getattr(_spec.NAMESPACES[_namespace], _name).__doc__

@@ -2,7 +2,7 @@
 
 Two kinds of test:
 
-* ``test_backends_agree``: for every op of the protocol (``ember.ops._spec``) that takes
+* ``test_backends_agree``: for every op of the protocol (``ember.backends._spec``) that takes
   arrays, one case per op (or a few: Python-scalar operands, other modes). Each case runs
   on every installed backend for the input dtypes in :data:`DTYPES`; the results must have
   the same dtype and the same values (compared in float64/complex128), or every backend
@@ -25,7 +25,7 @@ Two kinds of test:
   ``relu``, ``relu6``                   ``max(x, 0)`` by the weak-scalar rule: bool -> int32,
                                         integers keep their dtype (exact), floats kept
   other activations                     integers and bool -> ``floatx()`` (transcendental)
-  ``one_hot`` indices                   integer dtypes only; float/bool -> TypeError
+  ``one_hot`` indices                   integers; floats cast toward zero (Keras); bool -> TypeError
   ``power(int, negative Python int)``   ValueError (NumPy's rule)
   int array op out-of-range Python int  OverflowError (NumPy 2 / JAX weak-scalar rule),
                                         also for comparisons and ``full``/``full_like``
@@ -58,7 +58,7 @@ import pytest
 
 import ember
 from ember import backends, dtypes, ops
-from ember.ops import _spec
+from ember.backends import _spec
 from tests.tolerances import FLOAT32
 
 # log(0), arcsin(2), ... on the sample inputs: NaN/inf are compared, the warnings are noise.
@@ -284,6 +284,9 @@ NOT_SWEPT = {
     "core.to_device": "device move; dtype kept (tests/backends/test_devices.py)",
     "nn.lstm": "one floating dtype by contract (tests/ops/test_nn_recurrent.py)",
     "nn.gru": "one floating dtype by contract (tests/ops/test_nn_recurrent.py)",
+    "nn.dot_product_attention": "one floating dtype by contract (tests/layers/test_fused_attention.py)",
+    "nn.layer_norm": "floating x, dtype kept (tests/layers/test_fused_norm.py)",
+    "nn.fused_batch_norm": "floating x, dtype kept (tests/layers/test_fused_norm.py)",
     "random.set_seed": "no array",
 }
 # spec op -> the case that covers it, where the case name is not the op name
@@ -503,9 +506,12 @@ def test_rule_out_of_range_python_int_overflows(backend, dtype):
 
 
 def test_rule_one_hot_needs_integer_indices(backend):
-    for values in (np.array([0.0, 1.0], np.float32), np.array([True, False])):
-        with pytest.raises(TypeError, match="one_hot"):
-            ops.one_hot(t(values), 3)
+    with pytest.raises(TypeError, match="one_hot"):
+        ops.one_hot(t(np.array([True, False])), 3)
+    # Float class ids are cast as Keras casts them (torch's .long(): toward zero); NaN/inf/out of range: no class.
+    floats = np.array([0.0, 1.9, 2.7, -0.5, -1.0, 3.0, np.nan, np.inf], np.float32)
+    _check(ops.one_hot(t(floats), 3), [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0],
+                                       [0, 0, 0]], "float32")
     _check(ops.one_hot(t(np.array([0, 2], np.uint8)), 3), [[1, 0, 0], [0, 0, 1]], "float32")
 
 

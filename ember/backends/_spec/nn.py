@@ -294,3 +294,75 @@ class nn:
             >>> ops.shape(outputs), ops.shape(h)
             ((2, 3, 5), (2, 5))
         """
+
+    def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, is_causal=False,
+                              flash_attention=None, attn_logits_soft_cap=None):
+        """Scaled dot-product attention, as ``keras.ops.dot_product_attention``: ``(B, T, N, Hv)``.
+
+        ``query`` ``(B, T, N, H)``, ``key`` ``(B, S, K, H)``, ``value`` ``(B, S, K, Hv)``, with
+        ``N`` a multiple of ``K`` (grouped-query attention: query head ``n`` reads key/value
+        head ``n // (N // K)``). Per head: ``logits = scale * q k^T`` (``scale`` defaults to
+        ``1 / sqrt(H)``), ``+ bias`` (additive, broadcast to ``(B, N, T, S)``), then
+        ``attn_logits_soft_cap * tanh(logits / attn_logits_soft_cap)`` when the cap is given;
+        positions where the boolean ``mask`` (broadcast to ``(B, N, T, S)``) is False, and with
+        ``is_causal`` positions ``j > i`` (top-left aligned), get ``-1e9`` (``-3e4`` in float16),
+        not ``-inf``, so a fully masked row gets uniform weights; ``softmax`` over ``S``; ``@ v``.
+        Differentiable with respect to ``query``, ``key``, ``value`` and ``bias``.
+
+        torch runs ``torch.nn.functional.scaled_dot_product_attention`` (``is_causal`` without
+        a T x S mask when no other mask is given), MLX ``mx.fast.scaled_dot_product_attention``
+        (``mask="causal"`` when T == S) for float32/float16/bfloat16; NumPy (and
+        ``flash_attention=False``, a soft cap, MLX float64) the unfused computation.
+        ``flash_attention=True`` on NumPy raises ``NotImplementedError``.
+
+        Example:
+            >>> from ember import ops
+            >>> q = ops.ones((1, 2, 1, 4))
+            >>> v = ops.reshape(ops.arange(6.0), (1, 3, 1, 2))
+            >>> out = ops.nn.dot_product_attention(q, ops.ones((1, 3, 1, 4)), v, is_causal=True)
+            >>> ops.to_numpy(out)[0, :, 0].tolist()
+            [[0.0, 1.0], [1.0, 2.0]]
+        """
+
+    def layer_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
+        """Layer normalization over the axes ``axis`` (an int or a tuple): an array of x's shape and dtype.
+
+        ``y = (x - mean) / sqrt(variance + epsilon) * gamma + beta``, with ``mean`` and the biased
+        ``variance`` over ``axis`` for each position of the other axes (Keras's
+        ``LayerNormalization``). ``gamma`` and ``beta`` (optional) have x's sizes on the
+        normalized axes, in axis order (``(x.shape[-1],)`` for ``axis=-1``), and are cast to x's
+        dtype. Differentiable with respect to ``x``, ``gamma`` and ``beta``.
+
+        torch runs ``torch.nn.functional.layer_norm`` and MLX ``mx.fast.layer_norm`` (MLX
+        float64: the unfused computation), the normalized axes moved to the end first when
+        they are not the trailing ones; NumPy the composite of :mod:`ember.ops._normalization`.
+
+        Example:
+            >>> from ember import ops
+            >>> y = ops.nn.layer_norm(ops.convert_to_tensor([[1.0, 3.0]]), epsilon=0.0)
+            >>> ops.to_numpy(y).tolist()
+            [[-1.0, 1.0]]
+        """
+
+    def fused_batch_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
+        """Training-mode batch normalization: ``(outputs, mean, variance)``.
+
+        ``mean`` and the biased ``variance`` are the batch statistics of each feature of
+        ``axis`` (an int) over every other axis, shape ``(x.shape[axis],)``;
+        ``outputs = (x - mean) / sqrt(variance + epsilon) * gamma + beta`` with ``gamma`` and
+        ``beta`` (optional, shape ``(x.shape[axis],)``) cast to x's dtype. ``outputs`` is
+        differentiable with respect to ``x``, ``gamma`` and ``beta`` (through the statistics
+        too); ``mean`` and ``variance`` come out of the gradient (for running averages, as
+        Keras's variable assignment).
+
+        torch runs one ``torch.native_batch_norm`` call (the statistics and the normalization
+        in one kernel, one autograd node), except when each feature has fewer than two values;
+        NumPy and MLX the composite of :mod:`ember.ops._normalization`.
+
+        Example:
+            >>> from ember import ops
+            >>> x = ops.convert_to_tensor([[0.0, 1.0], [2.0, 5.0]])
+            >>> y, mean, variance = ops.nn.fused_batch_norm(x, epsilon=0.0)
+            >>> ops.to_numpy(y).tolist(), ops.to_numpy(mean).tolist(), ops.to_numpy(variance).tolist()
+            ([[-1.0, -1.0], [1.0, 1.0]], [1.0, 3.0], [1.0, 4.0])
+        """

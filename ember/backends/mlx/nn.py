@@ -20,7 +20,9 @@ import numpy as np
 from ember.backends._common import check_dense_shapes
 from ember.backends.mlx import _f64
 from ember.backends.mlx import core as _core
+from ember.backends.mlx._attention import dot_product_attention  # noqa: F401  (the op: mx.fast.sdpa)
 from ember.backends.mlx._base import FLOATS, INEXACT, A, binary_same, floatx, inexact, normalize_axis, to_mx
+from ember.backends.mlx._normalization import layer_norm  # noqa: F401  (the op: mx.fast.layer_norm)
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946

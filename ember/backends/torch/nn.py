@@ -39,6 +39,7 @@ import torch.nn.functional as F
 
 from ember.backends._common import check_dense_shapes, normalize_axes, normalize_axis
 from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
+from ember.backends.torch._attention import dot_product_attention  # noqa: F401  (the op: F.sdpa)
 from ember.backends.torch._base import (
     COMPLEX,
     FLOATING,
@@ -52,6 +53,7 @@ from ember.backends.torch._base import (
     to_float,
 )
 from ember.backends.torch._elementwise import add
+from ember.backends.torch._normalization import fused_batch_norm, layer_norm  # noqa: F401  (the ops: fused kernels)
 from ember.backends.torch._products import matmul
 
 # ------------------------------------------------------------------------ activations

@@ -21,13 +21,8 @@ import numbers
 from typing import Any
 
 from ember import initializers, ops
-from ember.layers.attention._common import (
-    as_bool_mask,
-    causal_mask,
-    combine_masks,
-    dropout_weights,
-    masked_softmax,
-)
+from ember.layers.attention._common import as_bool_mask, causal_mask, combine_masks
+from ember.layers.attention._fused import attend_unfused, project_heads, use_fused_kernel
 from ember.layers.layer import Layer
 from ember.seeds import check_seed, sub_seed
 from ember.symbolic import is_shape
@@ -55,6 +50,12 @@ class MultiHeadAttention(Layer):
         attention_axes: only ``None`` (every axis between the batch and the feature
             axis, Keras's default) or axes equal to it; other axes raise
             ``NotImplementedError``.
+        flash_attention: None (default): the fused kernel (``ops.nn.dot_product_attention``:
+            torch's ``scaled_dot_product_attention``, MLX's ``mx.fast`` one) wherever it
+            applies, i.e. unless ``return_attention_scores=True`` or attention dropout is
+            active while training (the fused kernels cannot take Ember's dropout seed);
+            False: always the composite (scores, softmax, dropout, matmul); True: as None,
+            and ``return_attention_scores=True`` is an error (Keras's rule).
         kernel_initializer: for the four kernels (a different seed each).
         bias_initializer: for the four biases.
         seed: dropout seed used when ``apply`` receives no ``rng``.
@@ -98,6 +99,7 @@ class MultiHeadAttention(Layer):
     use_bias: bool = True
     output_shape: Any = None
     attention_axes: Any = None
+    flash_attention: bool | None = None
     kernel_initializer: Any = "glorot_uniform"
     bias_initializer: Any = "zeros"
     seed: int | None = None
@@ -134,6 +136,8 @@ class MultiHeadAttention(Layer):
                 raise TypeError(f"{name}: attention_axes must be None, an int or a tuple of ints, "
                                 f"received {self.attention_axes!r}")
             self._normalize("attention_axes", tuple(int(a) for a in axes))
+        if self.flash_attention is not None:
+            check_bool(name, "flash_attention", self.flash_attention)
         self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
         self._normalize("bias_initializer", initializers.get(self.bias_initializer))
         self._normalize("seed", check_seed(self.seed, f"{name}: seed"))
@@ -187,8 +191,8 @@ class MultiHeadAttention(Layer):
                 f"layer {self.name!r}: all dimensions of value and key except the last must be equal, "
                 f"received value shape {value} and key shape {key}"
             )
-        batches = {s[0] for s in (query, value, key) if s[0] is not None}
-        if len(batches) > 1:
+        batches = [s[0] for s in (query, value, key) if s[0] is not None]
+        if any(b != batches[0] for b in batches):  # compared, not hashed: a traced size is not hashable
             raise ValueError(f"layer {self.name!r}: inputs have different batch sizes: {query}, {value}, {key}")
         self._check_attention_axes(len(query))
         return query, value, key
@@ -200,7 +204,7 @@ class MultiHeadAttention(Layer):
             raise ValueError(f"layer {self.name!r}: the query needs a known last dimension, received {query}")
         return (query[-1],)
 
-    def _check_attention_mask_shape(self, mask_shape: tuple, query: tuple, value: tuple) -> None:
+    def _check_attention_mask_shape(self: Any, mask_shape: tuple, query: tuple, value: tuple) -> None:
         full = (query[0],) + tuple(query[1:-1]) + tuple(value[1:-1])
         if len(mask_shape) != len(full) or any(
             m is not None and f is not None and m != 1 and m != f for m, f in zip(mask_shape, full)
@@ -253,13 +257,8 @@ class MultiHeadAttention(Layer):
 
     # --- computation ---------------------------------------------------------------------
     def _project(self, params: dict, x: Any, batch: int, length: int, head_dim: int) -> Any:
-        """``x`` ``(batch, *positions, dim)`` -> heads ``(batch, num_heads, length, head_dim)``."""
-        kernel = params["kernel"]
-        dim = ops.shape(kernel)[0]
-        y = ops.matmul(ops.reshape(x, (batch, length, dim)), ops.reshape(kernel, (dim, self.num_heads * head_dim)))
-        if self.use_bias:
-            y = ops.add(y, ops.reshape(params["bias"], (self.num_heads * head_dim,)))
-        return ops.transpose(ops.reshape(y, (batch, length, self.num_heads, head_dim)), (0, 2, 1, 3))
+        """``x`` ``(batch, *positions, dim)`` -> heads ``(batch, length, num_heads, head_dim)``."""
+        return project_heads(params, x, batch, length, ops.shape(params["kernel"])[1], head_dim, self.use_bias)
 
     def _check_params(self, params: dict, query: tuple, value: tuple, key: tuple) -> None:
         for label, shape in (("query", query), ("value", value), ("key", key)):
@@ -270,9 +269,12 @@ class MultiHeadAttention(Layer):
                     f"received shape {shape}"
                 )
 
-    def _attention_mask(self, query: tuple, value: tuple, key: tuple, attention_mask: Any, query_mask: Any,
-                        value_mask: Any, key_mask: Any, use_causal_mask: bool) -> Any:
-        """The combined boolean mask, broadcastable to ``(batch, T, S)`` (T, S flattened), or None."""
+    def _attention_mask(self: Any, query: tuple, value: tuple, key: tuple, attention_mask: Any, query_mask: Any,
+                        value_mask: Any, key_mask: Any, use_causal_mask: bool, build_causal: bool = True) -> Any:
+        """The combined boolean mask, broadcastable to ``(batch, T, S)`` (T, S flattened), or None.
+
+        With ``build_causal=False`` the causal mask is left out (the fused kernel takes ``is_causal``).
+        """
         batch, t_dims, s_dims = query[0], tuple(query[1:-1]), tuple(value[1:-1])
         length, memory = math.prod(t_dims), math.prod(s_dims)
         masks = []
@@ -300,7 +302,8 @@ class MultiHeadAttention(Layer):
                     f"layer {self.name!r}: use_causal_mask needs inputs with one sequence axis "
                     f"(batch, time, features), received query shape {query}"
                 )
-            masks.append(ops.expand_dims(causal_mask(length, memory), 0))
+            if build_causal:
+                masks.append(ops.expand_dims(causal_mask(length, memory), 0))
         return combine_masks(*masks)
 
     def apply(
@@ -349,26 +352,29 @@ class MultiHeadAttention(Layer):
         q_shape, v_shape, k_shape = self._split_shapes([tuple(ops.shape(t)) for t in (query, value, key)])
         params = state["params"]
         self._check_params(params, q_shape, v_shape, k_shape)
+        fused = use_fused_kernel(self, return_attention_scores, training)
         mask = self._attention_mask(q_shape, v_shape, k_shape, attention_mask, query_mask, value_mask, key_mask,
-                                    use_causal_mask)
+                                    use_causal_mask, build_causal=not fused)
 
         batch, t_dims, s_dims = q_shape[0], tuple(q_shape[1:-1]), tuple(v_shape[1:-1])
         length, memory = math.prod(t_dims), math.prod(s_dims)
         head_value_dim = self.head_value_dim
-        q = self._project(params["query"], query, batch, length, self.key_dim)      # (B, N, T, H)
-        k = self._project(params["key"], key, batch, memory, self.key_dim)          # (B, N, S, H)
-        v = self._project(params["value"], value, batch, memory, head_value_dim)    # (B, N, S, Hv)
-        q = ops.multiply(q, 1.0 / math.sqrt(self.key_dim))
-        scores = ops.matmul(q, ops.swapaxes(k, -1, -2))                             # (B, N, T, S)
-        probabilities = masked_softmax(scores, None if mask is None else ops.expand_dims(mask, 1))
-        context = ops.matmul(dropout_weights(self, probabilities, training, rng), v)  # (B, N, T, Hv)
-        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, length, self.num_heads * head_value_dim))
+        q = self._project(params["query"], query, batch, length, self.key_dim)      # (B, T, N, H)
+        k = self._project(params["key"], key, batch, memory, self.key_dim)          # (B, S, N, H)
+        v = self._project(params["value"], value, batch, memory, head_value_dim)    # (B, S, N, Hv)
+        if fused:
+            context = ops.nn.dot_product_attention(
+                q, k, v, mask=None if mask is None else ops.expand_dims(mask, 1),
+                scale=1.0 / math.sqrt(self.key_dim), is_causal=use_causal_mask)     # (B, T, N, Hv)
+            probabilities = None
+        else:
+            context, probabilities = attend_unfused(self, q, k, v, mask, training, rng)
+        context = ops.reshape(context, (batch, length, self.num_heads * head_value_dim))
         out_params = params["attention_output"]
         out_dims = tuple(ops.shape(out_params["kernel"])[2:])
         out_size = math.prod(out_dims)
-        output = ops.matmul(context, ops.reshape(out_params["kernel"], (self.num_heads * head_value_dim, out_size)))
-        if self.use_bias:
-            output = ops.add(output, ops.reshape(out_params["bias"], (out_size,)))
+        output = ops.nn.dense(context, ops.reshape(out_params["kernel"], (self.num_heads * head_value_dim, out_size)),
+                              ops.reshape(out_params["bias"], (out_size,)) if self.use_bias else None)
         output = ops.reshape(output, (batch,) + t_dims + out_dims)
         if return_attention_scores:
             return (output, ops.reshape(probabilities, (batch, self.num_heads) + t_dims + s_dims)), state

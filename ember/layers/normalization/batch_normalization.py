@@ -29,7 +29,9 @@ class BatchNormalization(Layer):
     ``moving_mean`` and ``moving_variance``, all of shape ``(input_shape[axis],)``.
     :meth:`apply` never changes arrays in place: it returns new buffers. The buffer
     updates are cut from the gradient (``stop_gradient``), as Keras's variable assignment.
-    ``float16``/``bfloat16`` inputs are computed in float32 and cast back.
+    ``float16``/``bfloat16`` inputs are computed in float32 and cast back. Training without a
+    mask runs ``ops.nn.fused_batch_norm`` (statistics and normalization in one
+    ``torch.native_batch_norm`` call on torch; the composite on NumPy and MLX).
 
     Args:
         axis: the features axis (an int; ``-1`` for channels-last, ``1`` for channels-first).
@@ -141,8 +143,14 @@ class BatchNormalization(Layer):
         x, input_dtype = _common.compute_input(self, inputs)
         reduction = tuple(a for a in range(len(shape)) if a != axis)
 
+        fused = None
         if training and self.trainable:
-            mean, variance = self._moments(x, reduction, mask, shape)
+            if mask is None:  # one fused op: the batch statistics and the normalized outputs
+                fused, mean, variance = ops.nn.fused_batch_norm(
+                    x, params["gamma"] if self.scale else None, params["beta"] if self.center else None,
+                    axis=axis, epsilon=self.epsilon)
+            else:
+                mean, variance = self._moments(x, reduction, mask, shape)
             momentum = self.momentum
             new_buffers = dict(buffers)
             for key, batch in (("moving_mean", mean), ("moving_variance", variance)):
@@ -155,8 +163,13 @@ class BatchNormalization(Layer):
             mean = ops.cast(buffers["moving_mean"], ops.dtype(x))
             variance = ops.cast(buffers["moving_variance"], ops.dtype(x))
             new_state = state
+        outputs = self._normalized(x, params, mean, variance, axis, shape) if fused is None else fused
+        if input_dtype != ops.dtype(outputs):
+            outputs = ops.cast(outputs, input_dtype)
+        return outputs, new_state
 
-        # x * inv + (beta - mean * inv): two passes over x, the rest on (C,) vectors.
+    def _normalized(self, x: Any, params: dict, mean: Any, variance: Any, axis: int, shape: tuple) -> Any:
+        """``x * inv + (beta - mean * inv)``: two passes over x, the rest on (C,) vectors."""
         inv = ops.rsqrt(ops.add(variance, self.epsilon))
         if self.scale:
             inv = ops.multiply(inv, ops.cast(params["gamma"], ops.dtype(x)))
@@ -165,10 +178,7 @@ class BatchNormalization(Layer):
             offset = ops.add(offset, ops.cast(params["beta"], ops.dtype(x)))
         inv = _common.broadcast_param(inv, (axis,), shape)
         offset = _common.broadcast_param(offset, (axis,), shape)
-        outputs = ops.add(ops.multiply(x, inv), offset)
-        if input_dtype != ops.dtype(outputs):
-            outputs = ops.cast(outputs, input_dtype)
-        return outputs, new_state
+        return ops.add(ops.multiply(x, inv), offset)
 
     def _moments(self, x: Any, reduction: tuple[int, ...], mask: Any, shape: tuple) -> tuple[Any, Any]:
         if mask is None:

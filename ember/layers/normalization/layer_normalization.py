@@ -33,7 +33,9 @@ class LayerNormalization(Layer):
         beta_regularizer, gamma_regularizer: weight penalties (:mod:`ember.regularizers`).
         beta_constraint, gamma_constraint: projections applied after optimizer steps.
 
-    ``float16``/``bfloat16`` inputs are computed in float32 and cast back.
+    ``float16``/``bfloat16`` inputs are computed in float32 and cast back. The normalization is
+    ``ops.nn.layer_norm``: one fused kernel on torch (``F.layer_norm``) and MLX
+    (``mx.fast.layer_norm``), the composite on NumPy; ``rms_scaling`` is always the composite.
 
     Example:
         >>> import ember
@@ -96,19 +98,12 @@ class LayerNormalization(Layer):
         has_gamma, has_beta = self._uses()
         gamma = _checked_param(self, params, "gamma", shape, axes) if has_gamma else None
         beta = _checked_param(self, params, "beta", shape, axes) if has_beta else None
-        if self.rms_scaling:
+        if self.rms_scaling:  # Keras's rms_scaling (no mean subtracted): no fused kernel computes it
             variance = ops.var(x, axis=axes, keepdims=True)
             outputs = ops.multiply(ops.multiply(x, ops.rsqrt(ops.add(variance, self.epsilon))),
-                                   ops.cast(gamma, ops.dtype(x)))
-        else:
-            mean, variance = ops.nn.moments(x, axes=axes, keepdims=True)
-            inv = ops.rsqrt(ops.add(variance, self.epsilon))
-            if gamma is not None:
-                inv = ops.multiply(inv, ops.cast(gamma, ops.dtype(x)))
-            offset = ops.negative(ops.multiply(mean, inv))
-            if beta is not None:
-                offset = ops.add(offset, ops.cast(beta, ops.dtype(x)))
-            outputs = ops.add(ops.multiply(x, inv), offset)
+                                   ops.cast(_common.broadcast_param(gamma, axes, shape), ops.dtype(x)))
+        else:  # the backend's fused kernel where it has one (torch, MLX), else the composite
+            outputs = ops.nn.layer_norm(x, gamma, beta, axis=axes, epsilon=self.epsilon)
         if ops.dtype(outputs) != input_dtype:
             outputs = ops.cast(outputs, input_dtype)
         return outputs
@@ -121,10 +116,10 @@ class LayerNormalization(Layer):
 
 
 def _checked_param(layer: LayerNormalization, params: dict, name: str, shape: tuple, axes: tuple[int, ...]) -> Any:
-    """``params[name]`` reshaped to broadcast against ``shape``; ValueError when it does not fit."""
+    """``params[name]`` (x's sizes on ``axes``); ValueError when it does not fit ``shape``."""
     param = params[name]
     expected = tuple(shape[a] for a in axes)
     if tuple(ops.shape(param)) != expected:
         raise ValueError(f"layer {layer.name!r} was built for sizes {tuple(ops.shape(param))} on axis "
                          f"{layer.axis}, received inputs of shape {shape}")
-    return _common.broadcast_param(param, axes, shape)
+    return param
