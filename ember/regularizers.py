@@ -4,7 +4,7 @@ A regularizer is a callable ``regularizer(x) -> scalar`` added to the training l
 Layers take them as ``kernel_regularizer=``/``bias_regularizer=`` (penalties on a
 weight, reported by :meth:`ember.layers.Layer.regularization_losses` from the
 params, so a shared layer counts once) and ``activity_regularizer=`` (a penalty on
-the layer's output, passed to :func:`ember.layers.layer.add_loss` during the
+the layer's output, passed to :func:`ember.layers.loss_collection.add_loss` during the
 forward pass). As in Keras 3, activity penalties are *not* divided by the batch size.
 
 ``get`` resolves what users write: ``None``, a name (``"l1"``, ``"l2"``, ``"l1_l2"``,

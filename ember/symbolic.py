@@ -67,11 +67,20 @@ class Node:
 
 
 class SymbolicTensor:
-    """A placeholder for a value in a model graph: shape (``None`` = unknown), dtype, producer."""
+    """A placeholder for a value in a model graph: shape (``None`` = unknown), dtype, producer
+    (Keras's ``KerasTensor``; ``ember.KerasTensor`` is this class).
 
-    __slots__ = ("shape", "dtype", "name", "node", "index", "uid")
+    Example:
+        >>> import ember
+        >>> x = ember.Input((3,), name="features")
+        >>> isinstance(x, ember.KerasTensor), x.shape, x.dtype
+        (True, (None, 3), 'float32')
+    """
+
+    __slots__ = ("shape", "dtype", "name", "node", "index", "uid", "_keras_mask")
 
     def __init__(self, shape: tuple, dtype: str, name: str, node: Node, index: int = 0) -> None:
+        self._keras_mask: SymbolicTensor | None = None  # Keras's mask (ember.layers.keras_mask)
         self.shape = tuple(shape)
         self.dtype = dtype
         self.name = name
@@ -106,10 +115,15 @@ def is_symbolic(value: Any) -> bool:
     return False
 
 
+def is_dim(value: Any) -> bool:
+    """True for a known size: an int (not a bool), or the symbolic integer a tracer gives for a dynamic
+    size (torch.export's ``SymInt``: ``Model.export`` traces the forward with a dynamic batch size)."""
+    return (isinstance(value, int) and not isinstance(value, bool)) or type(value).__name__ == "SymInt"
+
+
 def is_shape(value: Any) -> bool:
-    """True for a single shape: a tuple of ints / None."""
-    return isinstance(value, tuple) and all(
-        d is None or (isinstance(d, int) and not isinstance(d, bool)) for d in value)
+    """True for a single shape: a tuple of ints (or traced symbolic sizes, :func:`is_dim`) / None."""
+    return isinstance(value, tuple) and all(d is None or is_dim(d) for d in value)
 
 
 def shapes_of(inputs: Any) -> Any:

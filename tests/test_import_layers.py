@@ -9,6 +9,7 @@ every top-level module of ``ember`` has its place in the layers contract.
 from __future__ import annotations
 
 import ast
+import importlib
 import pathlib
 
 import pytest
@@ -195,3 +196,48 @@ def test_backend_step_builders_and_kernels_import_nothing_of_the_trainer():
                 for name in _imported_names(node):
                     assert not name.startswith(above), f"{_relative(path)} imports {name}"
     assert checked >= 5  # numpy/torch/mlx training.py, numpy/torch optim.py
+
+
+def test_moved_modules_have_no_forwarding_paths():
+    """One home per module: the old paths of moved modules are gone, not forwarding (issue 33)."""
+    for old in ("ember.saving.serialization", "ember.models.symbolic", "ember.models.backend_check",
+                "ember.ops._spec", "ember.autodiff.graph"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(old)
+
+
+def _layer_core_imports() -> dict[str, set[str]]:
+    """``{module: the ember.layers core modules it imports}`` for the modules directly in ember/layers/
+    (every import statement, those under ``if TYPE_CHECKING:`` included)."""
+    core = {path.stem: path for path in (PACKAGE / "layers").glob("*.py") if path.stem != "__init__"}
+    graph: dict[str, set[str]] = {}
+    for name, path in core.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "ember.layers":
+                found.update(alias.name for alias in node.names if alias.name in core)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for imported in _imported_names(node):
+                    if imported.startswith("ember.layers.") and imported.split(".")[2] in core:
+                        found.add(imported.split(".")[2])
+        graph[name] = found - {name}
+    return graph
+
+
+def test_the_layer_core_modules_import_in_one_direction():
+    """No import circle among ember/layers/*.py (layer, construction, handles, keras_object, ...):
+    each can be read knowing only what it imports (issue 30)."""
+    graph = _layer_core_imports()
+    state: dict[str, str] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for target in sorted(graph[module]):
+            assert state.get(target) != "open", f"import circle: {' -> '.join(path + [module, target])}"
+            if target not in state:
+                visit(target, path + [module])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])

@@ -21,10 +21,9 @@ Example:
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
-if TYPE_CHECKING:
-    from ember.layers.layer import Layer
+from ember.layers import rematerialization
 
 
 class LayerHandle:
@@ -57,7 +56,7 @@ class LayerType(type):
     """
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        layer_class = cast("type[Layer]", cls)  # this metaclass's instances are the Layer classes
+        layer_class: Any = cls  # this metaclass's instances are the Layer classes
         input_shape = _pop_input_shape(layer_class, kwargs)
         layer = layer_class.__new__(layer_class)
         if input_shape is not None:
@@ -67,6 +66,9 @@ class LayerType(type):
             object.__setattr__(layer, "_init_specs", [])
             object.__setattr__(layer, "_built_specs", [])
         type(layer).__init__(layer, *args, **kwargs)
+        mode = rematerialization.current_mode()
+        if mode is not None:  # made inside an ember.RematScope: Keras keeps the scope's settings
+            object.__setattr__(layer, "_remat_mode", mode)
         object.__setattr__(layer, "_frozen", True)
         return layer
 
@@ -83,7 +85,7 @@ class LayerType(type):
 _INPUT_SHAPE_ARGUMENTS = ("input_shape", "input_dim", "batch_input_shape")
 
 
-def _pop_input_shape(cls: type[Layer], kwargs: dict) -> tuple | None:
+def _pop_input_shape(cls: Any, kwargs: dict) -> tuple | None:
     """Keras's ``input_shape=`` / ``input_dim=`` / ``batch_input_shape=`` constructor keywords (unless
     the class's own constructor declares them): the batch shape a ``Sequential`` starting with this
     layer gets its input from. Not config: ``Sequential`` saves it as its input layer."""
@@ -108,7 +110,7 @@ def _pop_input_shape(cls: type[Layer], kwargs: dict) -> tuple | None:
     return shape if key == "batch_input_shape" else (None,) + shape
 
 
-def _constructor_config(cls: type[Layer], args: tuple, kwargs: dict) -> dict:
+def _constructor_config(cls: Any, args: tuple, kwargs: dict) -> dict:
     """The constructor's arguments by name (``**kwargs`` spread out), as Keras's automatic config."""
     try:
         bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)

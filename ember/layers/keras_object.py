@@ -58,7 +58,6 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 import weakref
 from typing import Any
 
@@ -66,10 +65,11 @@ import optree
 
 from ember import initializers, ops
 from ember._tensor import Tensor
-from ember.layers import autocast, scope
-from ember.layers.layer import Layer, collect_losses, empty_state
+from ember.layers import autocast, keras_mask, scope
+from ember.layers.construction import LayerType
+from ember.layers.loss_collection import collect_losses
 from ember.layers.variable import Variable
-from ember.layers.weights import WeightSpec, create_weights, spec_constraints, spec_penalties
+from ember.layers.weights import WeightSpec, create_weights, empty_state, spec_constraints, spec_penalties
 from ember.seeds import sub_seed
 from ember.serialization import deserialize, serialize
 from ember.symbolic import is_shape
@@ -77,23 +77,28 @@ from ember.symbolic import is_shape
 # Attributes of a layer object that are bookkeeping, not configuration.
 _INTERNAL = frozenset({"_frozen", "_handle_slot", "_child_keys", "_init_config", "_init_specs", "_built_specs",
                        "_declared_cache", "_input_shape_arg", "_auto_name", "_state_key_map",
-                       "_stage_cache"})
+                       "_stage_cache", "_remat_mode"})
+
+
+def _is_layer(value: Any) -> bool:
+    """Whether ``value`` is a layer (its class is made by :class:`LayerType`, the layers' metaclass)."""
+    return isinstance(type(value), LayerType)
 
 
 # ============================================================================ class setup
-def setup_class(cls: type[Layer], base: type) -> None:
+def setup_class(cls: Any, base: type) -> None:
     """Install the Keras-style behaviour on ``cls`` where the user's classes do not define it."""
     own_build = cls.__dict__.get("build")
     if own_build is not None and own_build is not keras_build:
         cls._user_build = own_build
-        cls.build = keras_build  # type: ignore[method-assign]  # installs the Keras-style build
+        cls.build = keras_build  # installs the Keras-style build
     elif not _user_defines(cls, "build"):
-        cls.build = keras_build  # type: ignore[method-assign]  # (same)
+        cls.build = keras_build  # (same)
     for name, function in _KERAS_METHODS.items():
         if not _user_defines(cls, name):
             setattr(cls, name, function)
     if not _user_defines(cls, "compute_output_shape"):
-        cls.compute_output_shape = infer_output_shape  # type: ignore[method-assign]  # installs the inferred one
+        cls.compute_output_shape = infer_output_shape  # installs the inferred one
 
 
 def _user_defines(cls: type, name: str) -> bool:
@@ -128,15 +133,15 @@ def child_keys(layer: Any) -> dict:
     if keys is None:
         keys = {}
         for attribute, value in _attributes(layer):
-            if isinstance(value, Layer):
+            if _is_layer(value):
                 keys.setdefault(id(value), attribute)
             elif isinstance(value, (list, tuple)):
                 for i, item in enumerate(value):
-                    if isinstance(item, Layer):
+                    if _is_layer(item):
                         keys.setdefault(id(item), f"{attribute}_{i}")
             elif isinstance(value, dict):
                 for k, item in value.items():
-                    if isinstance(item, Layer):
+                    if _is_layer(item):
                         keys.setdefault(id(item), f"{attribute}_{k}")
         object.__setattr__(layer, "_child_keys", keys)
     return keys
@@ -146,11 +151,11 @@ def keras_children(layer: Any) -> dict:
     """``{state key: sub-layer}`` of a Keras-style layer, in attribute order."""
     found: dict = {}
     for attribute, value in _attributes(layer):
-        items = [(attribute, value)] if isinstance(value, Layer) else (
+        items = [(attribute, value)] if _is_layer(value) else (
             [(f"{attribute}_{i}", v) for i, v in enumerate(value)] if isinstance(value, (list, tuple)) else (
                 [(f"{attribute}_{k}", v) for k, v in value.items()] if isinstance(value, dict) else []))
         for key, item in items:
-            if isinstance(item, Layer) and all(item is not other for other in found.values()):
+            if _is_layer(item) and all(item is not other for other in found.values()):
                 found[key] = item
     return found
 
@@ -261,6 +266,8 @@ def _run_call(layer: Any, inputs: Any, training: Any, mask: Any, kwargs: dict) -
         call_kwargs["training"] = bool(training)
     if mask is not None and layer._call_takes_mask:
         call_kwargs["mask"] = mask
+    if layer._call_inputs > 1 and isinstance(inputs, (list, tuple)) and len(inputs) >= layer._call_inputs:
+        return _natives(layer.call(*inputs, **call_kwargs))  # layer(targets, logits): call(targets, logits)
     return _natives(layer.call(inputs, **call_kwargs))
 
 
@@ -301,7 +308,7 @@ def call_in_frame(child: Any, frame: scope.Frame, args: tuple, kwargs: dict) -> 
         raise ValueError(f"layer {parent.name!r}: sub-layer {key!r} ({child.name!r}) has no state; was it "
                          f"created after the parent was built?")
     child_state = {"params": params.get(key, {}), "buffers": buffers.get(key, {})}
-    if mask is not None and (child._keras_style or _apply_takes_mask(child)):
+    if mask is not None and (child._keras_style or keras_mask.takes_mask(child)):
         kwargs["mask"] = mask
     rng = sub_seed(frame.rng, key) if child._uses_rng else None  # none derived for a Dense (see Layer._uses_rng)
     outputs, new_state = autocast.apply(child, child_state, inputs, training=training, rng=rng, **kwargs)
@@ -312,10 +319,6 @@ def call_in_frame(child: Any, frame: scope.Frame, args: tuple, kwargs: dict) -> 
 
 def _has_weights_declared(layer: Any) -> bool:
     return bool(layer._declared()) if not layer._keras_style else bool(layer._init_specs or layer._built_specs)
-
-
-def _apply_takes_mask(layer: Any) -> bool:
-    return "mask" in inspect.signature(type(layer).apply).parameters
 
 
 # ============================================================================ Keras-style methods
@@ -406,7 +409,9 @@ def _probe(layer: Any, input_shape: Any, fill: int) -> Any:
     try:
         with initializers.shapes_only(), collect_losses():
             state = layer.build(input_shape, seed=0)
-            outputs, _ = layer.apply(state, placeholder(input_shape, fill), training=False)
+            mask_shapes = keras_mask.PROBE_MASK_SHAPES.get()  # Keras: call(..., mask=) sees the inputs' mask
+            mask = keras_mask.placeholder_mask(mask_shapes, fill) if mask_shapes is not None else None
+            outputs, _ = layer.apply(state, placeholder(input_shape, fill), training=False, mask=mask)
     finally:  # the placeholder weights never become the layer's (or model's) weights
         handle.build_shape, handle.state = saved[0], saved[1]
         if "_slot" in layer.__dict__:  # a Keras-style model keeps its state there (ember.models.model)
@@ -418,8 +423,8 @@ def _probe(layer: Any, input_shape: Any, fill: int) -> Any:
 def keras_tree_flatten(self: Any) -> tuple[list, tuple, list]:
     children, names, meta = [], [], []
     for key, value in _attributes(self):
-        if isinstance(value, Layer) or (isinstance(value, (list, tuple)) and value and
-                                        all(isinstance(v, Layer) for v in value)):
+        if _is_layer(value) or (isinstance(value, (list, tuple)) and value and
+                                        all(_is_layer(v) for v in value)):
             children.append(value)
             names.append(key)
         else:

@@ -47,11 +47,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import optree
 
 from ember import dtype_policies, dtypes, initializers, ops
-from ember.layers import scope
+from ember.layers import handles, keras_mask, keras_object, scope
 from ember.layers.construction import LayerHandle, LayerType
+from ember.layers.loss_collection import add_loss
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.layers.variable import Variable
-from ember.layers.weights import WeightSpec, create_weights, spec_constraints, spec_penalties
+from ember.layers.weights import WeightSpec, create_weights, empty_state, spec_constraints, spec_penalties
 from ember.serialization import deserialize, register_serializable, registered_under, serialize
 from ember.symbolic import call_symbolic, is_symbolic, node_shapes, node_tensors
 from ember.utils.naming import to_snake_case
@@ -64,50 +65,6 @@ else:
 
 PYTREE_NAMESPACE = "ember"
 _name_counts: dict[str, int] = {}
-_loss_collectors: list[list] = []
-
-
-class collect_losses:  # lower case: used like a function, ``with collect_losses() as losses``
-    """Collect the scalars layers pass to :func:`add_loss` while the block runs.
-
-    The trainer wraps each forward pass in this to add activity losses to the loss. (A class
-    with ``__enter__``/``__exit__`` rather than a generator context manager: it runs in every
-    training step.)
-
-    Example:
-        >>> from ember.layers.layer import add_loss, collect_losses
-        >>> with collect_losses() as losses:
-        ...     add_loss(0.5)
-        >>> losses
-        [0.5]
-    """
-
-    __slots__ = ("collected",)
-
-    def __init__(self) -> None:
-        self.collected: list = []
-
-    def __enter__(self) -> list:
-        _loss_collectors.append(self.collected)
-        return self.collected
-
-    def __exit__(self, *exc_info: object) -> None:
-        collected = self.collected
-        for index in range(len(_loss_collectors) - 1, -1, -1):  # by identity: `==` would compare arrays
-            if _loss_collectors[index] is collected:
-                del _loss_collectors[index]
-                break
-
-
-def add_loss(value: Any) -> None:
-    """Add a scalar to the loss of the forward pass being collected (no-op otherwise).
-
-    Layers call this from ``call`` for losses that depend on activations
-    (``ActivityRegularization``, ``activity_regularizer=``); weight penalties come
-    from :meth:`Layer.regularization_losses` instead, so a shared layer counts once.
-    """
-    if _loss_collectors:
-        _loss_collectors[-1].append(value)
 
 
 def clear_session() -> None:
@@ -129,14 +86,15 @@ def clear_session() -> None:
 
 def unique_name(base: str) -> str:
     """``base`` the first time, then ``base_1``, ``base_2``, ..."""
-    count = _name_counts.get(base, 0)
-    _name_counts[base] = count + 1
+    count = next_uid(base) - 1
     return base if count == 0 else f"{base}_{count}"
 
 
-def empty_state() -> dict:
-    """The state of a layer with no variables."""
-    return {"params": {}, "buffers": {}}
+def next_uid(prefix: str) -> int:
+    """The next count for ``prefix``, 1 on its first use (Keras's ``backend.get_uid``)."""
+    count = _name_counts.get(prefix, 0) + 1
+    _name_counts[prefix] = count
+    return count
 
 
 def _is_keras_style(cls: type[Layer]) -> bool:
@@ -227,6 +185,9 @@ class Layer(metaclass=LayerType):
     _call_takes_training: ClassVar[bool] = False
     _call_takes_rng: ClassVar[bool] = False
     _call_takes_mask: ClassVar[bool] = False
+    # How many positional inputs a Keras-style ``call`` requires (``call(self, targets, logits)``: 2):
+    # with two or more, ``layer(a, b)`` calls ``call(a, b)``; otherwise ``call`` receives one input.
+    _call_inputs: ClassVar[int] = 1
     # Whether apply's ``rng`` can reach this class's code (see :func:`_sees_rng`): models derive a
     # per-step seed only for the layers that do. Set per class in __init_subclass__.
     _uses_rng: ClassVar[bool] = True
@@ -257,6 +218,7 @@ class Layer(metaclass=LayerType):
         cls._call_takes_training = "training" in parameters
         cls._call_takes_rng = "rng" in parameters
         cls._call_takes_mask = "mask" in parameters
+        cls._call_inputs = _positional_inputs(parameters) if keras else 1
         cls._uses_rng = _sees_rng(cls)
         if cls.__module__.startswith("ember.") and not _shadows_a_builtin(cls):
             register_serializable("ember")(cls)
@@ -273,6 +235,9 @@ class Layer(metaclass=LayerType):
             object.__setattr__(self, "_auto_name", base)  # a model keys its state structurally
         elif not isinstance(self.name, str) or not self.name:
             raise ValueError(f"{type(self).__name__}: name must be a non-empty string, received {self.name!r}")
+        elif self.name in (".", ".."):  # a path component: the saved files key weights by layer name
+            raise ValueError(f"{type(self).__name__}: name {self.name!r} is not allowed (it is a path component "
+                             "'.'/'..' in saved files); choose another name, e.g. 'dot' or a descriptive one")
         if self._dtype_is_policy:
             object.__setattr__(self, "dtype", _policy_name(self.dtype, self.name))
         elif self.dtype is not None:
@@ -304,7 +269,7 @@ class Layer(metaclass=LayerType):
     @property
     def dtype_policy(self) -> dtype_policies.DTypePolicy:
         """The layer's :class:`~ember.dtype_policies.DTypePolicy` (from ``dtype``; ``floatx()``'s when None)."""
-        return dtype_policies.DTypePolicy(self.dtype or dtypes.floatx())
+        return dtype_policies.get(self.dtype or dtypes.floatx(), f"{self.name}: dtype")
 
     @property
     def compute_dtype(self) -> str:
@@ -403,6 +368,8 @@ class Layer(metaclass=LayerType):
         ``supports_masking``, dropped (None) otherwise. Layers that make masks override it."""
         return mask if self.supports_masking else None
 
+    compute_mask.passes_masks_only = True  # type: ignore[attr-defined]  # read by keras_mask.makes_mask
+
     def compute_output_shape(self, input_shape: Any) -> Any:
         """Output shape for ``input_shape`` (``None`` for unknown dimensions)."""
         raise NotImplementedError(f"{type(self).__name__} must implement compute_output_shape(input_shape)")
@@ -412,7 +379,12 @@ class Layer(metaclass=LayerType):
         ``call``: run on the parent's state entry for this layer. Arrays: run eagerly on the
         layer's own weights, building them from the input shape on first use (Keras's ``layer(x)``)."""
         if args and is_symbolic(args[0]):
-            return call_symbolic(self, *args, **kwargs)
+            inputs = args[0] if len(args) == 1 else list(args)
+            mask = kwargs.get("mask") if kwargs.get("mask") is not None else keras_mask.symbolic_input_mask(inputs)
+            with keras_mask.probing_with(mask):
+                outputs = call_symbolic(self, *args, **kwargs)
+            keras_mask.attach_symbolic(self, inputs, mask, outputs)
+            return outputs
         frame = scope.top()
         if frame is not None:
             return keras_object.call_in_frame(self, frame, args, kwargs)
@@ -572,6 +544,20 @@ class Layer(metaclass=LayerType):
         """
         return keras_object.add_weight(self, shape, initializer, dtype, trainable, regularizer, constraint, name)
 
+    @property
+    def quantization_mode(self) -> str | None:
+        """The quantization mode of the layer's policy (``"int8"``), None when not quantized (Keras's)."""
+        return self.dtype_policy.quantization_mode if self._dtype_is_policy and self.dtype else None
+
+    def quantize(self, mode: str | None = None, type_check: bool = True, config: Any = None) -> None:
+        """Quantize the layer's weights (Keras's ``layer.quantize``); Dense and Embedding implement it.
+
+        Raises:
+            NotImplementedError: this layer has no quantized form.
+        """
+        raise NotImplementedError(f"layer {self.name!r} ({type(self).__name__}) does not support quantize(); "
+                                  f"Ember quantizes Dense and Embedding layers (mode 'int8')")
+
     def _tree_flatten(self) -> tuple[list, tuple, list]:
         return _flatten_layer(self)
 
@@ -650,7 +636,8 @@ def _policy_name(dtype: Any, layer_name: str) -> str | None:
         return None if policy is None else policy.name
     if isinstance(dtype, str) and dtype in dtype_policies.MIXED:
         return dtype
-    if isinstance(dtype, (dtype_policies.DTypePolicy, dict)) or (isinstance(dtype, str) and dtype.startswith("mixed")):
+    if isinstance(dtype, (dtype_policies.DTypePolicy, dict)) or (
+            isinstance(dtype, str) and dtype.startswith(("mixed",) + dtype_policies.QUANTIZATION_MODES)):
         return dtype_policies.get(dtype, f"{layer_name}: dtype").name
     return dtypes.standardize_dtype(dtype, f"{layer_name}: dtype")
 
@@ -723,6 +710,15 @@ def _unflatten_layer(cls: type[Layer], metadata: tuple, children: list) -> Layer
     return layer
 
 
+def _positional_inputs(parameters: Any) -> int:
+    """The number of positional parameters of ``call(self, ...)`` without a default (Keras passes
+    ``layer(a, b)``'s ``a`` and ``b`` to them), ``training``/``mask`` aside."""
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [p for name, p in list(parameters.items())[1:] if p.kind in kinds
+                and p.default is inspect.Parameter.empty and name not in ("training", "mask")]
+    return max(1, len(required))
+
+
 def _sees_rng(cls: type[Layer]) -> bool:
     """Whether the ``rng`` given to ``cls.apply`` can reach the class's code, decided once per class.
 
@@ -753,4 +749,3 @@ def _setup_keras_class(cls: type[Layer]) -> None:
     keras_object.setup_class(cls, Layer)
 
 
-from ember.layers import handles, keras_object  # noqa: E402  (they use Layer: imported once it exists)

@@ -134,3 +134,8 @@ def resolve_options(layer: Any, *fields: str) -> None:
     for field in fields:
         getter = constraints_module.get if field.endswith("_constraint") else regularizers_module.get
         layer._normalize(field, getter(getattr(layer, field), f"{layer.name}: {field}"))
+
+
+def empty_state() -> dict:
+    """The state of a layer with no variables."""
+    return {"params": {}, "buffers": {}}

@@ -26,7 +26,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import weakref
 from collections.abc import Iterator
@@ -39,9 +38,13 @@ from ember import initializers, ops
 from ember.layers import autocast, handles, keras_object, scope
 from ember.layers.construction import mark_auto_named, structural_keys
 from ember.layers.core.input_layer import InputLayer
-from ember.layers.layer import Layer, collect_losses, set_trainable, unique_name
+from ember.layers.keras_mask import makes_mask, store_mask_values, takes_mask
+from ember.layers.layer import Layer, set_trainable, unique_name
+from ember.layers.loss_collection import collect_losses
 from ember.layers.state_check import check_state_dict, raise_if_mismatched
 from ember.models.config import functional_config, functional_from_config
+from ember.models.export import export_model
+from ember.models.quantize import quantize_model
 from ember.models.summary import summary
 from ember.saving import keras_format
 from ember.saving.model_io import model_config, save_model
@@ -569,7 +572,7 @@ class Model(TrainingAPI, Layer):
             for tensor, value in zip(node.outputs, flat):
                 values[tensor.uid] = value
             if mask is not None or makes_mask(layer):
-                _store_masks(node, layer.compute_mask(args, mask), masks)
+                _store_masks(node, layer.compute_mask(args, mask), masks, values)
         outputs = optree.tree_map(lambda t: values[t.uid], self._outputs_struct, is_leaf=_is_symbolic_tensor)
         return outputs, {"params": params, "buffers": new_buffers}
 
@@ -765,6 +768,13 @@ class Model(TrainingAPI, Layer):
         :func:`ember.models.model_from_json` rebuilds it."""
         return json.dumps(model_config(self), **kwargs)
 
+    def export(self, filepath: Any, format: str = "tf_saved_model", verbose: bool | None = None,
+               input_signature: Any = None, **kwargs: Any) -> None:
+        """Write the inference forward to an ONNX (``format="onnx"``), ``torch.export`` (``"torch"``,
+        a ``.pt2`` file) or MLX function (``"mlx"``, an ``.mlxfn`` file) file, from any backend (Keras 3's
+        ``export``; ``"tf_saved_model"`` raises NotImplementedError). See :func:`ember.models.export.export_model`."""
+        export_model(self, filepath, format=format, verbose=verbose, input_signature=input_signature, **kwargs)
+
     # --- saving (ember.saving) ------------------------------------------------------------
     def save(self, filepath: Any, overwrite: bool = True, include_optimizer: bool = True) -> None:
         """Save architecture, compile config, weights and training state to one ``.h5`` file
@@ -840,6 +850,15 @@ class Model(TrainingAPI, Layer):
             if found:
                 nested[key] = found
         return nested
+
+    def quantize(self, mode: str | None = None, config: Any = None, filters: Any = None,  # type: ignore[override]
+                 **kwargs: Any) -> None:
+        """Quantize the model's Dense and Embedding layers in place (Keras's ``model.quantize``; ``"int8"``).
+
+        See :func:`ember.models.quantize.quantize_model` (``filters`` selects layers by name or predicate).
+        Compile (again) after quantizing to train the quantized model.
+        """
+        quantize_model(self, mode, config, filters, **kwargs)
 
     def count_params(self, state: dict | None = None) -> int:
         state = self.state if state is None else state
@@ -1006,25 +1025,8 @@ def _check_compatible(model_name: str | None, tensor: _NamedShape, shape: tuple)
 # mask_zero and Masking make one; layers with ``supports_masking`` pass it on). The
 # models hand a value's mask to the next layer's ``apply(..., mask=)`` when that apply
 # takes a ``mask`` argument (RNN, LSTM, GRU, Bidirectional, TimeDistributed, ...).
-# Nested models do not take one, so masks stop at a nested model's boundary.
-_TAKES_MASK: dict[type, bool] = {}
-
-
-def takes_mask(layer: Layer) -> bool:
-    """Whether ``layer.apply`` accepts a ``mask=`` argument."""
-    cls = type(layer)
-    known = _TAKES_MASK.get(cls)
-    if known is None:
-        known = "mask" in inspect.signature(cls.apply).parameters
-        _TAKES_MASK[cls] = known
-    return known
-
-
-def makes_mask(layer: Layer) -> bool:
-    """Whether ``layer`` may create a mask from an unmasked input (overrides ``compute_mask``)."""
-    return type(layer).compute_mask is not Layer.compute_mask
-
-
+# Nested models do not take one, so masks stop at a nested model's boundary. Symbolic tensors
+# carry theirs as ``_keras_mask`` (ember.layers.keras_mask).
 def _input_mask(node: Node, masks: dict) -> Any:
     """The masks of ``node``'s inputs in the inputs' structure, or None when none has one."""
     if isinstance(node.inputs, SymbolicTensor):
@@ -1034,18 +1036,21 @@ def _input_mask(node: Node, masks: dict) -> Any:
     return structure if optree.tree_leaves(structure, none_is_leaf=False) else None
 
 
-def _store_masks(node: Node, mask: Any, masks: dict) -> None:
-    """Record ``compute_mask``'s result for the node's outputs (a list: one per output, as Keras zips)."""
+def _store_masks(node: Node, mask: Any, masks: dict, values: dict) -> None:
+    """Record ``compute_mask``'s result for the node's outputs (a list: one per output, as Keras zips),
+    and the values of the outputs' symbolic ``_keras_mask`` tensors (a later node may read them)."""
     if mask is None:
         return
     if node.structure is None:
         masks[node.outputs[0].uid] = mask
+        store_mask_values(node.outputs[:1], [mask], values)
         return
 
     flat = mask if isinstance(mask, (list, tuple)) and not ops.is_array(mask) else [mask]
     for tensor, value in zip(node.outputs, flat):
         if value is not None:
             masks[tensor.uid] = value
+    store_mask_values(node.outputs, list(flat), values)
 
 
 def _explain_state_error(layer: Any, node: Any, child_state: dict, error: BaseException) -> None:

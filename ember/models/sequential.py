@@ -19,10 +19,11 @@ from ember import initializers, ops
 from ember.layers import autocast
 from ember.layers.construction import mark_auto_named
 from ember.layers.core.input_layer import InputLayer, symbolic_input
+from ember.layers.keras_mask import makes_mask, takes_mask
 from ember.layers.layer import Layer, unique_name
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.models.config import auto_named, restore_auto_named
-from ember.models.model import Model, _check_compatible, _checked_rng, _layer_rng, child_state, makes_mask, takes_mask
+from ember.models.model import Model, _check_compatible, _checked_rng, _layer_rng, child_state
 from ember.seeds import sub_seed
 from ember.serialization import custom_object_scope, deserialize, serialize
 from ember.symbolic import SymbolicTensor, call_symbolic, is_shape

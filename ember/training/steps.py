@@ -39,7 +39,7 @@ import optree
 from ember import dtypes, ops
 from ember.autodiff import GradientTape
 from ember.constraints import apply_constraints
-from ember.layers.layer import collect_losses
+from ember.layers.loss_collection import collect_losses
 from ember.training.compile_utils import flatten_outputs
 from ember.training.losses import MeanSquaredError, SparseCategoricalCrossentropy
 from ember.training.losses.base import LossFunctionWrapper, unchecked_values

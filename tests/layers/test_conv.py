@@ -20,7 +20,7 @@ import pytest
 
 import ember
 from ember import layers, ops, regularizers
-from ember.layers.layer import collect_losses
+from ember.layers.loss_collection import collect_losses
 from ember.saving import register_serializable
 from tests.helpers import assert_close
 from tests.layers import conv_reference as ref

@@ -16,7 +16,7 @@ import pytest
 import ember
 from ember import layers, ops
 from ember.autodiff import value_and_grad
-from ember.layers.layer import collect_losses
+from ember.layers.loss_collection import collect_losses
 from tests.helpers import assert_close
 from tests.layers.layer_test import run_layer_test
 

@@ -18,7 +18,7 @@ import pytest
 import ember
 from ember import constraints, layers, ops, regularizers
 from ember.autodiff import value_and_grad
-from ember.layers.layer import collect_losses
+from ember.layers.loss_collection import collect_losses
 from ember.layers.rnn.gru import GRUCell
 from ember.layers.rnn.lstm import LSTMCell
 from tests.helpers import assert_close

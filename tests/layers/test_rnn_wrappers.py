@@ -265,7 +265,7 @@ def test_wrappers_pass_the_inner_penalties(backend):
     """Weight penalties of both directions (and of a TimeDistributed layer, once) reach the model;
     each direction's activity regularizer penalises its own output, as Keras's inner layers do."""
     from ember import regularizers
-    from ember.layers.layer import collect_losses
+    from ember.layers.loss_collection import collect_losses
 
     ember.clear_session()
     bi = layers.Bidirectional(layers.LSTM(2, return_sequences=True, bias_initializer="random_normal",

@@ -55,6 +55,27 @@ def host_writable(shape: tuple, dtype: str) -> tuple[mx.array, np.ndarray] | Non
     return array, view
 
 
+class AttributeArray(mx.array):
+    """An MLX array that takes attributes (Keras's ``_keras_mask``); MLX's own arrays take none."""
+
+    _keras_mask = None
+
+
+def attribute_carrier(array: mx.array) -> mx.array:
+    """``array`` as an object that takes attributes (``out._keras_mask = mask``): the same lazy
+    value in a subclass (MLX arrays are immutable, so nothing is shared that could change).
+
+    Example:
+        >>> import ember, mlx.core as mx
+        >>> backend = ember.backends.load("mlx")
+        >>> carrier = backend.attribute_carrier(mx.zeros(2))
+        >>> carrier._keras_mask = mx.array([True, False])
+        >>> carrier._keras_mask.tolist()
+        [True, False]
+    """
+    return array if isinstance(array, AttributeArray) else AttributeArray(array)
+
+
 _tables = None
 
 

@@ -48,6 +48,26 @@ def host_writable(shape: tuple, dtype: str) -> tuple[np.ndarray, np.ndarray] | N
     return array, array
 
 
+class AttributeArray(np.ndarray):
+    """An ndarray view that takes attributes (Keras's ``_keras_mask``); other arrays read None."""
+
+    _keras_mask = None
+
+
+def attribute_carrier(array: np.ndarray) -> np.ndarray:
+    """``array`` as an object that takes attributes (``out._keras_mask = mask``): a view, no copy.
+
+    Example:
+        >>> import ember, numpy as np
+        >>> backend = ember.backends.load("numpy")
+        >>> carrier = backend.attribute_carrier(np.zeros(2))
+        >>> carrier._keras_mask = np.array([True, False])
+        >>> carrier._keras_mask.tolist()
+        [True, False]
+    """
+    return array if isinstance(array, AttributeArray) else array.view(AttributeArray)
+
+
 _tables = None
 
 

@@ -72,6 +72,19 @@ def host_writable(shape: tuple, dtype: str) -> tuple[torch.Tensor, np.ndarray] |
     return tensor, tensor.numpy()
 
 
+def attribute_carrier(array: torch.Tensor) -> torch.Tensor:
+    """``array`` itself: a torch tensor takes attributes (``out._keras_mask = mask``) as it is.
+
+    Example:
+        >>> import ember, torch
+        >>> backend = ember.backends.load("torch")
+        >>> t = torch.zeros(2)
+        >>> backend.attribute_carrier(t) is t
+        True
+    """
+    return array
+
+
 _tables = None
 
 

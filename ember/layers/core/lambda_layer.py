@@ -7,7 +7,8 @@ from typing import Any
 import optree
 
 from ember import backends, dtypes, ops
-from ember.layers.layer import Layer, empty_state
+from ember.layers.layer import Layer
+from ember.layers.weights import empty_state
 from ember.serialization import registered_function_name
 from ember.symbolic import is_shape
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from ember import regularizers
-from ember.layers.layer import Layer, add_loss
+from ember.layers.layer import Layer
+from ember.layers.loss_collection import add_loss
 
 
 class ActivityRegularization(Layer):
     """Identity on the inputs that adds ``l1 * sum(|x|) + l2 * sum(x**2)`` to the loss.
 
-    The penalty goes to :func:`ember.layers.layer.add_loss`, so it counts whenever the
-    forward pass runs inside :func:`ember.layers.layer.collect_losses` (the trainer
+    The penalty goes to :func:`ember.layers.loss_collection.add_loss`, so it counts whenever the
+    forward pass runs inside :func:`ember.layers.loss_collection.collect_losses` (the trainer
     does this). As in Keras 3 it is not divided by the batch size.
 
     Args:
@@ -22,7 +23,7 @@ class ActivityRegularization(Layer):
     Example:
         >>> import ember
         >>> from ember import layers, ops
-        >>> from ember.layers.layer import collect_losses
+        >>> from ember.layers.loss_collection import collect_losses
         >>> ember.set_backend("numpy")
         >>> layer = layers.ActivityRegularization(l1=0.5, name="act_reg")
         >>> with collect_losses() as losses:

@@ -45,7 +45,8 @@ from typing import Any, ClassVar
 import optree
 
 from ember import dtypes, ops, regularizers
-from ember.layers.layer import Layer, add_loss
+from ember.layers.layer import Layer
+from ember.layers.loss_collection import add_loss
 from ember.layers.rnn import carried_state
 from ember.layers.rnn.cell import RNNCell
 from ember.layers.rnn.structure import (
