@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from ember import (
     activations,
+    applications,
+    backend,
     backends,
     callbacks,
+    config,
     constraints,
     data,
     distribute,
@@ -27,12 +30,17 @@ from ember import (
     mixed_precision,
     ops,
     optimizers,
+    quantizers,
     regularizers,
     saving,
+    tree,
     utils,
     wirings,
 )
 from ember._tensor import EmberTensor, Tensor, convert_to_tensor, is_tensor, tensor
+
+# Keras's top-level classes and functions (keras.Layer, keras.Loss, keras.KerasTensor, keras.version ...).
+from ember._top_level import device, version
 from ember._version import __version__  # noqa: F401  (public: ember.__version__)
 from ember.autodiff import (
     GradientTape,
@@ -44,6 +52,7 @@ from ember.autodiff import (
     value_and_grad,
     vjp,
 )
+from ember.autodiff.remat import RematScope, get_current_remat_mode, remat
 from ember.backends import (
     BackendNotAvailableError,
     available_devices,
@@ -51,21 +60,35 @@ from ember.backends import (
     set_backend,
     using_backend,
 )
-from ember.layers import Input, Variable, clear_session
+from ember.dtype_policies import DTypePolicy, FloatDTypePolicy
+from ember.initializers import Initializer
+from ember.layers import Input, Layer, Variable, clear_session
 from ember.models import Model, Sequential
 from ember.ops import random
+from ember.quantizers import Quantizer
+from ember.regularizers import Regularizer
 from ember.saving import load_model
+from ember.symbolic import SymbolicTensor as KerasTensor
+from ember.training.losses import Loss
+from ember.training.metrics import Metric
+from ember.training.optimizers import Optimizer
 from ember.training.trainer import Trainer
 
 __all__ = [
     "BackendNotAvailableError",
+    "DTypePolicy", "FloatDTypePolicy", "Initializer", "KerasTensor", "Layer", "Loss", "Metric", "Optimizer",
+    "Regularizer", "applications", "backend", "config", "device", "tree", "version",
     "Trainer",
     "Variable",
     "EmberTensor",
     "GradientTape",
+    "RematScope",
+    "get_current_remat_mode",
+    "remat",
     "Input",
     "Model",
     "Sequential",
+    "Quantizer",
     "Tensor",
     "activations",
     "available_devices",
@@ -93,6 +116,7 @@ __all__ = [
     "mixed_precision",
     "ops",
     "optimizers",
+    "quantizers",
     "random",
     "regularizers",
     "saving",

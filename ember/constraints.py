@@ -33,7 +33,7 @@ import math
 import numbers
 from typing import Any
 
-from ember import ops
+from ember import global_settings, ops
 from ember.serialization import deserialize as _deserialize
 from ember.serialization import register_serializable, resolve
 from ember.serialization import serialize as _serialize
@@ -44,8 +44,6 @@ __all__ = [
     "weight_constraints",
 ]
 
-# Keras's backend.epsilon(), added to norms before dividing.
-_EPSILON = 1e-7
 
 
 def _number(value: Any, name: str, minimum: float = 0.0) -> float:
@@ -140,7 +138,7 @@ class MaxNorm(Constraint):
     def __call__(self, w: Any) -> Any:
         norms = _norms(w, self.axis)
         desired = ops.clip(norms, 0.0, self.max_value)
-        return ops.multiply(w, ops.divide(desired, ops.add(norms, _EPSILON)))
+        return ops.multiply(w, ops.divide(desired, ops.add(norms, global_settings.epsilon())))
 
     def get_config(self) -> dict:
         return {"max_value": self.max_value, "axis": _config_axis(self.axis)}
@@ -189,7 +187,7 @@ class UnitNorm(Constraint):
         object.__setattr__(self, "axis", _axis(self.axis, "UnitNorm: axis"))
 
     def __call__(self, w: Any) -> Any:
-        return ops.divide(w, ops.add(_norms(w, self.axis), _EPSILON))
+        return ops.divide(w, ops.add(_norms(w, self.axis), global_settings.epsilon()))
 
     def get_config(self) -> dict:
         return {"axis": _config_axis(self.axis)}
@@ -240,7 +238,7 @@ class MinMaxNorm(Constraint):
         norms = _norms(w, self.axis)
         desired = ops.add(ops.multiply(self.rate, ops.clip(norms, self.min_value, self.max_value)),
                           ops.multiply(1.0 - self.rate, norms))
-        return ops.multiply(w, ops.divide(desired, ops.add(norms, _EPSILON)))
+        return ops.multiply(w, ops.divide(desired, ops.add(norms, global_settings.epsilon())))
 
     def get_config(self) -> dict:
         return {"min_value": self.min_value, "max_value": self.max_value, "rate": self.rate,

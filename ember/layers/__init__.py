@@ -9,7 +9,13 @@ Example:
     (4, 3)
 """
 
-from ember.layers.attention import AdditiveAttention, Attention, MultiHeadAttention
+from ember.layers.attention import (
+    AdditiveAttention,
+    Attention,
+    GroupedQueryAttention,
+    GroupQueryAttention,
+    MultiHeadAttention,
+)
 from ember.layers.conv import (
     Conv1D,
     Conv1DTranspose,
@@ -41,6 +47,7 @@ from ember.layers.core.lambda_layer import Lambda
 from ember.layers.core.permute import Permute
 from ember.layers.core.repeat_vector import RepeatVector
 from ember.layers.core.reshape import Reshape
+from ember.layers.ct import CTGRU, CTRNN, CTGRUCell, CTRNNCell
 from ember.layers.layer import Layer, clear_session
 from ember.layers.merge import (
     Add,
@@ -52,7 +59,18 @@ from ember.layers.merge import (
     Multiply,
     Subtract,
 )
-from ember.layers.ncp import LTC, CfC, CfCCell, LTCCell, MixedMemoryCell, NCPCell, WiredCfCCell
+from ember.layers.ncp import (
+    LTC,
+    CfC,
+    CfCCell,
+    LTCCell,
+    MixedMemoryCell,
+    NCPCell,
+    StrideAwareCfC,
+    StrideAwareCfCCell,
+    StrideAwareWiredCfCCell,
+    WiredCfCCell,
+)
 from ember.layers.normalization import (
     BatchNormalization,
     GroupNormalization,
@@ -156,6 +174,8 @@ __all__ = [
     "Maximum",
     "Minimum",
     "MultiHeadAttention",
+    "GroupQueryAttention",
+    "GroupedQueryAttention",
     "Multiply",
     "Permute",
     "RepeatVector",
@@ -246,6 +266,16 @@ __all__ += [
     "NCPCell",
     "WiredCfCCell",
 ]
+# The other continuous-time cells (issue 32): CT-RNN, CT-GRU, the stride-aware CfC.
+__all__ += [
+    "CTGRU",
+    "CTGRUCell",
+    "CTRNN",
+    "CTRNNCell",
+    "StrideAwareCfC",
+    "StrideAwareCfCCell",
+    "StrideAwareWiredCfCCell",
+]
 
 # Keras's activation layers, functional merge helpers, adaptive pooling, AlphaDropout and
 # layer (de)serialization (issue 19).
@@ -310,3 +340,10 @@ __all__ += [
     "Normalization", "RandomBrightness", "RandomContrast",
     "RandomCrop", "RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom", "Rescaling", "Resizing",
 ]
+
+# Spiking and spatially embedded networks (issue 32, items 1 and 2).
+from ember.layers.spatial import SeRSNN, SpatialCfC, SpatialCfCCell, SpatialRegularizer  # noqa: E402
+from ember.layers.spiking import ALIF, LIF, ALIFCell, LIFCell, Synaptic, SynapticCell  # noqa: E402
+
+__all__ += ["ALIF", "ALIFCell", "LIF", "LIFCell", "SeRSNN", "SpatialCfC", "SpatialCfCCell", "SpatialRegularizer",
+            "Synaptic", "SynapticCell"]

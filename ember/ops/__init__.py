@@ -48,7 +48,7 @@ def _select_on_first_use(namespace: str, name: str):
         if name in vars(module):
             return vars(module)[name]
     qualified = "ember.ops" + ("" if namespace == "core" else f".{namespace}")
-    raise AttributeError(f"module {qualified!r} has no attribute {name!r}; the op protocol is ember.ops._spec")
+    raise AttributeError(f"module {qualified!r} has no attribute {name!r}; the op protocol is ember.backends._spec")
 
 
 # The namespace sub-modules import ``_select_on_first_use``, so they come after it; the
@@ -78,9 +78,14 @@ from ember.ops.extra import forward as _forward  # noqa: E402
 
 vars(_THIS).update(_forward.forwarders())
 vars(_THIS).update(_extra.EXPORTS)
+
 vars(random).update(_extra.RANDOM_EXPORTS)
+
+from ember.ops import image  # noqa: E402, F401  (Keras's image ops, written over the namespace above)
 
 _backends.on_backend_change(_on_backend_change)
 # Code below ember.ops that must call an op as a user would (the MLX backend's mx.array
 # operator patches, while a tape records) finds this module through the hook, not an import.
 _OPS.install(_THIS)
+
+from ember.ops import numpy  # noqa: E402,F401  (Keras's path keras.ops.numpy: the ops above)

@@ -6,6 +6,8 @@ default) or ``(channels, height, width)`` for ``"channels_first"``.
 
 Example:
     >>> import numpy as np
+
+from ember import global_settings
     >>> from ember.utils import array_to_img, img_to_array
     >>> pixels = np.zeros((2, 3, 3), "float32"); pixels[0, 0] = [1.0, 0.5, 0.0]
     >>> image = array_to_img(pixels)
@@ -23,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ember import global_settings
+
 DATA_FORMATS = ("channels_last", "channels_first")
 MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 INTERPOLATIONS = ("nearest", "bilinear", "bicubic", "hamming", "box", "lanczos")
@@ -37,7 +41,7 @@ def _pil() -> Any:
 
 
 def _data_format(data_format: str | None, caller: str) -> str:
-    data_format = data_format or "channels_last"
+    data_format = data_format or global_settings.image_data_format()
     if data_format not in DATA_FORMATS:
         raise ValueError(f"{caller}: data_format must be one of {DATA_FORMATS}, received {data_format!r}")
     return data_format

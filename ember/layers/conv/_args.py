@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ember import global_settings
 from ember.layers.core._checks import input_shape_of
 
 DATA_FORMATS = ("channels_last", "channels_first")
@@ -57,9 +58,9 @@ def standardize_padding(name: str, value: Any, allow_causal: bool = False) -> st
 
 
 def standardize_data_format(name: str, value: Any) -> str:
-    """``None`` means ``"channels_last"`` (Keras's default image data format)."""
+    """``None`` means :func:`ember.global_settings.image_data_format` (``"channels_last"`` unless set)."""
     if value is None:
-        return "channels_last"
+        return global_settings.image_data_format()
     fmt = value.lower() if isinstance(value, str) else value
     if fmt not in DATA_FORMATS:
         raise ValueError(f"{name}: data_format must be one of {DATA_FORMATS} or None, received {value!r}")

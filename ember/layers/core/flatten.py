@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ember import ops
+from ember import global_settings, ops
 from ember.layers.core._checks import input_shape_of, known_size
 from ember.layers.layer import Layer
 
@@ -36,7 +36,7 @@ class Flatten(Layer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        data_format = "channels_last" if self.data_format is None else self.data_format
+        data_format = global_settings.image_data_format() if self.data_format is None else self.data_format
         if data_format not in ("channels_last", "channels_first"):
             raise ValueError(
                 f"{self.name}: data_format must be 'channels_last' or 'channels_first', received {self.data_format!r}"

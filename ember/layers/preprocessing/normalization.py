@@ -6,10 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes, ops
+from ember import dtypes, global_settings, ops
 from ember.layers.layer import Layer
-
-_EPSILON = 1e-7  # Keras's backend.epsilon(): the floor of the standard deviation
 
 
 def _axes(axis: Any) -> tuple:
@@ -109,7 +107,7 @@ class Normalization(Layer):
             dtype = ops.dtype(inputs) if dtypes.is_float(ops.dtype(inputs)) else dtypes.floatx()
         x = ops.cast(inputs, dtype)
         mean = ops.convert_to_tensor(self.mean, dtype=dtype)
-        std = ops.maximum(ops.sqrt(ops.convert_to_tensor(self.variance, dtype=dtype)), _EPSILON)
+        std = ops.maximum(ops.sqrt(ops.convert_to_tensor(self.variance, dtype=dtype)), global_settings.epsilon())
         if self.invert:
             return ops.add(ops.multiply(x, std), mean)
         return ops.divide(ops.subtract(x, mean), std)

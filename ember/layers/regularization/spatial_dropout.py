@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ember import ops
+from ember import global_settings, ops
 from ember.distribute import batch_window
 from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
@@ -27,7 +27,7 @@ class _SpatialDropout(Layer):
     def __post_init__(self) -> None:
         super().__post_init__()
         self._normalize("rate", check_rate(self.name, "rate", self.rate))
-        data_format = "channels_last" if self.data_format is None else self.data_format
+        data_format = global_settings.image_data_format() if self.data_format is None else self.data_format
         if data_format not in _DATA_FORMATS:
             raise ValueError(f"{self.name}: data_format must be one of {_DATA_FORMATS}, received {self.data_format!r}")
         self._normalize("data_format", data_format)

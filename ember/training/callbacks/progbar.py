@@ -6,6 +6,7 @@ pipe, CI) only the final line of each bar is written, so logs are not flooded.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Iterable
@@ -121,3 +122,26 @@ class Progbar:
         if finalize:
             self.output.write("\n")
         self.output.flush()
+
+
+class LoggingStream:
+    """A text stream that sends each finished line to the ``"ember"`` logger (``logging.info``): the
+    progress bar's output when interactive logging is off (``ember.config.disable_interactive_logging``).
+    Not a terminal, so the bar writes finished lines only."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            if line.strip():
+                logging.getLogger("ember").info(line.strip("\r"))
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing is buffered beyond the unfinished line."""
+
+    def isatty(self) -> bool:
+        return False

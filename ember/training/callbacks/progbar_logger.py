@@ -15,8 +15,9 @@ import sys
 import time
 from typing import Any
 
+from ember import global_settings
 from ember.training.callbacks.callback import Callback
-from ember.training.callbacks.progbar import Progbar
+from ember.training.callbacks.progbar import LoggingStream, Progbar
 
 UPDATE_INTERVAL = 0.1  # seconds between redraws (and so between reads of the loss)
 
@@ -53,7 +54,8 @@ class ProgbarLogger(Callback):
         return int(self.params.get("verbose", 1))
 
     def _new_bar(self, target: int | None) -> None:
-        self._bar = Progbar(target=target, verbose=self.verbose, output=sys.stdout)
+        output = sys.stdout if global_settings.interactive_logging() else LoggingStream()
+        self._bar = Progbar(target=target, verbose=self.verbose, output=output)
         self._last = 0.0
         self._seen = 0
 

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes, ops
+from ember.global_settings import epsilon
 from ember.serialization import deserialize, register_serializable, serialize
 from ember.utils.naming import to_snake_case
 
-EPSILON = 1e-7
-"""Keras's ``backend.epsilon()``: probabilities are clipped to ``[EPSILON, 1 - EPSILON]``."""
+EPSILON = 1e-7  # the default of ember.global_settings.epsilon(); code reads epsilon()
+"""Keras's ``backend.epsilon()``: probabilities are clipped to ``[epsilon(), 1 - epsilon()]``."""
 
 REDUCTIONS = ("sum", "sum_over_batch_size", "mean", "mean_with_sample_weight", "none", None)
 """Keras 3's reductions. ``"sum_over_batch_size"`` and ``"mean"`` divide the weighted sum by
@@ -192,7 +193,7 @@ def apply_mask(sample_weight: Any, mask: Any, dtype: str, reduction: str | None,
     mask = ops.cast(mask, dtype)
     if reduction in ("mean", "sum_over_batch_size"):
         total = float(max(ops.size(mask), 1))
-        mask = ops.multiply(mask, ops.divide(total, ops.add(ops.sum(mask), EPSILON)))
+        mask = ops.multiply(mask, ops.divide(total, ops.add(ops.sum(mask), epsilon())))
     if sample_weight is None:
         return mask
     mask, sample_weight = _match_weights(owner, mask, sample_weight)

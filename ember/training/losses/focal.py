@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
+from ember.global_settings import epsilon
 from ember.serialization import register_serializable
 from ember.training.losses.base import (
-    EPSILON,
     LossFunctionWrapper,
     as_float,
     check_axis,
@@ -82,7 +82,7 @@ def categorical_focal_crossentropy(y_true: Any, y_pred: Any, alpha: float = 0.25
     if from_logits:
         y_pred = ops.nn.softmax(y_pred, axis=axis)
     output = ops.divide(y_pred, ops.sum(y_pred, axis=axis, keepdims=True))
-    output = ops.clip(output, EPSILON, 1.0 - EPSILON)
+    output = ops.clip(output, epsilon(), 1.0 - epsilon())
     crossentropy = ops.negative(ops.multiply(y_true, ops.log(output)))
     weight = ops.multiply(ops.power(ops.subtract(1.0, output), gamma), alpha)
     return ops.sum(ops.multiply(weight, crossentropy), axis=axis)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
+from ember.global_settings import epsilon
 from ember.serialization import register_serializable
-from ember.training.losses.base import EPSILON, Loss, LossFunctionWrapper, as_float
+from ember.training.losses.base import Loss, LossFunctionWrapper, as_float
 
 _DEFAULT = "sum_over_batch_size"
 
@@ -25,7 +26,7 @@ def dice(y_true: Any, y_pred: Any, axis: Any = None) -> Any:
     y_pred = as_float(y_pred, "dice")
     y_true = ops.cast(ops.convert_to_tensor(y_true), ops.dtype(y_pred))
     intersection = ops.sum(ops.multiply(y_true, y_pred), axis=axis)
-    total = ops.add(ops.add(ops.sum(y_true, axis=axis), ops.sum(y_pred, axis=axis)), EPSILON)
+    total = ops.add(ops.add(ops.sum(y_true, axis=axis), ops.sum(y_pred, axis=axis)), epsilon())
     return ops.subtract(1.0, ops.divide(ops.multiply(2.0, intersection), total))
 
 
@@ -47,7 +48,7 @@ def tversky(y_true: Any, y_pred: Any, alpha: float = 0.5, beta: float = 0.5, axi
     false_positive = ops.sum(ops.multiply(ops.subtract(1.0, y_pred), y_true), axis=axis)
     false_negative = ops.sum(ops.multiply(y_pred, ops.subtract(1.0, y_true)), axis=axis)
     denominator = ops.add(ops.add(intersection, ops.add(ops.multiply(false_positive, alpha),
-                                                        ops.multiply(false_negative, beta))), EPSILON)
+                                                        ops.multiply(false_negative, beta))), epsilon())
     return ops.subtract(1.0, ops.divide(intersection, denominator))
 
 

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes, ops
+from ember.global_settings import epsilon
 from ember.serialization import register_serializable
 from ember.training.losses.base import (
-    EPSILON,
     LossFunctionWrapper,
     as_float,
     check_axis,
@@ -44,7 +44,7 @@ def _log_probabilities(y_pred: Any, from_logits: bool, axis: int) -> Any:
     if from_logits:
         return ops.nn.log_softmax(y_pred, axis=axis)
     probabilities = ops.divide(y_pred, ops.sum(y_pred, axis=axis, keepdims=True))
-    return ops.log(ops.clip(probabilities, EPSILON, 1.0 - EPSILON))
+    return ops.log(ops.clip(probabilities, epsilon(), 1.0 - epsilon()))
 
 
 @register_serializable(package="ember")
@@ -78,7 +78,7 @@ def binary_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False, lab
         positive = ops.nn.softplus(y_pred)  # -log(1 - sigmoid(x))
         losses = ops.add(ops.multiply(y_true, negative), ops.multiply(ops.subtract(1.0, y_true), positive))
     else:
-        p = ops.clip(y_pred, EPSILON, 1.0 - EPSILON)
+        p = ops.clip(y_pred, epsilon(), 1.0 - epsilon())
         losses = ops.negative(ops.add(ops.multiply(y_true, ops.log(p)),
                                       ops.multiply(ops.subtract(1.0, y_true), ops.log(ops.subtract(1.0, p)))))
     return ops.mean(losses, axis=axis)
@@ -245,8 +245,8 @@ def kl_divergence(y_true: Any, y_pred: Any) -> Any:
     """
     y_true, y_pred = prepare(y_true, y_pred, "kl_divergence")
     check_broadcastable("kl_divergence", y_true, y_pred)
-    y_true = ops.clip(y_true, EPSILON, 1.0)
-    y_pred = ops.clip(y_pred, EPSILON, 1.0)
+    y_true = ops.clip(y_true, epsilon(), 1.0)
+    y_pred = ops.clip(y_pred, epsilon(), 1.0)
     return ops.sum(ops.multiply(y_true, ops.log(ops.divide(y_true, y_pred))), axis=-1)
 
 
@@ -263,7 +263,7 @@ def poisson(y_true: Any, y_pred: Any) -> Any:
     """
     y_true, y_pred = prepare(y_true, y_pred, "poisson")
     check_broadcastable("poisson", y_true, y_pred)
-    return ops.mean(ops.subtract(y_pred, ops.multiply(y_true, ops.log(ops.add(y_pred, EPSILON)))), axis=-1)
+    return ops.mean(ops.subtract(y_pred, ops.multiply(y_true, ops.log(ops.add(y_pred, epsilon())))), axis=-1)
 
 
 @register_serializable(package="ember")

@@ -17,8 +17,9 @@ import math
 from typing import Any
 
 from ember import ops
+from ember.global_settings import epsilon
 from ember.serialization import register_serializable
-from ember.training.losses.base import EPSILON, LossFunctionWrapper, check_axis, check_broadcastable, prepare
+from ember.training.losses.base import LossFunctionWrapper, check_axis, check_broadcastable, prepare
 
 _DEFAULT = "sum_over_batch_size"
 
@@ -68,7 +69,7 @@ def mean_absolute_percentage_error(y_true: Any, y_pred: Any) -> Any:
     """
     y_true, y_pred = prepare(y_true, y_pred, "mean_absolute_percentage_error")
     check_broadcastable("mean_absolute_percentage_error", y_true, y_pred)
-    diff = ops.abs(ops.divide(ops.subtract(y_true, y_pred), ops.maximum(ops.abs(y_true), EPSILON)))
+    diff = ops.abs(ops.divide(ops.subtract(y_true, y_pred), ops.maximum(ops.abs(y_true), epsilon())))
     return ops.multiply(ops.mean(diff, axis=-1), 100.0)
 
 
@@ -85,8 +86,8 @@ def mean_squared_logarithmic_error(y_true: Any, y_pred: Any) -> Any:
     """
     y_true, y_pred = prepare(y_true, y_pred, "mean_squared_logarithmic_error")
     check_broadcastable("mean_squared_logarithmic_error", y_true, y_pred)
-    first = ops.log1p(ops.maximum(y_pred, EPSILON))
-    second = ops.log1p(ops.maximum(y_true, EPSILON))
+    first = ops.log1p(ops.maximum(y_pred, epsilon()))
+    second = ops.log1p(ops.maximum(y_true, epsilon()))
     return ops.mean(ops.square(ops.subtract(first, second)), axis=-1)
 
 
@@ -134,7 +135,7 @@ def l2_normalize(x: Any, axis: int = -1) -> Any:
     """``x / max(||x||, eps)`` along ``axis`` (Keras's ``x * min(rsqrt(sum(x**2)), 1/eps)``,
     written with ``maximum`` inside the root so the gradient at ``x = 0`` stays finite)."""
     square_sum = ops.sum(ops.square(x), axis=axis, keepdims=True)
-    return ops.multiply(x, ops.rsqrt(ops.maximum(square_sum, EPSILON * EPSILON)))
+    return ops.multiply(x, ops.rsqrt(ops.maximum(square_sum, epsilon() * epsilon())))
 
 
 @register_serializable(package="ember")

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from ember import ops
+from ember.global_settings import epsilon
 from ember.serialization import register_serializable
-from ember.training.losses.base import EPSILON, divide_no_nan
+from ember.training.losses.base import divide_no_nan
 from ember.training.metrics.base import Metric
 from ember.training.metrics.confusion import prepare_confusion_inputs
 from ember.validation import check_positive_int
@@ -36,7 +37,7 @@ _KEYS = ("true_positives", "false_positives", "true_negatives", "false_negatives
 def is_evenly_distributed(thresholds: np.ndarray) -> bool:
     """Whether ``thresholds`` (including the 0 and 1 end points) are ``arange(n) / (n - 1)``."""
     n = len(thresholds)
-    return n >= 3 and bool(np.allclose(thresholds, np.arange(n, dtype=np.float32) / (n - 1), atol=EPSILON))
+    return n >= 3 and bool(np.allclose(thresholds, np.arange(n, dtype=np.float32) / (n - 1), atol=epsilon()))
 
 
 def _head(x: Any) -> Any:
@@ -100,7 +101,7 @@ class AUC(Metric):
             inner = [(i + 1) / (self.num_thresholds - 1) for i in range(self.num_thresholds - 2)]
         self._init_thresholds = None if thresholds is None else inner
         self._evenly = is_evenly_distributed(np.array([0.0] + inner + [1.0]))
-        self.thresholds = [0.0 - EPSILON] + inner + [1.0 + EPSILON]
+        self.thresholds = [0.0 - epsilon()] + inner + [1.0 + epsilon()]
         self.curve = curve_name
         self.summation_method = method
         self.multi_label = bool(multi_label)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
+from ember.global_settings import epsilon
 from ember.serialization import register_serializable
 from ember.training.losses.base import (
-    EPSILON,
     as_float,
     check_axis,
     squeeze_or_expand_to_same_rank,
@@ -59,7 +59,7 @@ def concordance_correlation(y_true: Any, y_pred: Any, axis: int = -1) -> Any:
     # Keras centres both factors on the prediction mean.
     covariance = ops.multiply(ops.subtract(y_true, pred_mean), ops.subtract(y_pred, pred_mean))
     norm = ops.add(ops.add(true_var, pred_var), ops.square(ops.subtract(true_mean, pred_mean)))
-    return ops.mean(ops.divide(ops.multiply(2.0, covariance), ops.add(norm, EPSILON)), axis=axis)
+    return ops.mean(ops.divide(ops.multiply(2.0, covariance), ops.add(norm, epsilon())), axis=axis)
 
 
 @register_serializable(package="ember.metrics")

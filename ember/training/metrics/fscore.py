@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from ember import ops
+from ember.global_settings import epsilon
 from ember.serialization import register_serializable
-from ember.training.losses.base import EPSILON
 from ember.training.metrics.base import Metric
 
 AVERAGES = (None, "micro", "macro", "weighted")
@@ -125,15 +125,15 @@ class FBetaScore(Metric):
     def result(self, state: dict) -> Any:
         self.check_state(state, _KEYS)
         tp, fp, fn = state["true_positives"], state["false_positives"], state["false_negatives"]
-        precision = ops.divide(tp, ops.add(ops.add(tp, fp), EPSILON))
-        recall = ops.divide(tp, ops.add(ops.add(tp, fn), EPSILON))
+        precision = ops.divide(tp, ops.add(ops.add(tp, fp), epsilon()))
+        recall = ops.divide(tp, ops.add(ops.add(tp, fn), epsilon()))
         beta2 = self.beta * self.beta
         score = ops.divide(ops.multiply(precision, recall),
-                           ops.add(ops.add(ops.multiply(precision, beta2), recall), EPSILON))
+                           ops.add(ops.add(ops.multiply(precision, beta2), recall), epsilon()))
         score = ops.multiply(score, 1.0 + beta2)
         if self.average == "weighted":
             weights = state["intermediate_weights"]
-            weights = ops.divide(weights, ops.add(ops.sum(weights), EPSILON))
+            weights = ops.divide(weights, ops.add(ops.sum(weights), epsilon()))
             return ops.sum(ops.multiply(score, weights))
         if self.average is not None:
             return ops.mean(score)

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from ember import ops
+from ember.global_settings import epsilon
 from ember.serialization import register_serializable
-from ember.training.losses.base import EPSILON
 from ember.training.metrics.base import Metric
 
 
@@ -101,8 +101,8 @@ class IoU(Metric):
         ids = ops.convert_to_tensor(np.asarray(self.target_class_ids, dtype=np.int32))
         true_positives, union = ops.take(true_positives, ids), ops.take(union, ids)
         valid = ops.sum(ops.cast(ops.greater(union, 1e-9), ops.dtype(matrix)))
-        iou = ops.divide(true_positives, ops.add(union, EPSILON))
-        return ops.divide(ops.sum(iou), ops.add(valid, EPSILON))
+        iou = ops.divide(true_positives, ops.add(union, epsilon()))
+        return ops.divide(ops.sum(iou), ops.add(valid, epsilon()))
 
     def get_config(self) -> dict:
         config = super().get_config()
