@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ember import constraints, ops
-from ember.saving.serialization import deserialize, serialize
+from ember.serialization import deserialize, serialize
 from tests.helpers import assert_close
 from tests.tolerances import FLOAT32
 

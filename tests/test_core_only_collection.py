@@ -19,7 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # Top-level names of the optional packages the suite or the package may import (extras and dev extra).
 OPTIONAL = ("torch", "mlx", "keras", "scipy", "sklearn", "statsmodels", "snntorch", "matplotlib", "networkx",
-            "tensorboard", "tensorboardX", "pydot", "PIL", "onnxruntime", "yaml", "mkdocs", "mkdocstrings",
+            "tensorboard", "tensorboardX", "pydot", "PIL", "onnxruntime", "onnx", "onnxscript", "yaml", "mkdocs",
+            "mkdocstrings",
             "material", "importlinter", "build", "mpi4py", "tomli")
 
 # Run by a fresh interpreter: hide the optional packages (their import raises ModuleNotFoundError, as

@@ -12,7 +12,7 @@ import ember
 from ember import ops, regularizers
 from ember.autodiff import value_and_grad
 from ember.saving import register_serializable
-from ember.saving.serialization import deserialize, serialize
+from ember.serialization import deserialize, serialize
 from tests.helpers import assert_close
 from tests.tolerances import FLOAT32_PAIR
 

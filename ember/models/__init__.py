@@ -1,11 +1,8 @@
 """``ember.models``: symbolic inputs, the functional ``Model`` and ``Sequential``, ``clone_model``,
 ``model_from_json`` and Keras's ``load_model``/``save_model`` (from :mod:`ember.saving`).
 
-Names are loaded on first use. Nothing in ember below the models imports this package any
-more (symbolic tensors live in :mod:`ember.symbolic`), but code written against the old
-layout may still import the compatibility path ``ember.models.symbolic`` from a layer
-module, and that import runs this ``__init__``: an eager one would import the layers
-while they are being imported.
+Names are loaded on first use (an eager import here would import the layers and the
+training package with it; nothing below the models imports this package).
 
 Example:
     >>> from ember.models import Model, Sequential

@@ -23,7 +23,7 @@ from ember.autodiff import GradientTape
 from ember.autodiff import numpy_engine as _engine  # noqa: F401  (imports the rules)
 from ember.autodiff.recording import NOT_DIFFERENTIABLE
 from ember.autodiff.rules import RULES
-from ember.ops import _spec
+from ember.backends import _spec
 from ember.ops._composite import bound_tables, is_composite
 from tests.tolerances import FLOAT32_PAIR, FLOAT64
 

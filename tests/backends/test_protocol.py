@@ -11,7 +11,8 @@ import pytest
 
 import ember
 from ember import backends, ops
-from ember.ops import _composite, _spec
+from ember.backends import _spec
+from ember.ops import _composite
 
 SPEC_OPS = [(namespace, name) for namespace in _spec.NAMESPACES for name in _spec.op_names(namespace)]
 

@@ -10,8 +10,7 @@ import optree
 import pytest
 
 import ember
-from ember import backends, features, ops
-from ember.saving import serialization
+from ember import backends, features, ops, serialization
 from tests.helpers import assert_close
 
 X = (np.random.default_rng(0).normal(size=(40, 5)) * [1, 2, 3, 4, 5] + 1).astype(np.float32)

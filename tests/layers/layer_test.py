@@ -41,7 +41,7 @@ import ember
 from ember import backends, dtypes, ops
 from ember.autodiff import value_and_grad
 from ember.layers import Layer
-from ember.models.symbolic import SymbolicTensor, is_shape, shape_kwargs
+from ember.symbolic import SymbolicTensor, is_shape, shape_kwargs
 
 # float32 tolerances (DESIGN.md): outputs against each other and against the float64 reference.
 RTOL = 1e-5

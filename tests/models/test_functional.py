@@ -396,7 +396,7 @@ def test_failed_call_leaves_the_state_untouched(backend):
 
 
 def test_unregistered_subclass_is_not_saved_as_its_parent():
-    from ember.saving.serialization import deserialize, serialize
+    from ember.serialization import deserialize, serialize
 
     class MyDense(ember.layers.Dense):
         pass

@@ -21,8 +21,7 @@ import optree
 import pytest
 
 import ember
-from ember import losses, ops
-from ember.saving import serialization
+from ember import losses, ops, serialization
 from tests.helpers import assert_close, float64_device, needs, optional_import
 
 # The references of a few tests; None on a core-only install, where those tests skip.

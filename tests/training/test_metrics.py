@@ -16,8 +16,7 @@ import numpy as np
 import optree
 import pytest
 
-from ember import losses, metrics, ops
-from ember.saving import serialization
+from ember import losses, metrics, ops, serialization
 from tests.helpers import assert_close, needs, optional_import
 
 skm = optional_import("sklearn.metrics")  # the reference; None on a core-only install, where those tests skip

@@ -289,7 +289,7 @@ def test_float16_params_and_mixed_dtypes(backend):
 
 @pytest.mark.parametrize("cls", optimizers.ALL_OPTIMIZERS, ids=lambda c: c.__name__)
 def test_config_round_trip(cls):
-    from ember.saving import serialization
+    from ember import serialization
 
     opt = cls(learning_rate=0.05, clipnorm=1.0) if cls is not optimizers.AdamW else cls(0.05, weight_decay=0.01)
     config = opt.get_config()

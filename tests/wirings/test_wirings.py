@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ember import ops, wirings
-from ember.saving.serialization import deserialize, serialize
+from ember.serialization import deserialize, serialize
 
 
 def checksum(matrix):

@@ -2,8 +2,9 @@
 
 The core namespace is split the same way in every backend: conversion, dtypes and devices
 here; promotion and converters in ``_base``; then ``_creation``, ``_elementwise``, ``_reduce``,
-``_shape``, ``_index`` (indexing, scatter/gather, sorting, segments) and ``_products``, all
-re-exported here so this module is the whole core namespace.
+``_shape``, ``_index`` (indexing, scatter/gather, sorting, segments) and ``_products``. This
+module serves their ops by name (its ``__getattr__``, for the op protocol's core names), so it is
+the whole core namespace without an export list written here.
 
 NumPy returns scalars (``numpy.float32``) rather than 0-d arrays from ufuncs and
 reductions on 0-d inputs; every op returns an ``ndarray`` (see ``_base.out``).
@@ -11,8 +12,12 @@ reductions on 0-d inputs; every op returns an ``ndarray`` (see ``_base.out``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from ember.backends import _spec
+from ember.backends.numpy import _creation, _elementwise, _index, _products, _reduce, _shape
 from ember.backends.numpy._base import (  # noqa: F401  (check_device is a device hook)
     BF16,
     BOOL,
@@ -31,131 +36,6 @@ from ember.backends.numpy._base import (  # noqa: F401  (check_device is a devic
     out,
     to_float,
     to_native,
-)
-from ember.backends.numpy._creation import (  # noqa: F401  (re-exported ops)
-    arange,
-    eye,
-    full,
-    full_like,
-    linspace,
-    ones,
-    ones_like,
-    zeros,
-    zeros_like,
-)
-from ember.backends.numpy._elementwise import (  # noqa: F401  (re-exported ops)
-    abs,
-    add,
-    arccos,
-    arccosh,
-    arcsin,
-    arcsinh,
-    arctan,
-    arctan2,
-    arctanh,
-    ceil,
-    clip,
-    conj,
-    cos,
-    cosh,
-    divide,
-    equal,
-    erf,
-    erfinv,
-    exp,
-    expm1,
-    floor,
-    floor_divide,
-    greater,
-    greater_equal,
-    imag,
-    isclose,
-    isfinite,
-    isinf,
-    isnan,
-    less,
-    less_equal,
-    log,
-    log1p,
-    log2,
-    log10,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    maximum,
-    minimum,
-    mod,
-    multiply,
-    negative,
-    not_equal,
-    power,
-    real,
-    reciprocal,
-    round,
-    rsqrt,
-    sign,
-    sin,
-    sinh,
-    sqrt,
-    square,
-    subtract,
-    tan,
-    tanh,
-    where,
-)
-from ember.backends.numpy._index import (  # noqa: F401  (re-exported ops)
-    argsort,
-    gather,
-    getitem,
-    nonzero,
-    one_hot,
-    scatter,
-    scatter_add,
-    scatter_update,
-    segment_max,
-    segment_sum,
-    slice,
-    slice_update,
-    sort,
-    take,
-    take_along_axis,
-    top_k,
-)
-from ember.backends.numpy._products import dot, einsum, matmul, outer, tensordot  # noqa: F401
-from ember.backends.numpy._reduce import (  # noqa: F401
-    all,
-    any,
-    argmax,
-    argmin,
-    count_nonzero,
-    cumprod,
-    cumsum,
-    logsumexp,
-    max,
-    mean,
-    min,
-    prod,
-    std,
-    sum,
-    var,
-)
-from ember.backends.numpy._shape import (  # noqa: F401
-    broadcast_to,
-    concatenate,
-    expand_dims,
-    flip,
-    moveaxis,
-    pad,
-    ravel,
-    repeat,
-    reshape,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    tile,
-    transpose,
 )
 
 _nd = ND
@@ -234,3 +114,19 @@ def stop_gradient(x):
     # A plain ndarray view: it carries no autodiff subclass, so nothing flows back.
     x = to_native(x)
     return x if type(x) is _nd else x.view(_nd)
+
+
+# The protocol's other core ops live in these modules, by kind; this module serves them by name, so
+# the op tables (``build_op_tables``) and ``core.<op>`` find them without a list written here.
+OP_MODULES = (_creation, _elementwise, _index, _products, _reduce, _shape)
+_OP_NAMES = frozenset(_spec.op_names("core"))
+
+
+def __getattr__(name: str) -> Any:
+    if name in _OP_NAMES:
+        for module in OP_MODULES:
+            function = vars(module).get(name)
+            if function is not None:
+                return function
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+

@@ -2,8 +2,9 @@
 
 The core namespace is split the same way in every backend: conversion, dtypes and devices
 here; promotion and converters in ``_base``; then ``_creation``, ``_elementwise``, ``_reduce``,
-``_shape``, ``_index`` (indexing, scatter/gather, sorting, segments) and ``_products``, all
-re-exported here so this module is the whole core namespace.
+``_shape``, ``_index`` (indexing, scatter/gather, sorting, segments) and ``_products``. This
+module serves their ops by name (its ``__getattr__``, for the op protocol's core names), so it is
+the whole core namespace without an export list written here.
 
 Hot-path pattern: every op first tests ``type(x) is torch.Tensor`` (and, for two
 operands, identical dtypes) and only otherwise calls the slow converter, so an op
@@ -12,140 +13,18 @@ on native tensors costs one Python call plus a few attribute checks over torch.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from ember.backends.torch import _base
+from ember.backends import _spec
+from ember.backends.torch import _base, _creation, _elementwise, _index, _products, _reduce, _shape
 from ember.backends.torch._base import (
     DEVICE,
     Tensor,
     dtype_name,
     native,
     torch_dtype,
-)
-from ember.backends.torch._creation import (  # noqa: F401  (re-exported ops)
-    arange,
-    eye,
-    full,
-    full_like,
-    linspace,
-    ones,
-    ones_like,
-    zeros,
-    zeros_like,
-)
-from ember.backends.torch._elementwise import (  # noqa: F401  (re-exported ops)
-    abs,
-    add,
-    arccos,
-    arccosh,
-    arcsin,
-    arcsinh,
-    arctan,
-    arctan2,
-    arctanh,
-    ceil,
-    clip,
-    conj,
-    cos,
-    cosh,
-    divide,
-    equal,
-    erf,
-    erfinv,
-    exp,
-    expm1,
-    floor,
-    floor_divide,
-    greater,
-    greater_equal,
-    imag,
-    isclose,
-    isfinite,
-    isinf,
-    isnan,
-    less,
-    less_equal,
-    log,
-    log1p,
-    log2,
-    log10,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    maximum,
-    minimum,
-    mod,
-    multiply,
-    negative,
-    not_equal,
-    power,
-    real,
-    reciprocal,
-    round,
-    rsqrt,
-    sign,
-    sin,
-    sinh,
-    sqrt,
-    square,
-    subtract,
-    tan,
-    tanh,
-    where,
-)
-from ember.backends.torch._index import (  # noqa: F401  (re-exported ops)
-    argsort,
-    gather,
-    getitem,
-    nonzero,
-    one_hot,
-    scatter,
-    scatter_add,
-    scatter_update,
-    segment_max,
-    segment_sum,
-    slice,
-    slice_update,
-    sort,
-    take,
-    take_along_axis,
-    top_k,
-)
-from ember.backends.torch._products import dot, einsum, matmul, outer, tensordot  # noqa: F401
-from ember.backends.torch._reduce import (  # noqa: F401  (re-exported ops)
-    all,
-    any,
-    argmax,
-    argmin,
-    count_nonzero,
-    cumprod,
-    cumsum,
-    logsumexp,
-    max,
-    mean,
-    min,
-    prod,
-    std,
-    sum,
-    var,
-)
-from ember.backends.torch._shape import (  # noqa: F401  (re-exported ops)
-    broadcast_to,
-    concatenate,
-    expand_dims,
-    flip,
-    moveaxis,
-    pad,
-    ravel,
-    repeat,
-    reshape,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    tile,
-    transpose,
 )
 
 __all__ = ["DEVICE"]
@@ -222,3 +101,19 @@ def stop_gradient(x):
     if type(x) is not Tensor:
         x = native(x)
     return x.detach()
+
+
+# The protocol's other core ops live in these modules, by kind; this module serves them by name, so
+# the op tables (``build_op_tables``) and ``core.<op>`` find them without a list written here.
+OP_MODULES = (_creation, _elementwise, _index, _products, _reduce, _shape)
+_OP_NAMES = frozenset(_spec.op_names("core"))
+
+
+def __getattr__(name: str) -> Any:
+    if name in _OP_NAMES:
+        for module in OP_MODULES:
+            function = vars(module).get(name)
+            if function is not None:
+                return function
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
