@@ -33,7 +33,13 @@ def _axis(axis: int, rank: int, op: str) -> int:
 
 
 def append(x1, x2, axis=None):
-    """``x2`` appended to ``x1`` along ``axis`` (both flattened when ``axis`` is None)."""
+    """``x2`` appended to ``x1`` along ``axis`` (both flattened when ``axis`` is None).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.append([[1, 2]], [3])).tolist()
+        [1, 2, 3]
+    """
     x1, x2 = _tensor(x1), _tensor(x2)
     if axis is None:
         return ops.concatenate([ops.ravel(x1), ops.ravel(x2)], axis=0)
@@ -41,7 +47,13 @@ def append(x1, x2, axis=None):
 
 
 def array_split(x, indices_or_sections, axis=0):
-    """Like ``ops.split``, but ``n`` sections need not divide the axis (the first ones get one more)."""
+    """Like ``ops.split``, but ``n`` sections need not divide the axis (the first ones get one more).
+
+    Example:
+        >>> from ember import ops
+        >>> [ops.to_numpy(part).tolist() for part in ops.array_split(ops.arange(5), 3)]
+        [[0, 1], [2, 3], [4]]
+    """
     x = _tensor(x)
     if isinstance(indices_or_sections, int):
         sections = indices_or_sections
@@ -58,18 +70,36 @@ def array_split(x, indices_or_sections, axis=0):
 
 
 def hsplit(x, indices_or_sections):
-    """Split along axis 1 (axis 0 for 1-D arrays)."""
+    """Split along axis 1 (axis 0 for 1-D arrays).
+
+    Example:
+        >>> from ember import ops
+        >>> [ops.shape(part) for part in ops.hsplit(ops.ones((2, 4)), 2)]
+        [(2, 2), (2, 2)]
+    """
     x = _tensor(x)
     return ops.split(x, indices_or_sections, axis=1 if ops.ndim(x) > 1 else 0)
 
 
 def vsplit(x, indices_or_sections):
-    """Split along axis 0."""
+    """Split along axis 0.
+
+    Example:
+        >>> from ember import ops
+        >>> [ops.shape(part) for part in ops.vsplit(ops.ones((4, 2)), 2)]
+        [(2, 2), (2, 2)]
+    """
     return ops.split(_tensor(x), indices_or_sections, axis=0)
 
 
 def dsplit(x, indices_or_sections):
-    """Split along axis 2 (arrays of rank >= 3)."""
+    """Split along axis 2 (arrays of rank >= 3).
+
+    Example:
+        >>> from ember import ops
+        >>> [ops.shape(part) for part in ops.dsplit(ops.ones((1, 2, 4)), 2)]
+        [(1, 2, 2), (1, 2, 2)]
+    """
     x = _tensor(x)
     if ops.ndim(x) < 3:
         raise ValueError(f"dsplit: expected an array of rank >= 3, received shape {ops.shape(x)}")
@@ -88,33 +118,69 @@ def _at_least(x, rank):
 
 
 def hstack(xs):
-    """Concatenate along axis 1 (axis 0 for 1-D arrays)."""
+    """Concatenate along axis 1 (axis 0 for 1-D arrays).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.hstack([[1, 2], [3]])).tolist()
+        [1, 2, 3]
+    """
     xs = [_tensor(x) for x in xs]
     return ops.concatenate(xs, axis=0 if ops.ndim(xs[0]) == 1 else 1)
 
 
 def vstack(xs):
-    """Concatenate along axis 0, 1-D arrays as rows."""
+    """Concatenate along axis 0, 1-D arrays as rows.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.vstack([[1, 2], [3, 4]])).tolist()
+        [[1, 2], [3, 4]]
+    """
     return ops.concatenate([_at_least(x, 2) for x in xs], axis=0)
 
 
 def dstack(xs):
-    """Concatenate along axis 2, arrays raised to rank 3 first (NumPy's rules)."""
+    """Concatenate along axis 2, arrays raised to rank 3 first (NumPy's rules).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.dstack([[1, 2], [3, 4]])).tolist()
+        [[[1, 3], [2, 4]]]
+    """
     return ops.concatenate([_at_least(x, 3) for x in xs], axis=2)
 
 
 def diagflat(x, k=0):
-    """2-D array with the flattened ``x`` on diagonal ``k``."""
+    """2-D array with the flattened ``x`` on diagonal ``k``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.diagflat([1.0, 2.0])).tolist()
+        [[1.0, 0.0], [0.0, 2.0]]
+    """
     return ops.linalg.diag(ops.ravel(_tensor(x)), k=k)
 
 
 def fliplr(x):
-    """Reverse axis 1."""
+    """Reverse axis 1.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.fliplr(ops.convert_to_tensor([[1, 2], [3, 4]]))).tolist()
+        [[2, 1], [4, 3]]
+    """
     return ops.flip(x, axis=1)
 
 
 def flipud(x):
-    """Reverse axis 0."""
+    """Reverse axis 0.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.flipud(ops.convert_to_tensor([[1, 2], [3, 4]]))).tolist()
+        [[3, 4], [1, 2]]
+    """
     return ops.flip(x, axis=0)
 
 
@@ -123,6 +189,12 @@ def meshgrid(*x, indexing="xy"):
 
     Raises:
         ValueError: an ``indexing`` other than "xy" or "ij".
+
+    Example:
+        >>> from ember import ops
+        >>> xs, ys = ops.meshgrid(ops.arange(3), ops.arange(2))
+        >>> ops.to_numpy(xs).tolist(), ops.to_numpy(ys).tolist()
+        ([[0, 1, 2], [0, 1, 2]], [[0, 0, 0], [1, 1, 1]])
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', received {indexing!r}")
@@ -142,7 +214,13 @@ def meshgrid(*x, indexing="xy"):
 
 
 def roll(x, shift, axis=None):
-    """Elements shifted by ``shift`` along ``axis`` (cyclically; flattened when ``axis`` is None)."""
+    """Elements shifted by ``shift`` along ``axis`` (cyclically; flattened when ``axis`` is None).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.roll(ops.arange(4), 1)).tolist()
+        [3, 0, 1, 2]
+    """
     x = _tensor(x)
     if axis is None:
         return ops.reshape(roll(ops.ravel(x), shift, 0), ops.shape(x))
@@ -159,7 +237,13 @@ def roll(x, shift, axis=None):
 
 
 def rot90(array, k=1, axes=(0, 1)):
-    """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (from the first towards the second)."""
+    """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (from the first towards the second).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.rot90(ops.convert_to_tensor([[1, 2], [3, 4]]))).tolist()
+        [[2, 4], [1, 3]]
+    """
     array = _tensor(array)
     rank = ops.ndim(array)
     first, second = (_axis(a, rank, "rot90") for a in axes)
@@ -182,19 +266,37 @@ def _triangle_mask(rows, cols, k):
 
 
 def tri(N, M=None, k=0, dtype=None):
-    """Ones at and below diagonal ``k`` of an ``N x M`` array."""
+    """Ones at and below diagonal ``k`` of an ``N x M`` array.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.tri(2, 3)).tolist()
+        [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]]
+    """
     return ops.cast(_triangle_mask(N, N if M is None else M, k), dtypes.floatx() if dtype is None else dtype)
 
 
 def tril(x, k=0):
-    """``x`` with the elements above diagonal ``k`` (last two axes) set to zero."""
+    """``x`` with the elements above diagonal ``k`` (last two axes) set to zero.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.tril(ops.ones((2, 2)))).tolist()
+        [[1.0, 0.0], [1.0, 1.0]]
+    """
     x = _tensor(x)
     rows, cols = ops.shape(x)[-2:]
     return ops.where(_triangle_mask(rows, cols, k), x, ops.zeros_like(x))
 
 
 def triu(x, k=0):
-    """``x`` with the elements below diagonal ``k`` (last two axes) set to zero."""
+    """``x`` with the elements below diagonal ``k`` (last two axes) set to zero.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.triu(ops.ones((2, 2)))).tolist()
+        [[1.0, 1.0], [0.0, 1.0]]
+    """
     x = _tensor(x)
     rows, cols = ops.shape(x)[-2:]
     return ops.where(_triangle_mask(rows, cols, k - 1), ops.zeros_like(x), x)
@@ -205,6 +307,12 @@ def unstack(x, num=None, axis=0):
 
     Raises:
         ValueError: ``num`` given and different from the axis length.
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.convert_to_tensor([[1, 2], [3, 4]])
+        >>> [ops.to_numpy(column).tolist() for column in ops.unstack(x, axis=1)]
+        [[1, 3], [2, 4]]
     """
     x = _tensor(x)
     length = ops.shape(x)[_axis(axis, ops.ndim(x), "unstack")]
@@ -216,7 +324,13 @@ def unstack(x, num=None, axis=0):
 
 
 def vander(x, N=None, increasing=False):
-    """Vandermonde matrix: columns ``x ** (N-1) ... x ** 0`` (reversed when ``increasing``)."""
+    """Vandermonde matrix: columns ``x ** (N-1) ... x ** 0`` (reversed when ``increasing``).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.vander([1, 2, 3])).tolist()
+        [[1, 1, 1], [4, 2, 1], [9, 3, 1]]
+    """
     x = _tensor(x)
     if ops.ndim(x) != 1:
         raise ValueError(f"vander: x must be 1-D, received shape {ops.shape(x)}")
@@ -226,7 +340,14 @@ def vander(x, N=None, increasing=False):
 
 
 def diff(a, n=1, axis=-1):
-    """``n``-th discrete difference along ``axis``."""
+    """``n``-th discrete difference along ``axis``.
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.convert_to_tensor([1, 4, 9, 16])
+        >>> ops.to_numpy(ops.diff(x)).tolist(), ops.to_numpy(ops.diff(x, n=2)).tolist()
+        ([3, 5, 7], [2, 2])
+    """
     a = _tensor(a)
     axis = _axis(axis, ops.ndim(a), "diff")
     for _ in range(n):
@@ -238,7 +359,13 @@ def diff(a, n=1, axis=-1):
 
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):
-    """Integral of ``y`` along ``axis`` by the trapezoidal rule (sample points ``x`` or spacing ``dx``)."""
+    """Integral of ``y`` along ``axis`` by the trapezoidal rule (sample points ``x`` or spacing ``dx``).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.trapezoid([1.0, 2.0, 3.0])).tolist()
+        4.0
+    """
     y = _tensor(y)
     if not dtypes.is_float(ops.dtype(y)):
         y = ops.cast(y, dtypes.floatx())
@@ -256,7 +383,13 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 
 def kron(x1, x2):
-    """Kronecker product (arrays of any rank, the smaller one padded with leading ones)."""
+    """Kronecker product (arrays of any rank, the smaller one padded with leading ones).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.kron([1, 10], [1, 2])).tolist()
+        [1, 2, 10, 20]
+    """
     x1, x2 = _tensor(x1), _tensor(x2)
     rank = max(ops.ndim(x1), ops.ndim(x2))
     s1 = (1,) * (rank - ops.ndim(x1)) + ops.shape(x1)
@@ -267,7 +400,13 @@ def kron(x1, x2):
 
 
 def inner(x1, x2):
-    """Inner product over the last axes (a plain product when either is a scalar)."""
+    """Inner product over the last axes (a plain product when either is a scalar).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.inner([1, 2], [3, 4])).tolist()
+        11
+    """
     x1, x2 = _tensor(x1), _tensor(x2)
     if ops.ndim(x1) == 0 or ops.ndim(x2) == 0:
         return ops.multiply(x1, x2)
@@ -275,13 +414,25 @@ def inner(x1, x2):
 
 
 def vdot(x1, x2):
-    """Dot product of the flattened arrays, conjugating the first."""
+    """Dot product of the flattened arrays, conjugating the first.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.vdot([[1.0, 2.0]], [[3.0, 4.0]])).tolist()
+        11.0
+    """
     x1, x2 = _tensor(x1), _tensor(x2)
     return ops.sum(ops.multiply(ops.conj(ops.ravel(x1)), ops.ravel(x2)))
 
 
 def cross(x1, x2, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """Cross product of 3-vectors (2-vectors taken with a zero third component) along the given axes."""
+    """Cross product of 3-vectors (2-vectors taken with a zero third component) along the given axes.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.cross([1.0, 0.0, 0.0], [0.0, 1.0, 0.0])).tolist()
+        [0.0, 0.0, 1.0]
+    """
     if axis is not None:
         axisa = axisb = axisc = axis
     a = ops.moveaxis(_tensor(x1), axisa, -1)
@@ -308,6 +459,11 @@ def correlate(x1, x2, mode="valid"):
 
     Raises:
         ValueError: inputs not 1-D, or an unknown ``mode``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.correlate([1.0, 2.0, 3.0], [0.0, 1.0])).tolist()
+        [2.0, 3.0]
     """
     a, v = _tensor(x1), _tensor(x2)
     if ops.ndim(a) != 1 or ops.ndim(v) != 1:
@@ -337,7 +493,14 @@ def correlate(x1, x2, mode="valid"):
 
 
 def corrcoef(x):
-    """Pearson correlation coefficients of the rows of ``x`` (NumPy's ``corrcoef``)."""
+    """Pearson correlation coefficients of the rows of ``x`` (NumPy's ``corrcoef``).
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.convert_to_tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]])
+        >>> ops.to_numpy(ops.corrcoef(x)).astype(float).round(4).tolist()
+        [[1.0, -1.0], [-1.0, 1.0]]
+    """
     covariance = ops.stats.cov(x)
     if ops.ndim(covariance) == 0:
         return ops.divide(covariance, covariance)
@@ -351,6 +514,11 @@ def searchsorted(sorted_sequence, values, side="left"):
 
     Raises:
         ValueError: ``sorted_sequence`` not 1-D or ``side`` not "left"/"right".
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.searchsorted([1, 3, 5], [0, 3, 6])).tolist()
+        [0, 1, 3]
     """
     sequence, values = _tensor(sorted_sequence), _tensor(values)
     if ops.ndim(sequence) != 1:
@@ -363,7 +531,13 @@ def searchsorted(sorted_sequence, values, side="left"):
 
 
 def digitize(x, bins):
-    """Index of the bin of each ``x`` for monotonically increasing ``bins`` (NumPy's ``right=False``)."""
+    """Index of the bin of each ``x`` for monotonically increasing ``bins`` (NumPy's ``right=False``).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.digitize([0.5, 1.5, 2.5], [1.0, 2.0])).tolist()
+        [0, 1, 2]
+    """
     return searchsorted(bins, x, side="right")
 
 
@@ -372,6 +546,11 @@ def bincount(x, weights=None, minlength=0, sparse=False):
 
     Raises:
         ValueError: ``sparse=True`` (Ember has no sparse arrays), or ``x`` of rank > 2.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.bincount([0, 1, 1, 3])).tolist()
+        [1, 2, 0, 1]
     """
     if sparse:
         raise ValueError("bincount: sparse=True is not supported (Ember has no sparse arrays); use sparse=False")
@@ -388,7 +567,14 @@ def bincount(x, weights=None, minlength=0, sparse=False):
 
 
 def histogram(x, bins=10, range=None):
-    """``(counts, bin_edges)`` of the flattened ``x`` in ``bins`` equal bins over ``range``."""
+    """``(counts, bin_edges)`` of the flattened ``x`` in ``bins`` equal bins over ``range``.
+
+    Example:
+        >>> from ember import ops
+        >>> counts, edges = ops.histogram([0.0, 1.0, 1.0, 3.0], bins=3)
+        >>> ops.to_numpy(counts).tolist(), ops.to_numpy(edges).tolist()
+        ([1, 2, 1], [0.0, 1.0, 2.0, 3.0])
+    """
     x = ops.ravel(_tensor(x))
     if not dtypes.is_float(ops.dtype(x)):
         x = ops.cast(x, dtypes.floatx())
@@ -407,7 +593,13 @@ def histogram(x, bins=10, range=None):
 
 
 def isin(x1, x2, assume_unique=False, invert=False):
-    """True where an element of ``x1`` occurs in ``x2``."""
+    """True where an element of ``x1`` occurs in ``x2``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.isin([1, 2, 3], [2, 4])).tolist()
+        [False, True, False]
+    """
     x1, x2 = _tensor(x1), ops.ravel(_tensor(x2))
     found = ops.any(ops.equal(ops.expand_dims(x1, -1), x2), axis=-1)
     return ops.logical_not(found) if invert else found

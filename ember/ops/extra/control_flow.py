@@ -32,12 +32,25 @@ def _truth(value: Any) -> bool:
 
 
 def cond(pred, true_fn, false_fn):
-    """``true_fn()`` if ``pred`` else ``false_fn()``."""
+    """``true_fn()`` if ``pred`` else ``false_fn()``.
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.convert_to_tensor(2.0)
+        >>> ops.to_numpy(ops.cond(ops.greater(x, 0.0), lambda: ops.multiply(x, 3.0), lambda: x)).tolist()
+        6.0
+    """
     return true_fn() if _truth(pred) else false_fn()
 
 
 def switch(index, branches, *operands):
-    """``branches[index](*operands)``, ``index`` clamped to the valid range (as JAX and Keras)."""
+    """``branches[index](*operands)``, ``index`` clamped to the valid range (as JAX and Keras).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.switch(1, [lambda v: v + 1, lambda v: v * 10], 3)
+        30
+    """
     if not branches:
         raise ValueError("switch: branches must be a non-empty sequence of functions")
     position = int(ops.to_numpy(index)) if ops.is_array(index) else int(index)
@@ -45,7 +58,13 @@ def switch(index, branches, *operands):
 
 
 def fori_loop(lower, upper, body_fun, init_val):
-    """``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``; the final ``val``."""
+    """``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``; the final ``val``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.fori_loop(0, 4, lambda i, total: total + i, 0)
+        6
+    """
     value = init_val
     for i in range(int(lower), int(upper)):
         value = body_fun(i, value)
@@ -57,6 +76,11 @@ def while_loop(cond, body, loop_vars, maximum_iterations=None):
 
     A tuple or list of ``loop_vars`` is unpacked into ``cond`` and ``body``; any other value is
     passed as one argument (Keras's convention).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.while_loop(lambda i, total: i < 3, lambda i, total: (i + 1, total + i), (0, 10))
+        (3, 13)
     """
     is_sequence = isinstance(loop_vars, (tuple, list))
     values = tuple(loop_vars) if is_sequence else (loop_vars,)
@@ -85,6 +109,12 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
 
     Raises:
         ValueError: neither ``xs`` nor ``length`` given, or a ``length`` that disagrees with ``xs``.
+
+    Example:
+        >>> from ember import ops
+        >>> carry, ys = ops.scan(lambda c, x: (ops.add(c, x), ops.add(c, x)), ops.convert_to_tensor(0), ops.arange(4))
+        >>> ops.to_numpy(carry).tolist(), ops.to_numpy(ys).tolist()
+        (6, [0, 1, 3, 6])
     """
     if xs is None and length is None:
         raise ValueError("scan: give xs or length")
@@ -102,7 +132,13 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
 
 
 def associative_scan(f, elems, reverse=False, axis=0):
-    """Inclusive prefix scan of ``elems`` along ``axis`` with the associative ``f`` (sequential order)."""
+    """Inclusive prefix scan of ``elems`` along ``axis`` with the associative ``f`` (sequential order).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.associative_scan(ops.add, ops.arange(1, 5))).tolist()
+        [1, 3, 6, 10]
+    """
     leaves, treedef = optree.tree_flatten(elems)
     moved = [ops.moveaxis(leaf, axis, 0) for leaf in leaves]
     steps = ops.shape(moved[0])[0]
@@ -119,13 +155,25 @@ def associative_scan(f, elems, reverse=False, axis=0):
 
 
 def map(f, xs):
-    """``f`` applied to each slice along the leading axis of ``xs``, results stacked."""
+    """``f`` applied to each slice along the leading axis of ``xs``, results stacked.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.map(ops.sum, ops.convert_to_tensor([[1, 2], [3, 4]]))).tolist()
+        [3, 7]
+    """
     leaves = optree.tree_leaves(xs)
     return _stack_tree([f(_slice_tree(xs, i)) for i in range(ops.shape(leaves[0])[0])])
 
 
 def vectorized_map(function, elements):
-    """Alias of :func:`map` (Ember runs the function per slice)."""
+    """Alias of :func:`map` (Ember runs the function per slice).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.vectorized_map(ops.max, ops.convert_to_tensor([[1, 2], [4, 3]]))).tolist()
+        [2, 4]
+    """
     return map(function, elements)
 
 
@@ -137,6 +185,12 @@ def vectorize(pyfunc: Callable, *, excluded=None, signature=None) -> Callable:
 
     Raises:
         ValueError: a malformed ``signature``.
+
+    Example:
+        >>> from ember import ops
+        >>> dot = ops.vectorize(lambda a, b: ops.sum(ops.multiply(a, b)), signature='(n),(n)->()')
+        >>> ops.to_numpy(dot(ops.convert_to_tensor([[1, 2], [3, 4]]), ops.convert_to_tensor([1, 1]))).tolist()
+        [3, 7]
     """
     excluded = set(excluded or ())
     core_ranks = None

@@ -60,6 +60,14 @@ def ctc_loss(target, output, target_length, output_length, mask_index=0):
 
     Raises:
         ValueError: inputs of the wrong rank.
+
+    Example:
+        >>> from ember import ops
+        >>> logits = ops.zeros((1, 1, 2))  # one frame, two classes (0 is the blank)
+        >>> labels, lengths = ops.convert_to_tensor([[1]]), ops.convert_to_tensor([1])
+        >>> loss = ops.ctc_loss(labels, logits, target_length=lengths, output_length=lengths)
+        >>> ops.to_numpy(loss).astype(float).round(4).tolist()
+        [0.6931]
     """
     output = _tensor(output)
     if not dtypes.is_float(ops.dtype(output)):
@@ -111,6 +119,13 @@ def ctc_decode(inputs, sequence_lengths, strategy="greedy", beam_width=100, top_
         NotImplementedError: ``strategy="beam_search"`` (only greedy decoding is implemented in
             Ember; use ``strategy="greedy"``).
         ValueError: an unknown strategy.
+
+    Example:
+        >>> from ember import ops
+        >>> frames = ops.one_hot(ops.convert_to_tensor([[1, 1, 0, 2]]), 3)  # blank 0 separates labels
+        >>> decoded, scores = ops.ctc_decode(frames, ops.convert_to_tensor([4]))
+        >>> ops.to_numpy(decoded[0]).tolist(), ops.to_numpy(scores).tolist()
+        ([[1, 2, -1, -1]], [[-4.0]])
     """
     if strategy == "beam_search":
         raise NotImplementedError("ctc_decode: strategy='beam_search' is not implemented in Ember on any backend; "

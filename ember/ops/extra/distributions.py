@@ -120,7 +120,14 @@ def _gamma(shape: tuple, alpha: Any, dtype: str, draw) -> Any:
 
 
 def gamma(shape, alpha, dtype=None, seed=None):
-    """Gamma samples with concentration ``alpha`` (> 0; scalar or broadcastable to ``shape``) and scale 1."""
+    """Gamma samples with concentration ``alpha`` (> 0; scalar or broadcastable to ``shape``) and scale 1.
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.random.gamma((2, 3), alpha=2.0, seed=0)
+        >>> ops.shape(x), bool(ops.all(ops.greater(x, 0.0)))
+        ((2, 3), True)
+    """
     dtype = _float_dtype(dtype, "gamma")
     shape = tuple(shape)
     alpha = _parameter(alpha, shape, dtype, "gamma", "alpha")
@@ -131,7 +138,14 @@ def gamma(shape, alpha, dtype=None, seed=None):
 
 
 def beta(shape, alpha, beta, dtype=None, seed=None):
-    """Beta samples ``X / (X + Y)`` with ``X ~ Gamma(alpha)``, ``Y ~ Gamma(beta)`` (both > 0)."""
+    """Beta samples ``X / (X + Y)`` with ``X ~ Gamma(alpha)``, ``Y ~ Gamma(beta)`` (both > 0).
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.random.beta((4,), alpha=2.0, beta=3.0, seed=0)
+        >>> ops.shape(x), bool(ops.all(ops.logical_and(ops.greater(x, 0.0), ops.less(x, 1.0))))
+        ((4,), True)
+    """
     dtype = _float_dtype(dtype, "beta")
     shape = tuple(shape)
     a = _parameter(alpha, shape, dtype, "beta", "alpha")
@@ -149,6 +163,11 @@ def binomial(shape, counts, probabilities, dtype=None, seed=None):
 
     Each trial is one uniform draw, so memory grows with ``max(counts)``: meant for
     moderate counts (up to a few thousand).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.random.binomial((3,), counts=5, probabilities=1.0, seed=0)).tolist()
+        [5.0, 5.0, 5.0]
     """
     dtype = _float_dtype(dtype, "binomial")
     shape = tuple(shape)

@@ -63,52 +63,114 @@ def _integer_binary(name: str, function: Callable, x: Any, y: Any) -> Any:
 
 # One function each (not made by a factory), so that each has a signature and a docstring in the source.
 def bitwise_and(x, y):
-    """NumPy's ``bitwise_and`` of two integer (or bool) arrays, computed on the host."""
+    """NumPy's ``bitwise_and`` of two integer (or bool) arrays, computed on the host.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.bitwise_and(ops.convert_to_tensor([12, 10]), ops.convert_to_tensor([10, 6]))).tolist()
+        [8, 2]
+    """
     return _integer_binary("bitwise_and", np.bitwise_and, x, y)
 
 
 def bitwise_or(x, y):
-    """NumPy's ``bitwise_or`` of two integer (or bool) arrays, computed on the host."""
+    """NumPy's ``bitwise_or`` of two integer (or bool) arrays, computed on the host.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.bitwise_or(ops.convert_to_tensor([12, 10]), ops.convert_to_tensor([10, 6]))).tolist()
+        [14, 14]
+    """
     return _integer_binary("bitwise_or", np.bitwise_or, x, y)
 
 
 def bitwise_xor(x, y):
-    """NumPy's ``bitwise_xor`` of two integer (or bool) arrays, computed on the host."""
+    """NumPy's ``bitwise_xor`` of two integer (or bool) arrays, computed on the host.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.bitwise_xor(ops.convert_to_tensor([12, 10]), ops.convert_to_tensor([10, 6]))).tolist()
+        [6, 12]
+    """
     return _integer_binary("bitwise_xor", np.bitwise_xor, x, y)
 
 
 def bitwise_left_shift(x, y):
-    """NumPy's ``left_shift`` of two integer (or bool) arrays, computed on the host."""
+    """NumPy's ``left_shift`` of two integer (or bool) arrays, computed on the host.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.bitwise_left_shift(ops.convert_to_tensor([1, 3]), ops.convert_to_tensor([2, 1]))).tolist()
+        [4, 6]
+    """
     return _integer_binary("bitwise_left_shift", np.left_shift, x, y)
 
 
 def bitwise_right_shift(x, y):
-    """NumPy's ``right_shift`` of two integer (or bool) arrays, computed on the host."""
+    """NumPy's ``right_shift`` of two integer (or bool) arrays, computed on the host.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.bitwise_right_shift(ops.convert_to_tensor([8, 6]), ops.convert_to_tensor([2, 1]))).tolist()
+        [2, 3]
+    """
     return _integer_binary("bitwise_right_shift", np.right_shift, x, y)
 
 
 def left_shift(x, y):
-    """NumPy's ``left_shift`` of two integer (or bool) arrays, computed on the host."""
+    """NumPy's ``left_shift`` of two integer (or bool) arrays, computed on the host.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.left_shift(ops.convert_to_tensor([1, 3]), ops.convert_to_tensor([2, 1]))).tolist()
+        [4, 6]
+    """
     return _integer_binary("left_shift", np.left_shift, x, y)
 
 
 def right_shift(x, y):
-    """NumPy's ``right_shift`` of two integer (or bool) arrays, computed on the host."""
+    """NumPy's ``right_shift`` of two integer (or bool) arrays, computed on the host.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.right_shift(ops.convert_to_tensor([8, 6]), ops.convert_to_tensor([2, 1]))).tolist()
+        [2, 3]
+    """
     return _integer_binary("right_shift", np.right_shift, x, y)
 
 
 def gcd(x, y):
-    """NumPy's ``gcd`` of two integer (or bool) arrays, computed on the host."""
+    """NumPy's ``gcd`` of two integer (or bool) arrays, computed on the host.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.gcd(ops.convert_to_tensor([12, 9]), ops.convert_to_tensor([8, 6]))).tolist()
+        [4, 3]
+    """
     return _integer_binary("gcd", np.gcd, x, y)
 
 
 def lcm(x, y):
-    """NumPy's ``lcm`` of two integer (or bool) arrays, computed on the host."""
+    """NumPy's ``lcm`` of two integer (or bool) arrays, computed on the host.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.lcm(ops.convert_to_tensor([4, 3]), ops.convert_to_tensor([6, 5]))).tolist()
+        [12, 15]
+    """
     return _integer_binary("lcm", np.lcm, x, y)
 
 
 def bitwise_invert(x):
-    """Bitwise NOT of an integer array (logical NOT of a bool array), computed on the host."""
+    """Bitwise NOT of an integer array (logical NOT of a bool array), computed on the host.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.bitwise_invert(ops.convert_to_tensor([0, 5]))).tolist()
+        [-1, -6]
+        >>> ops.to_numpy(ops.bitwise_invert(ops.convert_to_tensor([True, False]))).tolist()
+        [False, True]
+    """
     kind = _dtype_of(x)
     if not (dtypes.is_integer(kind) or kind == "bool"):
         raise TypeError(f"bitwise_invert: x must be an integer or bool array, received dtype {kind}")
@@ -116,7 +178,13 @@ def bitwise_invert(x):
 
 
 def bitwise_not(x):
-    """Alias of :func:`bitwise_invert`."""
+    """Alias of :func:`bitwise_invert`.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.bitwise_not(ops.convert_to_tensor([0, 5]))).tolist()
+        [-1, -6]
+    """
     return bitwise_invert(x)
 
 
@@ -128,6 +196,12 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, axis=None,
 
     Raises:
         ValueError: ``sorted=False`` (the result is always sorted, as NumPy's).
+
+    Example:
+        >>> from ember import ops
+        >>> values, counts = ops.unique(ops.convert_to_tensor([3, 1, 3, 2]), return_counts=True)
+        >>> ops.to_numpy(values).tolist(), ops.to_numpy(counts).tolist()
+        ([1, 2, 3], [1, 1, 2])
     """
     if not sorted:
         raise ValueError("unique: sorted=False is not supported; the unique values are always sorted")
@@ -155,6 +229,12 @@ def unravel_index(indices, shape):
 
     Raises:
         ValueError: an index out of range for ``shape``.
+
+    Example:
+        >>> from ember import ops
+        >>> rows, cols = ops.unravel_index(ops.convert_to_tensor([5, 1]), (2, 3))
+        >>> ops.to_numpy(rows).tolist(), ops.to_numpy(cols).tolist()
+        ([1, 0], [2, 1])
     """
     host = _host(indices).astype(np.int64)
     total = int(np.prod(shape))
@@ -168,6 +248,11 @@ def argpartition(x, kth, axis=-1):
     """Indices (int32) that partition ``x`` around its ``kth`` smallest element along ``axis``.
 
     Computed as a stable ``argsort`` (a valid partition; NumPy's own order within the parts differs).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.argpartition(ops.convert_to_tensor([3.0, 1.0, 2.0]), 1)).tolist()
+        [1, 2, 0]
     """
     host = _host(x)
     if not -host.shape[axis] <= kth < host.shape[axis]:
@@ -176,7 +261,14 @@ def argpartition(x, kth, axis=-1):
 
 
 def nextafter(x1, x2):
-    """The next representable float after ``x1`` towards ``x2``, in ``x1``'s dtype."""
+    """The next representable float after ``x1`` towards ``x2``, in ``x1``'s dtype.
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.convert_to_tensor([1.0])
+        >>> ops.to_numpy(ops.subtract(ops.nextafter(x, ops.convert_to_tensor([2.0])), x)).tolist()
+        [1.1920928955078125e-07]
+    """
     kind = dtypes.result_type(*(_weak(v) for v in (x1, x2)))
     if not dtypes.is_float(kind) or kind == "bfloat16":
         kind = dtypes.floatx() if not dtypes.is_float(kind) else kind

@@ -32,7 +32,14 @@ def _square(op: str, x: Any) -> None:
 
 
 def cholesky_inverse(x, upper=False):
-    """Inverse of ``A`` from its Cholesky factor ``x`` (``A = x x^T``, or ``x^T x`` when ``upper``)."""
+    """Inverse of ``A`` from its Cholesky factor ``x`` (``A = x x^T``, or ``x^T x`` when ``upper``).
+
+    Example:
+        >>> from ember import ops
+        >>> factor = ops.convert_to_tensor([[2.0, 0.0], [1.0, 1.0]])  # A = factor @ factor.T
+        >>> ops.to_numpy(ops.cholesky_inverse(factor)).astype(float).round(4).tolist()
+        [[0.5, -0.5], [-0.5, 1.0]]
+    """
     x = _float(x)
     _square("cholesky_inverse", x)
     factor_t = ops.swapaxes(x, -1, -2)
@@ -41,7 +48,13 @@ def cholesky_inverse(x, upper=False):
 
 
 def logdet(x):
-    """``log(det(x))`` of (a batch of) positive-definite matrices, from the log-determinant of ``slogdet``."""
+    """``log(det(x))`` of (a batch of) positive-definite matrices, from the log-determinant of ``slogdet``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.logdet(ops.convert_to_tensor([[2.0, 0.0], [0.0, 2.0]]))).astype(float).round(4).tolist()
+        1.3863
+    """
     x = _float(x)
     _square("logdet", x)
     return ops.linalg.slogdet(x)[1]
@@ -52,6 +65,12 @@ def lu_factor(x):
 
     ``lu`` holds ``U`` on and above the diagonal and the unit-lower ``L`` below it; ``pivots[i]``
     is the row swapped with row ``i`` (int32). A 2-D matrix, eliminated one column at a time.
+
+    Example:
+        >>> from ember import ops
+        >>> lu, pivots = ops.lu_factor(ops.convert_to_tensor([[1.0, 2.0], [3.0, 4.0]]))
+        >>> ops.to_numpy(lu).astype(float).round(4).tolist(), ops.to_numpy(pivots).tolist()
+        ([[3.0, 4.0], [0.3333, 0.6667]], [1, 1])
     """
     x = _float(x)
     _square("lu_factor", x)
@@ -81,7 +100,13 @@ def lu_factor(x):
 
 
 def matrix_rank(x, tol=None):
-    """Number of singular values above ``tol`` (default ``max(M, N) * eps * largest``), as int32."""
+    """Number of singular values above ``tol`` (default ``max(M, N) * eps * largest``), as int32.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.matrix_rank(ops.convert_to_tensor([[1.0, 2.0], [2.0, 4.0]]))).tolist()
+        1
+    """
     x = _float(x)
     singular = ops.linalg.svd(x, compute_uv=False)
     if tol is None:
@@ -91,14 +116,28 @@ def matrix_rank(x, tol=None):
 
 
 def solve_triangular(a, b, lower=False):
-    """Solve ``a x = b`` for triangular ``a`` (only its ``lower`` or upper triangle is read)."""
+    """Solve ``a x = b`` for triangular ``a`` (only its ``lower`` or upper triangle is read).
+
+    Example:
+        >>> from ember import ops
+        >>> a, b = ops.convert_to_tensor([[2.0, 0.0], [1.0, 1.0]]), ops.convert_to_tensor([[2.0], [3.0]])
+        >>> ops.to_numpy(ops.solve_triangular(a, b, lower=True)).astype(float).round(4).tolist()
+        [[1.0], [2.0]]
+    """
     a = _float(a)
     _square("solve_triangular", a)
     return ops.linalg.solve(tril(a) if lower else triu(a), _float(b))
 
 
 def cdist(x, y):
-    """Euclidean distances between the rows of ``x`` (``(..., m, d)``) and of ``y`` (``(..., n, d)``)."""
+    """Euclidean distances between the rows of ``x`` (``(..., m, d)``) and of ``y`` (``(..., n, d)``).
+
+    Example:
+        >>> from ember import ops
+        >>> x, y = ops.convert_to_tensor([[0.0, 0.0]]), ops.convert_to_tensor([[3.0, 4.0], [0.0, 1.0]])
+        >>> ops.to_numpy(ops.cdist(x, y)).astype(float).round(4).tolist()
+        [[5.0, 1.0]]
+    """
     x, y = _float(x), _float(y)
     difference = ops.subtract(ops.expand_dims(x, -2), ops.expand_dims(y, -3))
     return ops.sqrt(ops.sum(ops.square(difference), axis=-1))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math as _math
 from typing import Any
 
-from ember import dtypes, ops
+from ember import dtypes, global_settings, ops
 
 __all__ = [
     "celu", "glu", "hard_shrink", "hard_silu", "hard_swish", "hard_tanh", "log_sigmoid", "soft_shrink",
@@ -29,7 +29,6 @@ __all__ = [
     "segment_prod",
 ]
 
-EPSILON = 1e-7  # Keras's backend.epsilon()
 
 
 def _float(x: Any) -> Any:
@@ -38,7 +37,13 @@ def _float(x: Any) -> Any:
 
 
 def celu(x, alpha=1.0):
-    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.celu(ops.convert_to_tensor([-1.0, 0.0, 2.0]))).astype(float).round(4).tolist()
+        [-0.6321, 0.0, 2.0]
+    """
     x = _float(x)
     negative = ops.multiply(alpha, ops.expm1(ops.divide(ops.minimum(x, 0.0), alpha)))
     return ops.add(ops.maximum(x, 0.0), negative)
@@ -49,6 +54,11 @@ def glu(x, axis=-1):
 
     Raises:
         ValueError: an odd length along ``axis``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.glu(ops.convert_to_tensor([[1.0, 0.0], [4.0, 0.0]]))).tolist()
+        [[0.5], [2.0]]
     """
     x = _float(x)
     if ops.shape(x)[axis] % 2:
@@ -58,7 +68,13 @@ def glu(x, axis=-1):
 
 
 def hard_shrink(x, threshold=0.5):
-    """``x`` where ``|x| > threshold``, else 0."""
+    """``x`` where ``|x| > threshold``, else 0.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.hard_shrink(ops.convert_to_tensor([-1.0, 0.25, 0.75]))).tolist()
+        [-1.0, 0.0, 0.75]
+    """
     x = _float(x)
     return ops.where(ops.greater(ops.abs(x), threshold), x, ops.zeros_like(x))
 
@@ -68,47 +84,95 @@ def _hard_sigmoid(x):
 
 
 def hard_silu(x):
-    """``x * relu6(x + 3) / 6`` (Keras's hard SiLU / hard swish)."""
+    """``x * relu6(x + 3) / 6`` (Keras's hard SiLU / hard swish).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.hard_silu(ops.convert_to_tensor([0.0, 1.5, 3.0]))).tolist()
+        [0.0, 1.125, 3.0]
+    """
     x = _float(x)
     return ops.multiply(x, _hard_sigmoid(x))
 
 
 def hard_swish(x):
-    """Alias of :func:`hard_silu`."""
+    """Alias of :func:`hard_silu`.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.hard_swish(ops.convert_to_tensor([0.0, 1.5, 3.0]))).tolist()
+        [0.0, 1.125, 3.0]
+    """
     return hard_silu(x)
 
 
 def hard_tanh(x):
-    """``clip(x, -1, 1)``."""
+    """``clip(x, -1, 1)``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.hard_tanh(ops.convert_to_tensor([-2.0, 0.5, 3.0]))).tolist()
+        [-1.0, 0.5, 1.0]
+    """
     return ops.clip(_float(x), -1.0, 1.0)
 
 
 def log_sigmoid(x):
-    """``log(sigmoid(x)) = -softplus(-x)``, stable for large ``|x|``."""
+    """``log(sigmoid(x)) = -softplus(-x)``, stable for large ``|x|``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.log_sigmoid(ops.convert_to_tensor([0.0, -100.0]))).astype(float).round(4).tolist()
+        [-0.6931, -100.0]
+    """
     return ops.negative(ops.nn.softplus(ops.negative(_float(x))))
 
 
 def soft_shrink(x, threshold=0.5):
-    """``x - threshold`` above ``threshold``, ``x + threshold`` below ``-threshold``, else 0."""
+    """``x - threshold`` above ``threshold``, ``x + threshold`` below ``-threshold``, else 0.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.soft_shrink(ops.convert_to_tensor([-1.0, 0.25, 1.0]))).tolist()
+        [-0.5, 0.0, 0.5]
+    """
     x = _float(x)
     shrunk = ops.where(ops.greater(x, threshold), ops.subtract(x, threshold), ops.add(x, threshold))
     return ops.where(ops.greater(ops.abs(x), threshold), shrunk, ops.zeros_like(x))
 
 
 def sparse_plus(x):
-    """0 for ``x <= -1``, ``x`` for ``x >= 1``, ``(x + 1)**2 / 4`` between."""
+    """0 for ``x <= -1``, ``x`` for ``x >= 1``, ``(x + 1)**2 / 4`` between.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.sparse_plus(ops.convert_to_tensor([-2.0, 0.0, 2.0]))).tolist()
+        [0.0, 0.25, 2.0]
+    """
     x = _float(x)
     middle = ops.divide(ops.square(ops.add(x, 1.0)), 4.0)
     return ops.where(ops.less_equal(x, -1.0), ops.zeros_like(x), ops.where(ops.greater_equal(x, 1.0), x, middle))
 
 
 def sparse_sigmoid(x):
-    """0 for ``x <= -1``, 1 for ``x >= 1``, ``(x + 1) / 2`` between."""
+    """0 for ``x <= -1``, 1 for ``x >= 1``, ``(x + 1) / 2`` between.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.sparse_sigmoid(ops.convert_to_tensor([-2.0, 0.0, 2.0]))).tolist()
+        [0.0, 0.5, 1.0]
+    """
     return ops.clip(ops.divide(ops.add(_float(x), 1.0), 2.0), 0.0, 1.0)
 
 
 def sparsemax(x, axis=-1):
-    """Euclidean projection of ``x`` onto the probability simplex along ``axis`` (Martins & Astudillo, 2016)."""
+    """Euclidean projection of ``x`` onto the probability simplex along ``axis`` (Martins & Astudillo, 2016).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.sparsemax(ops.convert_to_tensor([[1.0, 0.5], [3.0, 0.0]]))).tolist()
+        [[0.75, 0.25], [1.0, 0.0]]
+    """
     x = ops.moveaxis(_float(x), axis, -1)
     ordered = ops.flip(ops.sort(x, axis=-1), axis=-1)
     cumulative = ops.cumsum(ops.stop_gradient(ordered), axis=-1)
@@ -121,33 +185,63 @@ def sparsemax(x, axis=-1):
 
 
 def squareplus(x, b=4):
-    """``(x + sqrt(x**2 + b)) / 2``."""
+    """``(x + sqrt(x**2 + b)) / 2``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.squareplus(ops.convert_to_tensor([0.0, 1.5]))).tolist()
+        [1.0, 2.0]
+    """
     x = _float(x)
     return ops.divide(ops.add(x, ops.sqrt(ops.add(ops.square(x), b))), 2.0)
 
 
 def swish(x):
-    """Alias of ``ops.nn.silu``."""
+    """Alias of ``ops.nn.silu``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.swish(ops.convert_to_tensor([0.0, 1.0]))).astype(float).round(4).tolist()
+        [0.0, 0.7311]
+    """
     return ops.nn.silu(_float(x))
 
 
 def tanh_shrink(x):
-    """``x - tanh(x)``."""
+    """``x - tanh(x)``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.tanh_shrink(ops.convert_to_tensor([0.0, 1.0]))).astype(float).round(4).tolist()
+        [0.0, 0.2384]
+    """
     x = _float(x)
     return ops.subtract(x, ops.tanh(x))
 
 
 def threshold(x, threshold, default_value):
-    """``x`` where ``x > threshold``, else ``default_value``."""
+    """``x`` where ``x > threshold``, else ``default_value``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.threshold(ops.convert_to_tensor([-1.0, 2.0]), 0.0, -5.0)).tolist()
+        [-5.0, 2.0]
+    """
     x = _float(x)
     return ops.where(ops.greater(x, threshold), x, ops.full_like(x, default_value))
 
 
 # ------------------------------------------------------------------------ normalizations
 def normalize(x, axis=-1, order=2, epsilon=None):
-    """``x`` divided by its ``order``-norm along ``axis`` (at least ``epsilon``)."""
+    """``x`` divided by its ``order``-norm along ``axis`` (at least ``epsilon``).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.normalize(ops.convert_to_tensor([[3.0, 4.0]]))).astype(float).round(4).tolist()
+        [[0.6, 0.8]]
+    """
     x = _float(x)
-    epsilon = EPSILON if epsilon is None else epsilon
+    epsilon = global_settings.epsilon() if epsilon is None else epsilon
     if order == 2:
         squares = ops.sum(ops.square(x), axis=axis, keepdims=True)
         return ops.multiply(x, ops.rsqrt(ops.maximum(squares, epsilon * epsilon)))
@@ -164,7 +258,15 @@ def _broadcast_along(vector, axis, rank):
 
 
 def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):
-    """``(x - mean) / sqrt(variance + epsilon) * scale + offset``, the 1-D statistics along ``axis``."""
+    """``(x - mean) / sqrt(variance + epsilon) * scale + offset``, the 1-D statistics along ``axis``.
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.convert_to_tensor([[1.0, 2.0], [3.0, 6.0]])
+        >>> y = ops.batch_normalization(x, mean=[2.0, 4.0], variance=[1.0, 4.0], axis=-1, epsilon=0.0)
+        >>> ops.to_numpy(y).tolist()
+        [[-1.0, -1.0], [1.0, 1.0]]
+    """
     x = _float(x)
     rank = ops.ndim(x)
     mean, variance = _broadcast_along(_float(mean), axis, rank), _broadcast_along(_float(variance), axis, rank)
@@ -177,7 +279,13 @@ def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilo
 
 
 def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=None):
-    """Normalize over ``axis`` to zero mean and unit variance, then scale by ``gamma`` and shift by ``beta``."""
+    """Normalize over ``axis`` to zero mean and unit variance, then scale by ``gamma`` and shift by ``beta``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.layer_normalization(ops.convert_to_tensor([[1.0, 3.0]]))).astype(float).round(2).tolist()
+        [[-1.0, 1.0]]
+    """
     x = _float(x)
     epsilon = 1e-3 if epsilon is None else epsilon
     mean = ops.mean(x, axis=axis, keepdims=True)
@@ -191,38 +299,65 @@ def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=None):
 
 
 def rms_normalization(x, scale=None, axis=-1, epsilon=None):
-    """``x / sqrt(mean(x**2, axis) + epsilon) * scale``."""
+    """``x / sqrt(mean(x**2, axis) + epsilon) * scale``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.rms_normalization(ops.convert_to_tensor([[2.0, -2.0]]))).astype(float).round(4).tolist()
+        [[1.0, -1.0]]
+    """
     x = _float(x)
-    epsilon = EPSILON if epsilon is None else epsilon
+    epsilon = global_settings.epsilon() if epsilon is None else epsilon
     y = ops.multiply(x, ops.rsqrt(ops.add(ops.mean(ops.square(x), axis=axis, keepdims=True), epsilon)))
     return y if scale is None else ops.multiply(y, scale)
 
 
 # ------------------------------------------------------------------------ losses
 def binary_crossentropy(target, output, from_logits=False):
-    """Elementwise binary cross-entropy (probabilities clipped to ``[1e-7, 1 - 1e-7]``)."""
+    """Elementwise binary cross-entropy (probabilities clipped to ``[1e-7, 1 - 1e-7]``).
+
+    Example:
+        >>> from ember import ops
+        >>> target, output = ops.convert_to_tensor([1.0, 0.0]), ops.convert_to_tensor([0.5, 0.5])
+        >>> ops.to_numpy(ops.binary_crossentropy(target, output)).astype(float).round(4).tolist()
+        [0.6931, 0.6931]
+    """
     target, output = _float(target), _float(output)
     if from_logits:
         return ops.add(ops.subtract(ops.maximum(output, 0.0), ops.multiply(output, target)),
                        ops.log1p(ops.exp(ops.negative(ops.abs(output)))))
-    output = ops.clip(output, EPSILON, 1.0 - EPSILON)
+    output = ops.clip(output, global_settings.epsilon(), 1.0 - global_settings.epsilon())
     return ops.negative(ops.add(ops.multiply(target, ops.log(output)),
                                 ops.multiply(ops.subtract(1.0, target), ops.log(ops.subtract(1.0, output)))))
 
 
 def categorical_crossentropy(target, output, from_logits=False, axis=-1):
-    """Cross-entropy between one-hot (or soft) ``target`` and ``output`` along ``axis``."""
+    """Cross-entropy between one-hot (or soft) ``target`` and ``output`` along ``axis``.
+
+    Example:
+        >>> from ember import ops
+        >>> target, output = ops.convert_to_tensor([[0.0, 1.0]]), ops.convert_to_tensor([[0.5, 0.5]])
+        >>> ops.to_numpy(ops.categorical_crossentropy(target, output)).astype(float).round(4).tolist()
+        [0.6931]
+    """
     target, output = _float(target), _float(output)
     if from_logits:
         log_probabilities = ops.nn.log_softmax(output, axis=axis)
     else:
         output = ops.divide(output, ops.sum(output, axis=axis, keepdims=True))
-        log_probabilities = ops.log(ops.clip(output, EPSILON, 1.0 - EPSILON))
+        log_probabilities = ops.log(ops.clip(output, global_settings.epsilon(), 1.0 - global_settings.epsilon()))
     return ops.negative(ops.sum(ops.multiply(target, log_probabilities), axis=axis))
 
 
 def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
-    """Cross-entropy between integer class ``target`` and ``output`` along ``axis``."""
+    """Cross-entropy between integer class ``target`` and ``output`` along ``axis``.
+
+    Example:
+        >>> from ember import ops
+        >>> target, output = ops.convert_to_tensor([1]), ops.convert_to_tensor([[0.5, 0.5]])
+        >>> ops.to_numpy(ops.sparse_categorical_crossentropy(target, output)).astype(float).round(4).tolist()
+        [0.6931]
+    """
     output = _float(output)
     depth = ops.shape(output)[axis]
     target = target if ops.is_array(target) else ops.convert_to_tensor(target)
@@ -235,6 +370,11 @@ def multi_hot(inputs, num_classes=None, axis=-1, dtype=None, sparse=False):
 
     Raises:
         ValueError: ``num_classes`` missing or ``sparse=True``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.multi_hot(ops.convert_to_tensor([[0, 2], [1, 1]]), num_classes=3)).tolist()
+        [[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
     """
     if num_classes is None:
         raise ValueError("multi_hot: num_classes is required")
@@ -248,11 +388,18 @@ def multi_hot(inputs, num_classes=None, axis=-1, dtype=None, sparse=False):
 
 # ------------------------------------------------------------------------ convolution and pooling
 def _data_format(data_format):
-    return "channels_last" if data_format is None else data_format
+    return global_settings.image_data_format() if data_format is None else data_format
 
 
 def depthwise_conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
-    """Depthwise convolution: each input channel convolved with its own ``(..., in, multiplier)`` filters."""
+    """Depthwise convolution: each input channel convolved with its own ``(..., in, multiplier)`` filters.
+
+    Example:
+        >>> from ember import ops
+        >>> y = ops.depthwise_conv(ops.ones((1, 5, 5, 2)), ops.ones((3, 3, 2, 1)))
+        >>> ops.shape(y), ops.to_numpy(y)[0, 0, 0].tolist()
+        ((1, 3, 3, 2), [9.0, 9.0])
+    """
     kernel = _float(kernel)
     shape = tuple(ops.shape(kernel))
     grouped = ops.reshape(kernel, shape[:-2] + (1, shape[-2] * shape[-1]))
@@ -262,13 +409,27 @@ def depthwise_conv(inputs, kernel, strides=1, padding="valid", data_format=None,
 
 def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1, padding="valid", data_format=None,
                    dilation_rate=1):
-    """Depthwise convolution followed by a pointwise (1x1) convolution."""
+    """Depthwise convolution followed by a pointwise (1x1) convolution.
+
+    Example:
+        >>> from ember import ops
+        >>> y = ops.separable_conv(ops.ones((1, 5, 5, 2)), ops.ones((3, 3, 2, 1)), ops.ones((1, 1, 2, 4)))
+        >>> ops.shape(y), ops.to_numpy(y)[0, 0, 0].tolist()
+        ((1, 3, 3, 4), [18.0, 18.0, 18.0, 18.0])
+    """
     hidden = depthwise_conv(inputs, depthwise_kernel, strides, padding, data_format, dilation_rate)
     return ops.nn.conv(hidden, pointwise_kernel, strides=1, padding="valid", data_format=_data_format(data_format))
 
 
 def average_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
-    """Alias of ``ops.nn.avg_pool`` (Keras's name)."""
+    """Alias of ``ops.nn.avg_pool`` (Keras's name).
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.reshape(ops.arange(4, dtype='float32'), (1, 4, 1))
+        >>> ops.to_numpy(ops.average_pool(x, 2)).ravel().tolist()
+        [0.5, 2.5]
+    """
     return ops.nn.avg_pool(inputs, pool_size, strides=strides, padding=padding, data_format=_data_format(data_format))
 
 
@@ -298,12 +459,26 @@ def _adaptive_pool(op, inputs, output_size, data_format, reduce):
 
 
 def adaptive_average_pool(inputs, output_size, data_format=None):
-    """Average pooling to a fixed ``output_size`` (bins as in PyTorch's adaptive pooling)."""
+    """Average pooling to a fixed ``output_size`` (bins as in PyTorch's adaptive pooling).
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.reshape(ops.arange(6, dtype='float32'), (1, 6, 1))
+        >>> ops.to_numpy(ops.adaptive_average_pool(x, 2)).ravel().tolist()
+        [1.0, 4.0]
+    """
     return _adaptive_pool("adaptive_average_pool", inputs, output_size, data_format, ops.mean)
 
 
 def adaptive_max_pool(inputs, output_size, data_format=None):
-    """Max pooling to a fixed ``output_size`` (bins as in PyTorch's adaptive pooling)."""
+    """Max pooling to a fixed ``output_size`` (bins as in PyTorch's adaptive pooling).
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.reshape(ops.arange(6, dtype='float32'), (1, 6, 1))
+        >>> ops.to_numpy(ops.adaptive_max_pool(x, 2)).ravel().tolist()
+        [2.0, 5.0]
+    """
     return _adaptive_pool("adaptive_max_pool", inputs, output_size, data_format, ops.max)
 
 
@@ -313,10 +488,18 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, i
     """Scaled dot-product attention on ``(batch, length, heads, head_dim)`` arrays (Keras's layout).
 
     ``mask`` (bool, broadcast to ``(batch, heads, query_length, key_length)``) keeps the
-    positions where it is True; ``is_causal`` also hides later keys.
+    positions where it is True; ``is_causal`` also hides later keys. Runs
+    ``ops.nn.dot_product_attention`` (the backend's fused kernel where it has one).
 
     Raises:
         ValueError: ``flash_attention=True`` (Ember has no flash-attention kernel).
+
+    Example:
+        >>> from ember import ops
+        >>> q, k, v = ops.ones((1, 3, 2, 4)), ops.ones((1, 5, 2, 4)), ops.ones((1, 5, 2, 4))
+        >>> y = ops.dot_product_attention(q, k, v)
+        >>> ops.shape(y), bool(ops.all(ops.equal(y, 1.0)))
+        ((1, 3, 2, 4), True)
     """
     if flash_attention:
         raise ValueError("dot_product_attention: flash_attention=True is not available in Ember; "
@@ -325,32 +508,33 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, i
     if ops.ndim(query) != 4 or ops.ndim(key) != 4 or ops.ndim(value) != 4:
         raise ValueError("dot_product_attention: query, key and value must be (batch, length, heads, head_dim), "
                          f"received shapes {ops.shape(query)}, {ops.shape(key)}, {ops.shape(value)}")
-    head_dim = ops.shape(query)[-1]
-    scale = 1.0 / _math.sqrt(head_dim) if scale is None else scale
-    logits = ops.multiply(ops.einsum("bqhd,bkhd->bhqk", query, key), scale)
-    if bias is not None:
-        logits = ops.add(logits, bias)
-    if attn_logits_soft_cap is not None:
-        logits = ops.multiply(ops.tanh(ops.divide(logits, attn_logits_soft_cap)), attn_logits_soft_cap)
-    keep = None if mask is None else ops.cast(mask, "bool")
-    if is_causal:
-        q_len, k_len = ops.shape(query)[1], ops.shape(key)[1]
-        causal = ops.greater_equal(ops.expand_dims(ops.arange(q_len), 1), ops.expand_dims(ops.arange(k_len), 0))
-        keep = causal if keep is None else ops.logical_and(keep, causal)
-    if keep is not None:
-        logits = ops.where(keep, logits, ops.full_like(logits, -1e9 if ops.dtype(logits) != "float16" else -6e4))
-    weights = ops.nn.softmax(logits, axis=-1)
-    return ops.einsum("bhqk,bkhd->bqhd", weights, value)
+    # The protocol op: the backend's fused kernel (torch's F.scaled_dot_product_attention, MLX's
+    # mx.fast one) or the composite (NumPy); see ember.backends._spec.nn.dot_product_attention.
+    return ops.nn.dot_product_attention(query, key, value, bias=bias, mask=mask, scale=scale, is_causal=is_causal,
+                                        attn_logits_soft_cap=attn_logits_soft_cap)
 
 
 def psnr(x1, x2, max_val):
-    """Peak signal-to-noise ratio ``20 log10(max_val) - 10 log10(mean((x1 - x2)**2))`` in dB."""
+    """Peak signal-to-noise ratio ``20 log10(max_val) - 10 log10(mean((x1 - x2)**2))`` in dB.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.psnr(ops.zeros((4,)), ops.ones((4,)), 10.0)).astype(float).round(3).tolist()
+        20.0
+    """
     mse = ops.mean(ops.square(ops.subtract(_float(x1), _float(x2))))
     return ops.subtract(20.0 * _math.log10(max_val), ops.multiply(10.0 / _math.log(10.0), ops.log(mse)))
 
 
 def in_top_k(targets, predictions, k):
-    """True where the class ``targets[i]`` is among the ``k`` highest ``predictions[i]`` (ties count in)."""
+    """True where the class ``targets[i]`` is among the ``k`` highest ``predictions[i]`` (ties count in).
+
+    Example:
+        >>> from ember import ops
+        >>> predictions = ops.convert_to_tensor([[1.0, 3.0], [1.0, 3.0]])
+        >>> ops.to_numpy(ops.in_top_k(ops.convert_to_tensor([1, 0]), predictions, k=1)).tolist()
+        [True, False]
+    """
     predictions = _float(predictions)
     targets = ops.cast(targets if ops.is_array(targets) else ops.convert_to_tensor(targets), "int32")
     target_score = ops.take_along_axis(predictions, ops.expand_dims(targets, -1), axis=-1)
@@ -359,7 +543,15 @@ def in_top_k(targets, predictions, k):
 
 
 def depth_to_space(x, block_size, data_format="channels_last"):
-    """Move blocks of channels into ``block_size x block_size`` spatial blocks (4-D inputs)."""
+    """Move blocks of channels into ``block_size x block_size`` spatial blocks (4-D inputs).
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.reshape(ops.arange(4), (1, 1, 1, 4))
+        >>> y = ops.depth_to_space(x, 2)
+        >>> ops.shape(y), ops.to_numpy(y)[0, :, :, 0].tolist()
+        ((1, 2, 2, 1), [[0, 1], [2, 3]])
+    """
     x = x if ops.is_array(x) else ops.convert_to_tensor(x)
     if data_format == "channels_first":
         x = ops.transpose(x, (0, 2, 3, 1))
@@ -373,7 +565,15 @@ def depth_to_space(x, block_size, data_format="channels_last"):
 
 
 def space_to_depth(x, block_size, data_format="channels_last"):
-    """Move ``block_size x block_size`` spatial blocks into channels (4-D inputs)."""
+    """Move ``block_size x block_size`` spatial blocks into channels (4-D inputs).
+
+    Example:
+        >>> from ember import ops
+        >>> x = ops.reshape(ops.arange(4), (1, 2, 2, 1))
+        >>> y = ops.space_to_depth(x, 2)
+        >>> ops.shape(y), ops.to_numpy(y).ravel().tolist()
+        ((1, 1, 1, 4), [0, 1, 2, 3])
+    """
     x = x if ops.is_array(x) else ops.convert_to_tensor(x)
     if data_format == "channels_first":
         x = ops.transpose(x, (0, 2, 3, 1))
@@ -386,7 +586,13 @@ def space_to_depth(x, block_size, data_format="channels_last"):
 
 
 def extract_sequences(x, sequence_length, sequence_stride):
-    """Frames of ``sequence_length`` taken every ``sequence_stride`` along the last axis: ``(..., frames, length)``."""
+    """Frames of ``sequence_length`` taken every ``sequence_stride`` along the last axis: ``(..., frames, length)``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.extract_sequences(ops.arange(5), 2, 2)).tolist()
+        [[0, 1], [2, 3]]
+    """
     x = x if ops.is_array(x) else ops.convert_to_tensor(x)
     length = ops.shape(x)[-1]
     if sequence_length > length:
@@ -402,7 +608,13 @@ def _pair(value):
 
 
 def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
-    """Sliding ``kernel_size`` patches of a ``(N, C, H, W)`` array as ``(N, C * kh * kw, L)`` (PyTorch's unfold)."""
+    """Sliding ``kernel_size`` patches of a ``(N, C, H, W)`` array as ``(N, C * kh * kw, L)`` (PyTorch's unfold).
+
+    Example:
+        >>> from ember import ops
+        >>> ops.shape(ops.unfold(ops.ones((1, 1, 3, 3)), 2))
+        (1, 4, 4)
+    """
     x = x if ops.is_array(x) else ops.convert_to_tensor(x)
     if ops.ndim(x) != 4:
         raise ValueError(f"unfold: x must be (N, C, H, W), received shape {ops.shape(x)}")
@@ -420,13 +632,27 @@ def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def segment_min(data, segment_ids, num_segments=None, sorted=False):
-    """Minimum of ``data`` rows per segment (the negated ``ops.segment_max`` of ``-data``)."""
+    """Minimum of ``data`` rows per segment (the negated ``ops.segment_max`` of ``-data``).
+
+    Example:
+        >>> from ember import ops
+        >>> data, ids = ops.convert_to_tensor([5.0, 1.0, 3.0]), ops.convert_to_tensor([0, 0, 1])
+        >>> ops.to_numpy(ops.segment_min(data, ids, num_segments=2)).tolist()
+        [1.0, 3.0]
+    """
     data = data if ops.is_array(data) else ops.convert_to_tensor(data)
     return ops.negative(ops.segment_max(ops.negative(data), segment_ids, num_segments=num_segments))
 
 
 def segment_prod(data, segment_ids, num_segments=None, sorted=False):
-    """Product of ``data`` rows per segment: magnitudes summed in log space, signs and zeros counted."""
+    """Product of ``data`` rows per segment: magnitudes summed in log space, signs and zeros counted.
+
+    Example:
+        >>> from ember import ops
+        >>> data, ids = ops.convert_to_tensor([2.0, -3.0, 4.0]), ops.convert_to_tensor([0, 0, 1])
+        >>> ops.to_numpy(ops.segment_prod(data, ids, num_segments=2)).astype(float).round(3).tolist()
+        [-6.0, 4.0]
+    """
     data = _float(data)
     zero = ops.equal(data, 0)
     magnitude = ops.where(zero, ops.ones_like(data), ops.abs(data))

@@ -31,25 +31,57 @@ def _length(op: str, x) -> int:
 
 
 def bartlett(x):
-    """Bartlett (triangular) window of length ``x``."""
+    """Bartlett (triangular) window of length ``x``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.bartlett(5)).astype(float).round(4).tolist()
+        [0.0, 0.5, 1.0, 0.5, 0.0]
+    """
     return _window("bartlett", x, np.bartlett(_length("bartlett", x)))
 
 
 def blackman(x):
-    """Blackman window of length ``x``."""
+    """Blackman window of length ``x``.
+
+    Example:
+        >>> from ember import ops
+        >>> window = ops.to_numpy(ops.blackman(5))
+        >>> window.shape, window[1:4].astype(float).round(4).tolist()
+        ((5,), [0.34, 1.0, 0.34])
+    """
     return _window("blackman", x, np.blackman(_length("blackman", x)))
 
 
 def hamming(x):
-    """Hamming window of length ``x``."""
+    """Hamming window of length ``x``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.hamming(3)).astype(float).round(4).tolist()
+        [0.08, 1.0, 0.08]
+    """
     return _window("hamming", x, np.hamming(_length("hamming", x)))
 
 
 def hanning(x):
-    """Hann window of length ``x``."""
+    """Hann window of length ``x``.
+
+    Example:
+        >>> from ember import ops
+        >>> window = ops.to_numpy(ops.hanning(5))
+        >>> window.shape, window[1:4].astype(float).round(4).tolist()
+        ((5,), [0.5, 1.0, 0.5])
+    """
     return _window("hanning", x, np.hanning(_length("hanning", x)))
 
 
 def kaiser(x, beta):
-    """Kaiser window of length ``x`` and shape ``beta``."""
+    """Kaiser window of length ``x`` and shape ``beta``.
+
+    Example:
+        >>> from ember import ops
+        >>> ops.to_numpy(ops.kaiser(3, 5.0)).astype(float).round(4).tolist()
+        [0.0367, 1.0, 0.0367]
+    """
     return _window("kaiser", x, np.kaiser(_length("kaiser", x), beta))
