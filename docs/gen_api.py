@@ -36,6 +36,7 @@ NAMESPACES = (
     ("ops_nn", "ember.ops.nn", "Ops: nn"),
     ("ops_stats", "ember.ops.stats", "Ops: stats"),
     ("ops_random", "ember.ops.random", "Ops: random"),
+    ("ops_image", "ember.ops.image", "Ops: image"),
     ("optimizers", "ember.optimizers", "Optimizers"),
     ("losses", "ember.losses", "Losses"),
     ("metrics", "ember.metrics", "Metrics"),
@@ -54,6 +55,12 @@ NAMESPACES = (
     ("dtype_policies", "ember.dtype_policies", "Dtype policies"),
     ("backends", "ember.backends", "Backends"),
     ("utils", "ember.utils", "Utilities"),
+    ("config", "ember.config", "Config (Keras's global settings)"),
+    ("backend", "ember.backend", "Backend (Keras's keras.backend names)"),
+    ("tree", "ember.tree", "Tree"),
+    ("quantizers", "ember.quantizers", "Quantizers"),
+    ("causal", "ember.causal", "Causal context of spiking networks"),
+    ("applications", "ember.applications", "Applications"),
 )
 
 # The namespaces the ops are bound into at run time; their docstrings live in the op protocol.
