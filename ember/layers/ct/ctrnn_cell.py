@@ -29,35 +29,31 @@ initialized to ``log(e - 1)`` so that ``tau = 1``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, ClassVar
 
-from ember import activations, initializers, ops
+from ember import ops
 from ember.layers.ct._common import motor_output, step_size
-from ember.layers.ncp._common import (
-    built_wiring,
-    check_features,
-    compact_repr,
-    default_name,
-    normalize_wiring,
-    to_mask,
-)
-from ember.layers.rnn.cell import RNNCell, init_weight
+from ember.layers.ncp._common import default_name
+from ember.layers.ncp.ncp_cell import NCPCell
 from ember.validation import check_positive_int
 
 TAU_ONE = math.log(math.e - 1.0)  # softplus(TAU_ONE) = 1
 
 
-class CTRNNCell(RNNCell):
-    """A continuous-time RNN cell on a wiring (equations in the module docstring).
+class CTRNNCell(NCPCell):
+    """A continuous-time RNN cell on a wiring (equations in the module docstring): the wired
+    recurrence of :class:`~ember.layers.NCPCell` as the drive of ``dh/dt = -h / tau + drive``.
 
     Args:
         wiring: an :class:`~ember.wirings.Wiring`, or an int ``units`` for
             ``FullyConnected(units)``. The cell keeps a copy; an unbuilt wiring is built for
             the input size without being modified.
         activation: the nonlinearity of the drive (``"tanh"``).
-        ode_unfolds: explicit Euler steps per time step (positive int).
+        use_bias: add ``bias`` to the drive.
         kernel_initializer, recurrent_initializer, bias_initializer: initializers.
+        ode_unfolds: explicit Euler steps per time step (positive int; keyword-only).
 
     Example:
         >>> import ember
@@ -71,69 +67,34 @@ class CTRNNCell(RNNCell):
         (4, 2)
     """
 
-    wiring: Any
-    activation: Any = "tanh"
-    ode_unfolds: int = 6
-    kernel_initializer: Any = "glorot_uniform"
-    recurrent_initializer: Any = "orthogonal"
-    bias_initializer: Any = "zeros"
+    ode_unfolds: int = dataclasses.field(default=6, kw_only=True)
 
     accepts_timespan: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         default_name(self, "ctrnn_cell")
         super().__post_init__()
-        normalize_wiring(self)
-        self._normalize("activation", activations.standardize(self.activation, f"{self.name}: activation"))
         self._normalize("ode_unfolds", check_positive_int(self.name, "ode_unfolds", self.ode_unfolds))
-        for field in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
-            self._normalize(field, initializers.get(getattr(self, field)))
-
-    def __repr__(self) -> str:
-        return compact_repr(self)
-
-    @property
-    def state_size(self) -> int:
-        return self.wiring.units
-
-    @property
-    def output_size(self) -> int:
-        return self.wiring.output_dim
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        features = self.step_input_shape(input_shape)[-1]
-        built_wiring(self, self.wiring, features)
-        units = self.wiring.units
-        params = {
-            "kernel": init_weight(self, self.kernel_initializer, (features, units), seed, "kernel"),
-            "recurrent_kernel": init_weight(self, self.recurrent_initializer, (units, units), seed,
-                                            "recurrent_kernel"),
-            "bias": init_weight(self, self.bias_initializer, (units,), seed, "bias"),
-            "tau": ops.full((units,), TAU_ONE, dtype=self.variable_dtype),
-        }
+        params = dict(super().build(input_shape, seed)["params"])
+        params["tau"] = ops.full((self.wiring.units,), TAU_ONE, dtype=self.variable_dtype)
         return self.make_state(params=params)
 
     def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
                          rng: Any = None) -> tuple[Any, Any]:
-        """``x @ (kernel * M_s) + bias`` for every step at once; the masked recurrent kernel and
-        ``1 / tau`` as context."""
-        features = ops.shape(params["kernel"])[0]
-        check_features(self, sequences, features)
-        wiring = built_wiring(self, self.wiring, features)
-        dtype = ops.dtype(params["kernel"])
-        kernel = ops.multiply(params["kernel"], to_mask(wiring.sensory_adjacency_matrix, dtype))
-        projected = ops.add(ops.matmul(sequences, kernel), params["bias"])
-        recurrent = ops.multiply(params["recurrent_kernel"], to_mask(wiring.adjacency_matrix, dtype))
+        """The drive's input part for every step at once (:class:`NCPCell`'s); the masked recurrent
+        kernel and ``1 / tau`` as context."""
+        projected, recurrent = super().prepare_sequence(params, sequences, training=training, rng=rng)
         return projected, (recurrent, ops.divide(1.0, ops.nn.softplus(params["tau"])))
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
         recurrent, inverse_tau = context
-        act = activations.get(self.activation)
         dt = step_size(timespan, self.ode_unfolds)
         h = states[0]
         for _ in range(self.ode_unfolds):
-            drive = act(ops.add(step_input, ops.matmul(h, recurrent)))
+            drive = super().prepared_step(params, step_input, [h], recurrent)[1][0]
             h = ops.add(h, ops.multiply(dt, ops.subtract(drive, ops.multiply(h, inverse_tau))))
         return motor_output(self.wiring, h), [h]
 
