@@ -462,13 +462,13 @@ def _walk(nodes: list, cots: dict, forward: set, keep_slots: set, create_graph: 
 
 
 def _call_rule(rule: Any, needed: tuple, batched: bool, g: Any, out: Any, args: tuple, kwargs: dict) -> Any:
-    _rules._NEEDED = needed
-    _rules._BATCHED = batched
-    try:
+    context = _rules._context  # per thread: another thread's backward pass sets its own
+    outer = context.needed, context.batched
+    try:  # restored, not reset: a rule that differentiates inside gets its caller's flags back
+        context.needed, context.batched = needed, batched
         return rule(g, out, *args, **kwargs)
     finally:
-        _rules._NEEDED = ()
-        _rules._BATCHED = False
+        context.needed, context.batched = outer
 
 
 def _rule_per_cotangent(rule: Any, needed: tuple, batch: int, g: Any, out: Any, args: tuple,

@@ -16,9 +16,12 @@ their own, they are in no backend's op tables, so they stay unwrapped and the op
 call are recorded (no rule of their own is needed).
 
 This module starts and stops the engines (:func:`start`, :func:`stop`) and binds the
-recorders; the list of recording engines, the depth and the recorder itself live below
-the backends in :mod:`ember.recorded.calls` (the MLX engine, in its backend package,
-shares them), and :func:`recording_engines`/:func:`is_recording` are re-exported here.
+recorders. Engines are listed per thread (a tape records its own thread's ops only);
+the recorders stay bound while an engine records in *any* thread (a count kept under a
+lock taken at ``start``/``stop`` only, never per op): a recorder called by a thread with
+no engine of its own runs the plain function. The list of recording engines, the depth
+and the recorder itself live below the backends in :mod:`ember.recorded.calls` (the MLX
+engine, in its backend package, shares them), and :func:`recording_engines`/:func:`is_recording` are re-exported here.
 
 Backends plug in through three optional hooks on their ``autodiff`` module:
 ``prepare_args(args)`` (e.g. turn NumPy's traced arrays back into plain ndarrays),
@@ -41,6 +44,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -49,7 +53,7 @@ import numpy as np
 from ember import backends, ops
 from ember.autodiff.engines import engine_module
 from ember.recorded import calls
-from ember.recorded.calls import _recording, is_recording, recording_engines
+from ember.recorded.calls import _local, is_recording, recording_engines
 
 # Ops whose result never carries a gradient: they run unrecorded even inside a tape.
 NOT_DIFFERENTIABLE = frozenset({
@@ -66,6 +70,8 @@ NOT_DIFFERENTIABLE = frozenset({
 
 _installed_for = None  # backend module whose recorders are bound into ember.ops
 _cache: dict[str, dict] = {}
+_bound_lock = threading.RLock()  # taken by start/stop only (binding recorders), never per op
+_all_engines: list = []  # engines recording in any thread: recorders stay bound while non-empty
 
 
 def start(engine: Any) -> None:
@@ -75,12 +81,20 @@ def start(engine: Any) -> None:
     KeyboardInterrupt in between leaves no engine listed that no tape will ever stop; and
     engines of tapes that died without stopping them are dropped here.
     """
-    if engine in _recording:
+    engines = _local.state.engines
+    if engine in engines:
         return
-    _recording[:] = [listed for listed in _recording if _owner_alive(listed)]
-    if not _recording:
-        _bind_recorders(backends.current())
-    _recording.append(engine)
+    engines[:] = [listed for listed in engines if _owner_alive(listed)]
+    try:
+        _bound_lock.acquire()
+        _all_engines[:] = [listed for listed in _all_engines if _owner_alive(listed)]
+        if not _all_engines or _installed_for is None:  # None: a backend switch bound the plain functions
+            _bind_recorders(backends.current())
+        _all_engines.append(engine)
+        engines.append(engine)
+    finally:  # not ``with``: an interrupt on the line ending a ``with`` block skips its exit (lock left held)
+        if _bound_lock._is_owned():  # type: ignore[attr-defined]  # RLock's test: this thread holds it
+            _bound_lock.release()
 
 
 def _owner_alive(engine: Any) -> bool:
@@ -92,10 +106,30 @@ def _owner_alive(engine: Any) -> bool:
 
 def stop(engine: Any) -> None:
     """Stop offering op calls to ``engine`` (restores plain functions after the last one)."""
-    if engine in _recording:
-        _recording.remove(engine)
-    if not _recording:  # also finishes an unbinding an interrupt cut short (idempotent)
-        _unbind_recorders()
+    engines = _local.state.engines
+    if engine in engines:
+        engines.remove(engine)
+    try:
+        _bound_lock.acquire()
+        if engine in _all_engines:
+            _all_engines.remove(engine)
+        if not _all_engines:  # also finishes an unbinding an interrupt cut short (idempotent)
+            _unbind_recorders()
+    finally:  # not ``with``: an interrupt on the line ending a ``with`` block skips its exit (lock left held)
+        if _bound_lock._is_owned():  # type: ignore[attr-defined]  # RLock's test: this thread holds it
+            _bound_lock.release()
+
+
+def _forget_binding(backend: Any) -> None:
+    """Backend listener: a switch binds the new backend's plain functions into ``ember.ops``, so no
+    recorders are bound any more; the next tape binds them again (even if a tape that never
+    stopped, e.g. one kept alive by a traceback, is still listed)."""
+    global _installed_for
+    previous, _installed_for = _installed_for, None
+    if previous is not None and previous is not backend:
+        hook = getattr(_autodiff_module(previous), "on_recording", None)
+        if hook is not None:
+            hook(False)  # e.g. MLX's patched array operators back to its own
 
 
 def _bind_recorders(backend: Any) -> None:
@@ -192,7 +226,8 @@ def _composite_dropout(function: Callable) -> Callable:
     """
 
     def dropout(x: Any, rate: Any, noise_shape: Any = None, seed: Any = None) -> Any:
-        if calls._depth or not _recording:
+        state = _local.state
+        if state.depth or not state.engines:
             return function(x, rate, noise_shape=noise_shape, seed=seed)
 
         (x,) = calls.unwrap_tensors((x,))
@@ -211,12 +246,15 @@ def run_recorded(name: str, function: Callable, args: tuple, kwargs: dict) -> An
     Used for ops made at run time (custom gradients): the ops ``function`` calls are not
     recorded, the call itself is, with the backend's ``prepare_args``/``wrap_output`` hooks.
     """
-    if calls._depth or not _recording:
+    state = _local.state
+    if state.depth or not state.engines:
         return function(*args, **kwargs)
     autodiff = _autodiff_module(backends.current())
     prepare = getattr(autodiff, "prepare_args", None)
     wrap = getattr(autodiff, "wrap_output", None)
     return calls.recorder(name, function, prepare, wrap)(*args, **kwargs)
 
+
+backends.on_backend_change(_forget_binding)
 
 __all__ = ["NOT_DIFFERENTIABLE", "is_recording", "recording_engines", "run_recorded", "start", "stop"]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -45,9 +46,17 @@ from ember.autodiff import recording
 from ember.autodiff.engines import engine_module
 from ember.autodiff.op_graph import GraphRecorder
 
-# Weak references to the tapes inside their ``with`` block (weak: a tape whose exit an interrupt
-# cut short must not stay listed once the program drops it).
-_active_tapes: list[weakref.ref] = []
+
+class _ThreadTapes(threading.local):
+    """Per thread: weak references to the tapes inside their ``with`` block in this thread (weak:
+    a tape whose exit an interrupt cut short must not stay listed once the program drops it).
+    A variable read in one thread is seen by that thread's tapes only."""
+
+    def __init__(self) -> None:
+        self.refs: list[weakref.ref] = []
+
+
+_tapes = _ThreadTapes()
 _CLEANUP_TRIES = 8  # attempts to finish a tape's cleanup through repeated interrupts
 
 
@@ -75,6 +84,12 @@ def _set_native(tensor: Any, native: Any) -> None:
     object.__setattr__(tensor, "_native", native)  # Tensors are frozen; the tape re-points one at a view
 
 
+def _repointable(tensor: Any) -> bool:
+    """Whether ``tensor`` holds its array itself (an ``ember.Tensor``), not reads it from elsewhere (an
+    ``ember.Variable`` reads its owner's state: the tape watches that array, which the forward reads)."""
+    return not isinstance(getattr(type(tensor), "_native", None), property)
+
+
 def is_variable(value: Any) -> bool:
     """Whether ``value`` follows Ember's variable protocol (see :func:`record_variable_read`)."""
     return getattr(type(value), "__ember_variable__", False)
@@ -90,7 +105,7 @@ def record_variable_read(variable: Any, value: Any) -> Any:
     * every read of its value by user code goes through
       ``value = ember.autodiff.record_variable_read(self, value)``.
 
-    Every recording tape then watches ``value`` if the tape was created with
+    Every tape recording in the calling thread then watches ``value`` if the tape was created with
     ``watch_accessed_variables=True`` and the variable is trainable, or if the variable
     itself was given to ``tape.watch`` (TensorFlow's rules); ``tape.gradient(loss,
     variables)`` maps each variable to the value read inside the tape. Outside any tape
@@ -99,8 +114,9 @@ def record_variable_read(variable: Any, value: Any) -> Any:
     Returns:
         ``value`` (so a getter can ``return record_variable_read(self, value)``).
     """
-    if _active_tapes:
-        for ref in _active_tapes:
+    refs = _tapes.refs
+    if refs:
+        for ref in refs:
             tape = ref()
             if tape is not None:
                 tape._on_variable_read(variable, value)
@@ -108,8 +124,8 @@ def record_variable_read(variable: Any, value: Any) -> Any:
 
 
 def active_tapes() -> bool:
-    """Whether any tape is recording (a variable checks it before building its read hook's arguments)."""
-    return bool(_active_tapes)
+    """Whether a tape records in this thread (a variable checks it before building its read hook's arguments)."""
+    return bool(_tapes.refs)
 
 
 def _result_type(leaf: Any) -> type:
@@ -187,7 +203,7 @@ class GradientTape:
             if self._recorder is not None:
                 recording.start(self._recorder)
             self._recording = True
-            _active_tapes.append(weakref.ref(self))
+            _tapes.refs.append(weakref.ref(self))
             return self
         except BaseException:  # an interrupt here: __exit__ will not run, so stop the engine now
             self.__exit__(None, None, None)
@@ -200,7 +216,7 @@ class GradientTape:
         interrupted = None
         for _ in range(_CLEANUP_TRIES):
             try:
-                _active_tapes[:] = [ref for ref in _active_tapes if ref() is not self and ref() is not None]
+                _tapes.refs[:] = [ref for ref in _tapes.refs if ref() is not self and ref() is not None]
                 if self._recorder is not None:
                     recording.stop(self._recorder)
                 if self._engine.records_ops:
@@ -236,7 +252,7 @@ class GradientTape:
                 self._watch_variable_value(leaf, leaf.value)
                 continue
             native = _native(leaf)
-            if _is_tensor(leaf) and type(native) is np.ndarray and not _is_own_view(native):
+            if _is_tensor(leaf) and type(native) is np.ndarray and not _is_own_view(native) and _repointable(leaf):
                 # NumPy hands several Tensors of one array the same ndarray; the engine tells
                 # sources apart by object, so this Tensor gets its own view (same memory), once.
                 native = native.view()
@@ -251,7 +267,7 @@ class GradientTape:
 
     def _another_tape_records(self) -> bool:
         """Whether another live tape is recording (then gradients are recorded too: create_graph)."""
-        tapes = [ref() for ref in _active_tapes]
+        tapes = [ref() for ref in _tapes.refs]
         return any([tape is not self and tape is not None and tape._recording for tape in tapes])
 
     def _pause_all(self) -> None:

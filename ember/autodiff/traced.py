@@ -67,7 +67,7 @@ from ember.autodiff.numpy_dispatch import (
     _take,
     _trace,
 )
-from ember.recorded.calls import _recording
+from ember.recorded.calls import _local
 
 _Order = Literal["K", "A", "C", "F"]  # NumPy's memory-order argument
 
@@ -77,7 +77,7 @@ def _augmented(ufunc: np.ufunc, in_place: Callable) -> Callable:
     """``x op= y`` on a traced array: while a tape records, the recorded out-of-place ``ufunc``
     (Python rebinds ``x`` to the result); otherwise NumPy's own in-place update."""
     def update(self: Any, other: Any) -> Any:
-        if _recording:
+        if _local.state.engines:
             return ufunc(self, other)
         return in_place(self, other)
 
@@ -94,7 +94,7 @@ class TracedArray(np.ndarray):
     # --- creation guard ---------------------------------------------------------------
     def __array_finalize__(self, obj: Any) -> None:
         self._plain = None
-        if _recording and isinstance(obj, TracedArray):
+        if _local.state.engines and isinstance(obj, TracedArray):
             raise TypeError(
                 "an operation created a new array from a traced array in a way the GradientTape "
                 "cannot record (an ndarray method or view without an ember.ops equivalent, e.g. "
@@ -105,7 +105,7 @@ class TracedArray(np.ndarray):
 
     # --- protocols ----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        if _recording:
+        if _local.state.engines:
             return _record_ufunc(ufunc, method, inputs, kwargs)
         out = kwargs.get("out")
         if out is not None:
@@ -116,7 +116,7 @@ class TracedArray(np.ndarray):
         return result
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
-        if _recording:
+        if _local.state.engines:
             handler = _FUNCTIONS.get(func)
             if handler is not None:
                 return handler(*args, **kwargs)
@@ -151,7 +151,7 @@ class TracedArray(np.ndarray):
         return self.view(np.ndarray).__reduce__()
 
     def __copy__(self) -> Any:
-        return _copy_value(self) if _recording else self.view(np.ndarray).copy()
+        return _copy_value(self) if _local.state.engines else self.view(np.ndarray).copy()
 
     def __deepcopy__(self, memo: Any) -> Any:
         return self.__copy__()
@@ -167,12 +167,12 @@ class TracedArray(np.ndarray):
 
     # --- indexing -----------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
-        if _recording:
+        if _local.state.engines:
             return _op("getitem")(self, _plain(key))
         return self.view(np.ndarray)[_plain(key)]
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if _recording:
+        if _local.state.engines:
             raise TypeError(
                 "item assignment (x[key] = value) on a traced array cannot be recorded by the "
                 "GradientTape: it would change a recorded value; use ember.ops.scatter_update / "
@@ -183,23 +183,23 @@ class TracedArray(np.ndarray):
     # --- properties and methods routed to ops ------------------------------------------
     @property
     def T(self) -> Any:  # noqa: N802
-        return _op("transpose")(self) if _recording else self.view(np.ndarray).T
+        return _op("transpose")(self) if _local.state.engines else self.view(np.ndarray).T
 
     @property
     def mT(self) -> Any:  # noqa: N802
-        return _op("swapaxes")(self, -1, -2) if _recording else self.view(np.ndarray).mT
+        return _op("swapaxes")(self, -1, -2) if _local.state.engines else self.view(np.ndarray).mT
 
     # Read-only (no setter): writing .real/.imag in place is refused, as every in-place write.
     @property  # type: ignore[misc]  # ndarray's is writable
     def real(self) -> Any:
-        return _op("real")(self) if _recording else self.view(np.ndarray).real
+        return _op("real")(self) if _local.state.engines else self.view(np.ndarray).real
 
     @property  # type: ignore[misc]  # ndarray's is writable
     def imag(self) -> Any:
-        return _op("imag")(self) if _recording else self.view(np.ndarray).imag
+        return _op("imag")(self) if _local.state.engines else self.view(np.ndarray).imag
 
     def reshape(self, *shape: Any, order: str = "C") -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).reshape(*shape, order=order)
         if order != "C":
             raise _refuse("ndarray method", "reshape", " with order != 'C'")
@@ -208,133 +208,133 @@ class TracedArray(np.ndarray):
         return _op("reshape")(self, tuple(new_shape) if isinstance(new_shape, (tuple, list)) else new_shape)
 
     def transpose(self, *axes: Any) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).transpose(*axes)
         single = len(axes) == 1 and (isinstance(axes[0], (tuple, list)) or axes[0] is None)
         permutation = axes[0] if single else axes
         return _op("transpose")(self, tuple(permutation) if permutation else None)
 
     def swapaxes(self, axis1: int, axis2: int) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).swapaxes(axis1, axis2)
         return _op("swapaxes")(self, axis1, axis2)
 
     def flatten(self, order: _Order = "C") -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).flatten(order)
         if order != "C":
             raise _refuse("ndarray method", "flatten", " with order != 'C'")
         return _copy_value(_op("ravel")(self))
 
     def ravel(self, order: _Order = "C") -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).ravel(order)
         if order != "C":
             raise _refuse("ndarray method", "ravel", " with order != 'C'")
         return _op("ravel")(self)
 
     def squeeze(self, axis: Any = None) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).squeeze(axis)
         return _op("squeeze")(self, axis=axis)
 
     def astype(  # noqa: D102
         self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True
     ) -> Any:
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).astype(dtype, order=order, casting=casting, copy=copy)
         if np.dtype(dtype) == self.dtype:
             return self if not copy else _copy_value(self)
         return _op("cast")(self, np.dtype(dtype))
 
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).sum(axis, dtype, _plain(out), keepdims, **kw)
         return _FUNCTIONS[np.sum](self, axis, dtype, out, keepdims, **kw)
 
     def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).mean(axis, dtype, _plain(out), keepdims, **kw)
         return _FUNCTIONS[np.mean](self, axis, dtype, out, keepdims, **kw)
 
     def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).prod(axis, dtype, _plain(out), keepdims, **kw)
         return _FUNCTIONS[np.prod](self, axis, dtype, out, keepdims, **kw)
 
     def max(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).max(axis, _plain(out), keepdims, **kw)
         return _FUNCTIONS[np.max](self, axis, None, out, keepdims, **kw)
 
     def min(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).min(axis, _plain(out), keepdims, **kw)
         return _FUNCTIONS[np.min](self, axis, None, out, keepdims, **kw)
 
     def var(  # noqa: D102
         self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any
     ) -> Any:
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).var(axis, dtype, _plain(out), ddof, keepdims, **kw)
         return _FUNCTIONS[np.var](self, axis, dtype, out, ddof, keepdims, **kw)
 
     def std(  # noqa: D102
         self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kw: Any
     ) -> Any:
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).std(axis, dtype, _plain(out), ddof, keepdims, **kw)
         return _FUNCTIONS[np.std](self, axis, dtype, out, ddof, keepdims, **kw)
 
     def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).cumsum(axis, dtype, _plain(out))
         return _FUNCTIONS[np.cumsum](self, axis, dtype, out)
 
     def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).cumprod(axis, dtype, _plain(out))
         return _FUNCTIONS[np.cumprod](self, axis, dtype, out)
 
     def clip(self, min: Any = None, max: Any = None, out: Any = None, **kw: Any) -> Any:  # noqa: A002,D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).clip(_plain(min), _plain(max), _plain(out), **kw)
         _reject_extra("clip", out=out, **kw)
         return _op("clip")(self, min, max)
 
     def dot(self, b: Any, out: Any = None) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).dot(_plain(b), _plain(out))
         _reject_extra("dot", out=out)
         return _op("dot")(self, b)
 
     def conj(self) -> Any:  # noqa: D102
-        return _op("conj")(self) if _recording else self.view(np.ndarray).conj()
+        return _op("conj")(self) if _local.state.engines else self.view(np.ndarray).conj()
 
     conjugate = conj
 
     def take(self, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).take(_plain(indices), axis, _plain(out), mode)
         return _take(self, indices, axis, out, mode)
 
     def repeat(self, repeats: Any, axis: Any = None) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).repeat(_plain(repeats), axis)
         return _op("repeat")(self, repeats, axis=axis)
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).diagonal(offset, axis1, axis2)
         return _diagonal(self, offset, axis1, axis2)
 
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:  # noqa: D102
-        if not _recording:
+        if not _local.state.engines:
             return self.view(np.ndarray).trace(offset, axis1, axis2, dtype, _plain(out))
         return _trace(self, offset, axis1, axis2, dtype, out)
 
     def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:  # noqa: D102
-        if _recording:
+        if _local.state.engines:
             raise TypeError(
                 "ndarray.sort sorts in place, which the GradientTape cannot record; use "
                 "ember.ops.sort(x) (a new array) instead"
@@ -342,7 +342,7 @@ class TracedArray(np.ndarray):
         self.view(np.ndarray).sort(axis, kind, order)
 
     def fill(self, value: Any) -> None:  # noqa: D102
-        if _recording:
+        if _local.state.engines:
             raise TypeError(
                 "ndarray.fill changes a traced array in place, which the GradientTape cannot record; "
                 "use ember.ops.full_like"

@@ -32,8 +32,8 @@ import optree
 
 from ember import ops
 from ember.autodiff import tape as tape_module
-from ember.layers import autocast
-from ember.layers.layer import collect_losses
+from ember.layers import autocast, keras_mask
+from ember.layers.loss_collection import collect_losses
 from ember.layers.variable import Variable
 from ember.layers.weights import WeightSpec
 
@@ -45,7 +45,11 @@ def eager_call(layer: Any, args: tuple, kwargs: dict) -> Any:
         raise TypeError(f"layer {layer.name!r}: call it on inputs, e.g. layer(x)")
     kwargs = dict(kwargs)
     training = bool(kwargs.pop("training", False) or False)
-    inputs = _to_arrays(args[0] if len(args) == 1 else list(args))
+    raw = args[0] if len(args) == 1 else list(args)
+    mask = keras_mask.input_mask(raw, kwargs.get("mask"))
+    if mask is not None and "mask" not in kwargs and keras_mask.takes_mask(layer):
+        kwargs["mask"] = mask  # Keras: a mask the inputs carry reaches a call that takes one
+    inputs = _to_arrays(raw)
     try:
         state = layer._read_state()
     except ValueError:
@@ -58,7 +62,7 @@ def eager_call(layer: Any, args: tuple, kwargs: dict) -> Any:
     if buffers_changed(state["buffers"], new_state["buffers"]):
         layer._write_state({"params": state["params"], "buffers": new_state["buffers"]})
     layer._handle().losses = list(losses)
-    return outputs
+    return keras_mask.attach_eager(layer, inputs, mask, outputs)
 
 
 def buffers_changed(old: dict, new: dict) -> bool:

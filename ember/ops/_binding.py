@@ -31,6 +31,7 @@ from typing import Any
 
 _SENTINEL = "__ember_follow_active_backend__"
 _stale_codes: dict[tuple[str, str, int], types.CodeType] = {}
+_forwarding: set[types.CodeType] = set()  # the values of _stale_codes (what a retired copy runs)
 _live: list[tuple] = []  # (copy, its own code, forwarding code) for the active backend
 _current_for: list[Any] = [None]  # the backend the live copies belong to
 _bound_tables: list[dict] = [{}]  # the live copies as {namespace: {name: copy}}
@@ -43,8 +44,19 @@ def set_namespaces(modules: dict[str, Any]) -> None:
 
 
 def _follow(namespace: str, name: str, args: tuple, kwargs: dict) -> Any:
-    """Call the active backend's ``ember.ops`` function ``namespace.name``."""
-    return getattr(_namespaces[namespace], name)(*args, **kwargs)
+    """Call the active backend's ``ember.ops`` function ``namespace.name``.
+
+    The name still bound to a forwarding copy means the switch is half-way (another thread is
+    inside ``ember.set_backend``): a clear RuntimeError instead of forwarding to itself until
+    Python's recursion limit.
+    """
+    target = getattr(_namespaces[namespace], name)
+    if getattr(target, "__code__", None) in _forwarding:
+        qualified = name if namespace == "core" else f"{namespace}.{name}"
+        raise RuntimeError(
+            f"ember.ops.{qualified} was called while another thread is switching the backend (ember.set_backend): "
+            "the active backend is one per process, so switch it only when no other thread is running ember code")
+    return target(*args, **kwargs)
 
 
 def _stale_code(namespace: str, name: str, n_free: int) -> types.CodeType:
@@ -70,6 +82,7 @@ def _stale_code(namespace: str, name: str, n_free: int) -> types.CodeType:
         follow = functools.partial(_follow, namespace, name)
         consts = tuple(follow if c == _SENTINEL else c for c in template.co_consts)
         code = _stale_codes[key] = template.replace(co_consts=consts, co_name=name, co_qualname=name)
+        _forwarding.add(code)
     return code
 
 

@@ -4,17 +4,23 @@ The NumPy engine (in :mod:`ember.autodiff`) and the MLX engine (in
 :mod:`ember.backends.mlx`) both build their graph from the op calls offered to them while
 they record. What they share lives here, below both of them:
 
-* ``_recording``: the engines recording now, outermost first (a list changed in place
-  only: hot paths import it once and test its truth value);
-* ``_depth``: above zero while a recorded op runs, so the ops that op calls inside
-  (an activation written with ``ops.exp``) are not recorded again; the tape sees the op
-  the user called. :func:`unrecorded` raises it around a tape's own gradient computation;
+* ``_local.state.engines``: the engines recording now *in this thread*, outermost first (a
+  list changed in place only; hot paths test its truth value);
+* ``_local.state.depth``: above zero while a recorded op runs in this thread, so the ops that
+  op calls inside (an activation written with ``ops.exp``) are not recorded again; the
+  tape sees the op the user called. :func:`unrecorded` raises it around a tape's own
+  gradient computation;
 * :func:`recorder`: the wrapper that runs a backend function and offers the call to each
   recording engine.
 
 Which engines are listed, and binding recorders into ``ember.ops`` while one is, is the
 business of :mod:`ember.autodiff.recording` (it starts and stops the engines). Read
-``_recording`` and ``_depth`` here, never assign them from outside this module.
+``_local.state`` here, never assign its attributes from outside this module and
+:mod:`ember.autodiff.recording`.
+
+Both are per thread (``_local`` is a :class:`threading.local`): a tape records the ops
+run by the thread that entered it, never another thread's, so two threads may each
+differentiate the same model with their own tape. Reading them takes no lock.
 
 Example:
     >>> import numpy as np
@@ -27,13 +33,13 @@ Example:
     ...         return False
     >>> exp = calls.recorder("exp", np.exp, None, None)
     >>> engine = Engine()
-    >>> calls._recording.append(engine)
+    >>> calls._local.state.engines.append(engine)
     >>> float(exp(0.0)), engine.seen
     (1.0, ['exp'])
     >>> with calls.unrecorded():
     ...     float(exp(0.0))
     1.0
-    >>> calls._recording.remove(engine)
+    >>> calls._local.state.engines.remove(engine)
     >>> engine.seen
     ['exp']
 """
@@ -41,21 +47,40 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-_recording: list = []  # engines recording now, outermost first
-_depth = 0  # > 0 while a recorded op runs (or a tape computes a gradient): nothing is recorded
+
+class _ThreadState:
+    """What records in one thread: its engines and its depth (slots: the hot paths read them per op)."""
+
+    __slots__ = ("depth", "engines")
+
+    def __init__(self) -> None:
+        self.engines: list = []  # engines recording now in this thread, outermost first
+        self.depth = 0  # > 0 while a recorded op runs (or a tape computes a gradient): nothing is recorded
+
+
+class _PerThread(threading.local):
+    """Each thread's :class:`_ThreadState` (made fresh on a thread's first use): one thread-local
+    read per op (``_local.state``), then plain slot reads."""
+
+    def __init__(self) -> None:
+        self.state = _ThreadState()
+
+
+_local = _PerThread()
 
 
 def recording_engines() -> list:
-    """Engines currently recording (outermost first)."""
-    return _recording
+    """Engines currently recording in this thread (outermost first)."""
+    return _local.state.engines
 
 
 def is_recording() -> bool:
-    """True while at least one engine records op calls."""
-    return bool(_recording)
+    """True while at least one engine records op calls in this thread."""
+    return bool(_local.state.engines)
 
 
 @contextlib.contextmanager
@@ -65,13 +90,13 @@ def unrecorded() -> Iterator[None]:
     Interrupt-safe: the depth is restored, not decremented, so an interrupt before the
     increment cannot leave it raised.
     """
-    global _depth
-    outer = _depth
+    state = _local.state
+    outer = state.depth
     try:
-        _depth = outer + 1
+        state.depth = outer + 1
         yield
     finally:
-        _depth = outer
+        state.depth = outer
 
 
 _PLAIN_TYPES: set = {int, float, bool, complex, str, type(None), slice}  # grown with array types seen
@@ -118,8 +143,8 @@ def recorder(name: str, function: Callable, prepare: Callable | None, wrap: Call
     """
 
     def recorded(*args: Any, **kwargs: Any) -> Any:
-        global _depth
-        if _depth or not _recording:
+        state = _local.state
+        if state.depth or not state.engines:
             return function(*args, **kwargs)
         args = unwrap_tensors(args)
         call_kwargs = kwargs
@@ -127,17 +152,17 @@ def recorder(name: str, function: Callable, prepare: Callable | None, wrap: Call
             kwargs = dict(zip(kwargs, unwrap_tensors(tuple(kwargs.values()))))
             call_kwargs = kwargs if prepare is None else dict(zip(kwargs, prepare(tuple(kwargs.values()))))
         call_args = args if prepare is None else prepare(args)
-        outer = _depth
+        outer = state.depth
         try:  # restored, not decremented: an interrupt before the increment cannot leave it raised
-            _depth = outer + 1
+            state.depth = outer + 1
             out = function(*call_args, **call_kwargs)
         finally:
-            _depth = outer
+            state.depth = outer
         # Wrap before recording: the engines key slots by the identity of the object the
         # caller receives (a wrapped view is a new object).
         recorded_out = out if wrap is None else wrap(out)
         kept = False
-        for engine in _recording:
+        for engine in state.engines:
             kept = engine.record(name, function, args, kwargs, recorded_out) or kept
         return recorded_out if kept else out
 

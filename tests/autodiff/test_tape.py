@@ -581,3 +581,23 @@ def test_mlx_patching_is_idempotent_and_restorable(mlx_backend):
             tape.watch(mx.array(1.0))
             raise ZeroDivisionError
     assert vars(mx.array)["__add__"] is original["__add__"]
+
+
+def test_watching_a_variable_explicitly(backend):
+    """``tape.watch(model.trainable_variables[0])`` with ``watch_accessed_variables=False``: that
+    variable gets its gradient (equal to the one through every variable), the others None. (On NumPy
+    the tape tried to re-point the variable at a view of its array: a Variable reads its owner's
+    state and has nothing to re-point.)"""
+    model = ember.Sequential([ember.Input((3,)), ember.layers.Dense(2)])
+    model.build(seed=0)
+    x = np.ones((4, 3), "float32")
+    kernel = model.trainable_variables[0]
+    with ember.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(kernel)
+        loss = ops.sum(model(x))
+    only, none = tape.gradient(loss, [kernel, model.trainable_variables[1]])
+    assert none is None
+    with ember.GradientTape() as tape:
+        loss = ops.sum(model(x))
+    every = tape.gradient(loss, model.trainable_variables)[0]
+    np.testing.assert_array_equal(ops.to_numpy(only), ops.to_numpy(every))

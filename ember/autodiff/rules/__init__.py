@@ -32,6 +32,7 @@ The rules are the NumPy engine's: they may read NumPy metadata (``x.shape``,
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -44,10 +45,28 @@ RULES: dict[str, Callable] = {}
 # reads the output's values). The engine keeps only shape/dtype for those, so memory the
 # rule does not need (e.g. a matmul result that only fed a bias add) is freed early.
 SAVES: dict[str, tuple[frozenset, bool]] = {}
-_NEEDED: tuple = ()  # set by the engine around each rule call
-# True while the engine runs a batch-aware rule on cotangents with a leading batch axis
-# (see :mod:`ember.autodiff.rules.batched`): the helpers below then keep that axis.
-_BATCHED: bool = False
+
+
+class _RuleContext(threading.local):
+    """What the engine tells the rule running now *in this thread* (set around each rule call).
+
+    Per thread: two threads may run backward passes at once (a tape each, on one model), and
+    a module global set by one thread's engine would be read by the other thread's rule
+    (``needs`` answering for another op: a missing cotangent, a None gradient). The class
+    attributes are each thread's defaults (no rule running): every argument needed, no batch.
+
+    Attributes:
+        needed: per positional argument, whether it needs a cotangent (see :func:`needs`);
+            empty outside a rule call.
+        batched: True while a batch-aware rule runs on cotangents with a leading batch axis
+            (see :mod:`ember.autodiff.rules.batched`): the helpers below then keep that axis.
+    """
+
+    needed: tuple = ()
+    batched: bool = False
+
+
+_context = _RuleContext()
 
 
 def register(*names: str, unread_args: tuple = (), reads_out: bool = True) -> Callable[[Callable], Callable]:
@@ -74,7 +93,7 @@ def needs(position: int) -> bool:
 
     Outside the engine (a rule called directly) every argument is assumed needed.
     """
-    needed = _NEEDED
+    needed = _context.needed
     if not needed:
         return True
     return position < len(needed) and needed[position]
@@ -140,7 +159,7 @@ def unbroadcast(g: Any, x: Any) -> Any:
     In a batched backward pass (``g`` has a leading batch axis) the batch axis is kept.
     """
     shape = shape_of(x)
-    if _BATCHED:
+    if _context.batched:
         return _unbroadcast_batched(g, shape)
     g_shape = g.shape
     if g_shape == shape:
@@ -178,7 +197,7 @@ def keep_reduced(g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
         return g
     axes = axes_of(axis, len(shape))
     kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
-    if _BATCHED:
+    if _context.batched:
         kept = (g.shape[0],) + kept
     return ops.reshape(g, kept) if g.shape != kept else g
 
@@ -186,7 +205,7 @@ def keep_reduced(g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
 def expand_reduced(g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
     """``g`` broadcast back over the axes a reduction removed (keeping a batch axis, see above)."""
     kept = keep_reduced(g, shape, axis, keepdims)
-    return ops.broadcast_to(kept, ((g.shape[0],) if _BATCHED else ()) + tuple(shape))
+    return ops.broadcast_to(kept, ((g.shape[0],) if _context.batched else ()) + tuple(shape))
 
 
 def fill_zeros(g: Any, like: Any) -> Any:

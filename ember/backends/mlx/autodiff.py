@@ -46,8 +46,11 @@ Rules that keep a gradient from being silently wrong:
   the target's recorded ops consumed an array made by an unrecorded ``mx.*`` call from
   that source, the dependency is invisible: this is the one case the tape cannot
   detect (MLX exposes no graph to inspect), hence the rule to use ``ember.ops`` inside.
-* An op MLX has no gradient for (e.g. ``linalg.inv``, ``eigh``, ``svd``, ``qr``,
-  ``cholesky`` in MLX 0.32) raises ``NotImplementedError`` naming the Ember op.
+* An op MLX has no gradient for raises ``NotImplementedError`` naming the Ember op. The
+  factorisations MLX 0.32 cannot differentiate (``linalg.inv``, ``solve``, ``cholesky``,
+  ``eigh``, ``eigvalsh``, ``qr``, ``svd``) carry the NumPy backend's rules as
+  ``mx.custom_function`` VJPs (:mod:`ember.backends.mlx._linalg_vjp`), first order;
+  ``qr(mode="complete")`` with more rows than columns still raises, as on NumPy.
 """
 
 from __future__ import annotations

@@ -47,12 +47,14 @@ code inside a tape are differentiated alike, and code outside a tape pays nothin
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Any
 
 import torch
 
 from ember.backends._common import UntrackedTargetError
+from ember.recorded import calls
 
 _PROBE = torch.zeros((), requires_grad=True)
 
@@ -76,7 +78,8 @@ _AUGMENTED = {"__iadd__": torch.Tensor.__add__, "__isub__": torch.Tensor.__sub__
               "__itruediv__": torch.Tensor.__truediv__, "__ipow__": torch.Tensor.__pow__}
 _in_place: dict[str, Any] = {}  # torch's own in-place operators while they are re-bound
 _own: set = set()  # those defined on torch.Tensor itself (the others are inherited from TensorBase)
-_recording_depth = [0]
+_recording_depth = [0]  # tapes recording in any thread (torch's grad mode itself is per thread)
+_depth_lock = threading.Lock()  # taken by a tape's begin/end only, never per op
 
 
 def _out_of_place(name: str, operator: Any) -> Any:
@@ -93,25 +96,27 @@ _REBOUND = {name: _out_of_place(name, operator) for name, operator in _AUGMENTED
 
 
 def _enter_recording() -> None:
-    _recording_depth[0] += 1
-    if _recording_depth[0] == 1:
-        for name, replacement in _REBOUND.items():
-            if name in torch.Tensor.__dict__:
-                _own.add(name)
-            _in_place[name] = getattr(torch.Tensor, name)
-            setattr(torch.Tensor, name, replacement)
+    with _depth_lock:
+        _recording_depth[0] += 1
+        if _recording_depth[0] == 1:
+            for name, replacement in _REBOUND.items():
+                if name in torch.Tensor.__dict__:
+                    _own.add(name)
+                _in_place[name] = getattr(torch.Tensor, name)
+                setattr(torch.Tensor, name, replacement)
 
 
 def _leave_recording() -> None:
-    _recording_depth[0] -= 1
-    if _recording_depth[0] == 0:
-        for name, original in list(_in_place.items()):
-            if name in _own:
-                setattr(torch.Tensor, name, original)
-            else:
-                delattr(torch.Tensor, name)
-        _in_place.clear()
-        _own.clear()
+    with _depth_lock:
+        _recording_depth[0] -= 1
+        if _recording_depth[0] == 0:
+            for name, original in list(_in_place.items()):
+                if name in _own:
+                    setattr(torch.Tensor, name, original)
+                else:
+                    delattr(torch.Tensor, name)
+            _in_place.clear()
+            _own.clear()
 
 
 def _differentiable(t: torch.Tensor) -> bool:
@@ -410,6 +415,21 @@ def call_custom_gradient(forward: Any, backward: Any, args: tuple, kwargs: dict)
     ``forward(*args, **kwargs) -> (outputs, grad_fn)``; ``backward(grad_fn, upstream, n_args)``
     returns one gradient (or None) per positional argument.
     """
+    if calls.is_recording():  # a recorded graph (record_graph=True) sees it as one op, as on NumPy and MLX
+        return _recorded_custom_gradient(forward, backward, args, kwargs)
+    return _custom_gradient(forward, backward, args, kwargs)
+
+
+def _custom_gradient(forward: Any, backward: Any, args: tuple, kwargs: dict) -> Any:
     if not torch.is_grad_enabled() or not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
         return forward(*args, **kwargs)[0]  # nothing to differentiate: skip the autograd node
     return _CustomGradient.apply(forward, backward, kwargs, *args)
+
+
+def _recorded_custom_gradient(forward: Any, backward: Any, args: tuple, kwargs: dict) -> Any:
+    """The call offered to this thread's recording engines as op ``custom_gradient`` (the ops inside
+    ``forward`` are not recorded, as for any recorded op)."""
+    def run(*arrays: Any) -> Any:
+        return _custom_gradient(forward, backward, arrays, kwargs)
+
+    return calls.recorder("custom_gradient", run, None, None)(*args)
