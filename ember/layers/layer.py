@@ -606,10 +606,21 @@ def _keeping_build(build: Any) -> Any:
         if not args and "seed" not in kwargs and not initializers.in_shapes_only() and scope.top() is None:
             handle = self._handle()
             if handle.owner is None or handle.owner() is None:
+                if handle.state is not None and _same_shapes(handle.state, state):
+                    return handle.state  # built already (or handed back by a model): never re-initialised
                 handle.owner, handle.path, handle.state = None, (), state
         return state
 
     return keeping
+
+
+def _same_shapes(a: dict, b: dict) -> bool:
+    """Whether two states hold the same variables with the same shapes."""
+    def shapes(state: dict) -> list:
+        paths, leaves, _ = optree.tree_flatten_with_path(state)
+        return [(path, tuple(ops.shape(leaf))) for path, leaf in zip(paths, leaves)]
+
+    return shapes(a) == shapes(b)
 
 
 def set_trainable(layer: Layer, value: bool) -> None:

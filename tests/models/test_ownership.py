@@ -10,6 +10,7 @@ weights through ``get_weights``/``set_weights`` in Keras's order.
 
 from __future__ import annotations
 
+import gc
 import os
 
 import numpy as np
@@ -634,3 +635,18 @@ def test_a_fixed_training_mode_on_a_node_is_checked(backend):
     assert _np(model.predict(x, verbose=0)).min() == 0.0
     clone = ember.models.clone_model(model)
     assert next(n for n in clone._nodes if n.layer is not clone.layers[0]).training is True
+
+
+def test_build_again_after_the_owning_model_is_collected_keeps_the_weights(backend):
+    """A model over a layer is garbage: its weights are handed back to the layer, and a later
+    ``layer.build(shape)`` keeps them (it re-initialised them, depending on when the model was
+    collected); a build for another shape makes new weights of that shape."""
+    dense = layers.Dense(3, name="pure")
+    inputs = ember.Input((4,))
+    ember.Model(inputs, dense(inputs)).build(seed=0)
+    gc.collect()
+    held = dense.get_weights()
+    dense.build((None, 4))
+    _assert_same_weights(dense.get_weights(), held)
+    dense.build((None, 5))
+    assert dense.get_weights()[0].shape == (5, 3)
