@@ -47,6 +47,7 @@ _TABLE: dict[int, Any] = {}
 PROBE_MASK_SHAPES: contextvars.ContextVar[Any] = contextvars.ContextVar("probe_mask_shapes", default=None)
 
 _TAKES_MASK: dict[type, bool] = {}
+_COMPUTE = object()  # compute_mask needs values: run it on placeholders
 
 
 # ============================================================================ which layers
@@ -79,11 +80,9 @@ def set_keras_mask(x: Any, mask: Any) -> Any:
     """``x`` carrying ``mask`` as ``_keras_mask``: ``x`` itself where its type takes attributes, a
     zero-copy carrier of the same values otherwise (or ``x`` with the mask in the table while a tape
     records). Use the returned value."""
-    try:
+    with contextlib.suppress(AttributeError):  # a NumPy or MLX array takes no attribute: see below
         x._keras_mask = mask
         return x
-    except AttributeError:
-        pass
     if tape_module.active_tapes():
         key = id(x)
         if key not in _TABLE:
@@ -172,6 +171,17 @@ def _mask_shapes(layer: Any, inputs: Any, mask: Any) -> Any:
     (sizes that differ between them are unknown). None where the layer gives no mask."""
     if not makes_mask(layer):
         return _shapes(mask) if layer.supports_masking else None
+    # First on the symbolic values themselves: a layer that makes no mask here (Embedding without
+    # mask_zero) answers None, one that passes symbolic masks on answers them, and no backend runs.
+    try:
+        direct = layer.compute_mask(inputs, mask)
+    except (TypeError, ValueError, IndexError, AttributeError, NotImplementedError):
+        direct = _COMPUTE
+    if direct is None:
+        return None
+    leaves = optree.tree_leaves(direct, none_is_leaf=True, is_leaf=lambda v: isinstance(v, SymbolicTensor))
+    if direct is not _COMPUTE and leaves and all(v is None or isinstance(v, SymbolicTensor) for v in leaves):
+        return _shapes(direct)
     found = []
     for fill in (2, 3):
         # A compute_mask that cannot run on placeholders (a layer reading data it checks) gives the

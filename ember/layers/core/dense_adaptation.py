@@ -131,7 +131,8 @@ class QuantizeLoRAMixin:
         return self._forward({**buffers, **state["params"]}, inputs, training), state
 
     def _forward(self, params: dict, inputs: Any, training: bool) -> Any:
-        raise NotImplementedError
+        """The layer's computation given its params and frozen/int8 buffers (each adapted layer defines it)."""
+        raise NotImplementedError(f"{type(self).__name__} must define _forward(params, inputs, training)")
 
     def _float_weight(self, params: dict) -> Any:
         """The float weight with the LoRA delta added (the float path)."""
