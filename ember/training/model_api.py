@@ -405,7 +405,8 @@ class TrainingAPI:
         trainer = self._trainer("fit")
         self._check_backend("fit")
         verbose = _verbosity(verbose, "fit")
-        epochs = capped(_non_negative_int("fit", "epochs", epochs), global_settings.max_epochs())
+        epochs = _non_negative_int("fit", "epochs", epochs)
+        epochs = min(epochs, global_settings.max_epochs() or epochs)  # Keras's config cap
         initial_epoch = _non_negative_int("fit", "initial_epoch", initial_epoch)
         steps_per_epoch = capped(check_steps(steps_per_epoch, "fit: steps_per_epoch"),
                                  global_settings.max_steps_per_epoch())  # Keras's config caps
