@@ -52,7 +52,7 @@ from ember.saving.weights import load_weights, save_weights
 from ember.seeds import derive_seed, is_seed_array, sub_seed
 from ember.serialization import custom_object_scope
 from ember.symbolic import Node, SymbolicTensor, is_shape, is_symbolic, node_shapes, node_tensors, replace_symbolic
-from ember.training import custom_steps
+from ember.training import concurrency, custom_steps
 from ember.training.backend_check import move_model
 from ember.training.handle import TrainingHandle
 from ember.training.input_check import refuse_empty
@@ -628,16 +628,17 @@ class Model(TrainingAPI, Layer):
         if scope.top() is not None:  # a sub-model inside a Keras-style parent's call
             return super().__call__(*args, **kwargs)
         self._check_backend("model(x)")
-        if self._keras_style:
-            return handles.eager_call(self, args, kwargs)
-        if self.state is None and args:
-            # Build first, so a recording tape sees this very call read the weights (Keras's weights
-            # exist from construction: the first step of a custom loop has gradients). A failing
-            # first call leaves the model unbuilt.
-            with self._restored_on_error():
-                self._build_for_batch(args[0])
-                return self._watched_forward(args, kwargs)
-        return self._watched_forward(args, kwargs)
+        with concurrency.reading(self, "model(x)"):  # beside a fit in another thread: whole steps
+            if self._keras_style:
+                return handles.eager_call(self, args, kwargs)
+            if self.state is None and args:
+                # Build first, so a recording tape sees this very call read the weights (Keras's weights
+                # exist from construction: the first step of a custom loop has gradients). A failing
+                # first call leaves the model unbuilt.
+                with self._restored_on_error():
+                    self._build_for_batch(args[0])
+                    return self._watched_forward(args, kwargs)
+            return self._watched_forward(args, kwargs)
 
     def _watched_forward(self, args: tuple, kwargs: dict) -> Any:
         """The eager forward of ``model(x)``: recording tapes watch the weights it reads."""
@@ -648,6 +649,7 @@ class Model(TrainingAPI, Layer):
         self._handle().losses = list(losses)
         return outputs
 
+    @concurrency.reads
     def predict_on_batch(self, x: Any, training: bool = False) -> Any:
         """Outputs for one batch with the handle's state (built with a fresh seed if needed).
 

@@ -14,10 +14,9 @@ Thread safety of the training API (the rules this module enforces):
   from another thread refuses to switch while it runs.
 
 The guards cost one lock round per call; a ``fit`` takes the model's (uncontended) step
-lock once per step, never per op. Not covered: ``model(x)``, ``predict_on_batch`` and raw
-``GradientTape`` loops read the weights without the step lock (beside a ``fit`` of the same
-model in another thread they may see a step half-applied; call ``predict`` instead), and a
-custom ``train_step`` override trains without it.
+lock once per step, never per op. ``model(x)`` and ``predict_on_batch`` are readers too. Not
+covered: layers called on their own (``model.layers[0](x)``) and a custom ``train_step`` override,
+which trains without the step lock.
 
 Example:
     >>> import ember

@@ -102,7 +102,8 @@ def _repeat_into(results: list, i: int, function, argument) -> None:
         results[i] = function(argument)
 
 
-def test_predict_beside_fit_sees_whole_steps_and_the_fit_is_the_serial_one(backend):
+@pytest.mark.parametrize("reader", ["predict", "predict_on_batch", "model(x)"])
+def test_predict_beside_fit_sees_whole_steps_and_the_fit_is_the_serial_one(backend, reader):
     # A new model per run: a fit continues the optimizer state of the model's previous fit.
     x, y = _data()
     model = _model()
@@ -119,14 +120,19 @@ def test_predict_beside_fit_sees_whole_steps_and_the_fit_is_the_serial_one(backe
         model = _model()
         predictions: list = []
         fit = functools.partial(model.fit, x, y, epochs=1, batch_size=8, shuffle=False, verbose=0)
-        assert _run(fit, functools.partial(_predict_into, predictions, model, x)) == []
+        assert _run(fit, functools.partial(_predict_into, predictions, model, x, reader)) == []
         assert _same(model.get_weights(), trained)
         assert all(any(np.array_equal(p, a) for a in allowed) for p in predictions)
 
 
-def _predict_into(predictions: list, model, x) -> None:
+def _predict_into(predictions: list, model, x, reader: str = "predict") -> None:
     for _ in range(3):
-        predictions.append(model.predict(x, verbose=0, batch_size=16))
+        if reader == "predict":
+            predictions.append(model.predict(x, verbose=0, batch_size=16))
+        elif reader == "predict_on_batch":
+            predictions.append(np.asarray(ops.convert_to_numpy(model.predict_on_batch(x))))
+        else:
+            predictions.append(np.asarray(ops.convert_to_numpy(model(x))))
 
 
 def test_two_fits_on_two_models_give_the_serial_weights(backend):
