@@ -37,7 +37,6 @@ from sklearn.model_selection import train_test_split
 
 import ember
 from ember import layers, ops
-from ember.initializers import sub_seed
 
 from _common import parse_args, print_results
 
@@ -52,18 +51,17 @@ class GatedDense(layers.Layer):
     units: int
     kernel_initializer: str = "glorot_uniform"
 
-    def build(self, input_shape, seed=None):
-        # Create the variables for inputs of `input_shape`. Each one gets its own seed
-        # derived from the layer's, so the two kernels are different but reproducible.
-        fan_in = input_shape[-1]
-        init = ember.initializers.get(self.kernel_initializer)
-        dtype = self.variable_dtype  # the layer's dtype, or floatx() ("float32")
-        return self.make_state(params={
-            "kernel": init((fan_in, self.units), dtype, sub_seed(seed, "kernel")),
-            "bias": ops.zeros((self.units,), dtype=dtype),
-            "gate_kernel": init((fan_in, self.units), dtype, sub_seed(seed, "gate_kernel")),
-            "gate_bias": ops.zeros((self.units,), dtype=dtype),
-        })
+    def weight_specs(self, input_shape=None):
+        # Declare the variables (the one way to declare a weight in this style): `build(input_shape,
+        # seed)` creates them, each from its own seed derived from the layer's, so the two kernels
+        # differ but are reproducible. input_shape is None when only the weights' options are asked.
+        fan_in = None if input_shape is None else input_shape[-1]
+        return [
+            layers.WeightSpec("kernel", (fan_in, self.units), self.kernel_initializer),
+            layers.WeightSpec("bias", (self.units,), "zeros"),
+            layers.WeightSpec("gate_kernel", (fan_in, self.units), self.kernel_initializer),
+            layers.WeightSpec("gate_bias", (self.units,), "zeros"),
+        ]
 
     def call(self, params, inputs):
         # Only ember.ops here: the same code runs (and differentiates) on every backend.

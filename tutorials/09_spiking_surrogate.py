@@ -35,7 +35,6 @@ from sklearn.model_selection import train_test_split
 
 import ember
 from ember import layers, ops
-from ember.initializers import sub_seed
 
 from _common import parse_args, print_results
 
@@ -62,13 +61,10 @@ class LIFSpiking(layers.Layer):
     decay: float = 0.8       # membrane leak per step
     threshold: float = 1.0
 
-    def build(self, input_shape, seed=None):
-        init = ember.initializers.get("glorot_uniform")
-        dtype = self.variable_dtype
-        return self.make_state(params={
-            "kernel": init((input_shape[-1], self.units), dtype, sub_seed(seed, "kernel")),
-            "bias": ops.full((self.units,), 0.5, dtype=dtype),
-        })
+    def weight_specs(self, input_shape=None):
+        fan_in = None if input_shape is None else input_shape[-1]
+        return [layers.WeightSpec("kernel", (fan_in, self.units), "glorot_uniform"),
+                layers.WeightSpec("bias", (self.units,), ember.initializers.Constant(0.5))]
 
     def call(self, params, inputs):
         current = ops.add(ops.matmul(inputs, params["kernel"]), params["bias"])

@@ -144,8 +144,9 @@ class Layer(metaclass=LayerType):
 
     Subclasses implement:
 
-    * ``build(input_shape, seed=None) -> state`` if they have variables
-      (use :meth:`make_state`);
+    * ``weight_specs(input_shape)`` if they have variables: a list of
+      :class:`~ember.layers.WeightSpec` (the one way to declare a weight in this style;
+      ``build(input_shape, seed) -> state`` creates them, each with its own derived seed);
     * ``call(params, inputs[, training][, rng])`` returning outputs (stateless in
       buffers), or override :meth:`apply` when buffers change (BatchNorm);
     * ``compute_output_shape(input_shape)`` so models are built without running
