@@ -4,13 +4,14 @@ On a CUDA (or MPS) device, reading a value on the host (``.item()``, ``float(t)`
 waits for every queued kernel: one such read per step stalls the pipeline the asynchronous
 launches build. The checks ``fit`` runs on every batch (the sparse-label range check of
 :mod:`ember.training.label_check`, the NaN watch of :mod:`ember.training.nonfinite_loss`)
-therefore record 0-d device values per step in a :class:`DeferredReads` and read them all at
+therefore record small device values per step (0-d, or a short vector such as a
+``[min, max]``) in a :class:`DeferredReads` and read them all at
 once where the loop synchronises for its logs anyway: at the end of an epoch or evaluation
 (the epoch's logs are read as floats) and whenever a callback or the progress bar reads a
 batch's logs. The number of host reads per epoch is then a constant, independent of the
 number of steps (``tests/training/test_host_syncs.py`` counts them).
 
-Memory stays bounded too: every :data:`CHUNK` recorded values are stacked into one 1-D array on
+Memory stays bounded too: every :data:`CHUNK` recorded values are stacked into one array on
 the device (a kernel, no host read), so an epoch of ``n`` steps holds ``n / CHUNK`` arrays.
 
 Example:
@@ -41,10 +42,13 @@ CHUNK = 100
 
 
 class DeferredReads:
-    """0-d values recorded per step (``columns`` of them), read together by :meth:`read`.
+    """Values recorded per step (``columns`` of them), read together by :meth:`read`.
+
+    Each column's values share one shape (0-d, or a short vector): a column is stacked on the
+    device and read as one array.
 
     Args:
-        columns: how many 0-d values each :meth:`add` records (each column is read as one array).
+        columns: how many values each :meth:`add` records (each column is read as one array).
         chunk: values stacked on the device into one array every ``chunk`` records (None: :data:`CHUNK`).
     """
 
@@ -55,14 +59,15 @@ class DeferredReads:
         self.columns = int(columns)
         self.chunk = int(chunk)
         self._tags: list = []
-        self._stacked: list[list] = [[] for _ in range(self.columns)]  # per column: 1-D device arrays
-        self._open: list[list] = [[] for _ in range(self.columns)]  # per column: 0-d device arrays
+        self._stacked: list[list] = [[] for _ in range(self.columns)]  # per column: stacked device arrays
+        self._open: list[list] = [[] for _ in range(self.columns)]  # per column: one device array per step
 
     def __len__(self) -> int:
         return len(self._tags)
 
     def add(self, tag: Any, *values: Any) -> None:
-        """Record one step's 0-d ``values`` (one per column) under ``tag`` (kept on the host)."""
+        """Record one step's ``values`` (one per column, each column's of one shape) under ``tag``
+        (kept on the host)."""
         if len(values) != self.columns:
             raise ValueError(f"DeferredReads.add: expected {self.columns} values, received {len(values)}")
         self._tags.append(tag)
@@ -72,23 +77,23 @@ class DeferredReads:
             self._stack_open()
 
     def _stack_open(self) -> None:
-        """The open 0-d values of each column as one 1-D array on the device (no host read)."""
+        """The open values of each column as one array on the device (no host read)."""
         if not self._open[0]:
             return
         for stacked, column in zip(self._stacked, self._open):
-            stacked.append(ops.stack([ops.reshape(value, ()) for value in column]))
+            stacked.append(ops.stack(column))
             column.clear()
 
     def read(self) -> list[tuple[Any, tuple]]:
-        """Every recorded ``(tag, values)`` in order, as NumPy scalars (one host transfer per column);
-        the record is emptied."""
+        """Every recorded ``(tag, values)`` in order, as NumPy scalars or arrays (one host transfer
+        per column); the record is emptied."""
         if not self._tags:
             return []
         self._stack_open()
         columns = []
         for stacked in self._stacked:
             whole = stacked[0] if len(stacked) == 1 else ops.concatenate(stacked, axis=0)
-            columns.append(np.asarray(ops.to_numpy(whole)).reshape(-1))
+            columns.append(np.asarray(ops.to_numpy(whole)))
         tags = self.clear()
         return [(tag, tuple(column[i] for column in columns)) for i, tag in enumerate(tags)]
 

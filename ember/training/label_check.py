@@ -108,7 +108,9 @@ class SparseLabelCheck:
         self.output_names = output_names
         self.classes = classes
         self.caller = caller
-        self._deferred = DeferredReads(columns=2)  # tag (epoch, step, output index): flag, first bad value
+        # Per output (a binary loss's culprit is a [min, max] pair, a class loss's one index): tag
+        # (epoch, step); columns: the flag and the culprit.
+        self._deferred = {index: DeferredReads(columns=2) for index in self.outputs}
         self.vouched = False  # every label of the data is known to be in range: no per-batch check
 
     @classmethod
@@ -162,7 +164,7 @@ class SparseLabelCheck:
                 if bool(ops.to_numpy(ops.any(outside))):
                     self._raise(epoch, step, index, self._culprit(labels, outside, index))
             else:
-                self._deferred.add((epoch, step, index), ops.any(outside), self._culprit(labels, outside, index))
+                self._deferred[index].add((epoch, step), ops.any(outside), self._culprit(labels, outside, index))
 
     def _binary(self, index: int) -> bool:
         return self.outputs[index][0] in _BINARY_NAMES
@@ -190,12 +192,15 @@ class SparseLabelCheck:
 
     def flush(self) -> None:
         """Read the flags kept on the device (one transfer); raise for the first bad batch."""
-        for (epoch, step, index), (bad, value) in self._deferred.read():
-            if bool(bad):
-                self._raise(epoch, step, index, value)
+        bad = [((epoch, step), index, value) for index, record in self._deferred.items()
+               for (epoch, step), (flag, value) in record.read() if bool(flag)]
+        if bad:  # the first bad batch (then the first output) is the one reported
+            (epoch, step), index, value = min(bad, key=lambda entry: (entry[0][0] or 0, entry[0][1], entry[1]))
+            self._raise(epoch, step, index, value)
 
     def _raise(self, epoch: int | None, step: int, index: int, value: Any) -> None:
-        self._deferred.clear()
+        for record in self._deferred.values():
+            record.clear()
         owner, _ = self.outputs[index]
         where = f"batch {step} (0-based)" if epoch is None else f"epoch {epoch}, batch {step} (0-based)"
         output = f" (output {self.output_names[index]!r})" if len(self.output_names) > 1 else ""

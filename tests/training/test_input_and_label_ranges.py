@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import ember
-from ember import layers, losses, optimizers
+from ember import layers, losses, ops, optimizers
+from ember.training import label_check
 from tests.helpers import same_state, state_snapshot
 
 
@@ -131,7 +132,29 @@ def test_binary_labels_outside_zero_one_raise(backend, loss, data):
     source = {"x": x, "y": y, "batch_size": 2} if data == "arrays" else {"x": iter([(x, y)])}
     with pytest.raises(ValueError, match=r"binary.*labels must be in \[0, 1\].*received labels in \[0\.0, 2\.0\]"):
         model.fit(**source, epochs=1, shuffle=False, verbose=0)
-    assert same_state(state_snapshot(model), before)
+    if label_check.reads_without_sync(ops.convert_to_tensor(y)):  # on a GPU the check waits for the next sync
+        assert same_state(state_snapshot(model), before)
+
+
+def test_binary_and_class_labels_out_of_range_raise_from_the_device_record(backend, monkeypatch):
+    """On an accelerator the flags and culprits wait on the device (one record per output: a binary loss
+    keeps its labels' [min, max], a class loss the first bad index) and raise at the epoch's end, naming
+    the first bad batch and its output."""
+    monkeypatch.setattr(label_check, "reads_without_sync", lambda array: False)
+    inputs = ember.Input((2,))
+    model = ember.Model(inputs, {"p": layers.Dense(1, activation="sigmoid", name="p")(inputs),
+                                 "c": layers.Dense(3, name="c")(inputs)})
+    model.compile(optimizer="sgd", loss={"p": "binary_crossentropy",
+                                         "c": losses.SparseCategoricalCrossentropy(from_logits=True)})
+    x = np.ones((6, 2), "float32")
+    binary, classes = np.zeros((6, 1), "float32"), np.zeros((6,), "int64")
+    binary[3], classes[5] = 2.0, 7  # batch 1 (binary), batch 2 (class)
+    with pytest.raises(ValueError, match=r"fit: epoch 0, batch 1 \(0-based\) \(output 'p'\).*"
+                                         r"labels must be in \[0, 1\].*received labels in \[0\.0, 2\.0\]"):
+        model.fit(x, {"p": binary, "c": classes}, batch_size=2, epochs=1, shuffle=False, verbose=0)
+    binary[3] = 1.0
+    with pytest.raises(ValueError, match=r"fit: epoch 0, batch 2 \(0-based\) \(output 'c'\).*received 7"):
+        model.fit(x, {"p": binary, "c": classes}, batch_size=2, epochs=1, shuffle=False, verbose=0)
 
 
 @pytest.mark.parametrize("loss", list(BINARY_LOSSES), ids=list(BINARY_LOSSES))
