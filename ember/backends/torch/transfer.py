@@ -29,7 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, NamedTuple
 
 import torch
@@ -106,10 +105,22 @@ class BatchTransfer:
         return value.to(self.device, non_blocking=self.plan.non_blocking)
 
     def issue(self, leaves: list) -> list:
-        """Start the copies of ``leaves`` (tensors already on the device, and non-tensors, pass as they are)."""
-        context = torch.cuda.stream(self._stream) if self._stream is not None else contextlib.nullcontext()
-        with context:
+        """Start the copies of ``leaves`` (tensors already on the device, and non-tensors, pass as they are).
+
+        With a copy stream, the copies are issued on it and the thread's current stream is put back
+        by torch's C setter, which no KeyboardInterrupt can enter half-way: the exit of a
+        ``torch.cuda.stream`` context is Python, and a Ctrl-C landing there left the copy stream
+        current, so the next reads of the weights raced the step's kernels.
+        """
+        if self._stream is None:
             return [self._move(leaf) for leaf in leaves]
+        previous = torch.cuda.current_stream(self.device)
+        try:
+            torch.cuda.set_stream(self._stream)
+            return [self._move(leaf) for leaf in leaves]
+        finally:
+            torch._C._cuda_setStream(stream_id=previous.stream_id, device_index=previous.device_index,
+                                     device_type=previous.device_type)
 
     def ready(self, moved: list) -> list:
         """``moved`` (from :meth:`issue`), safe to use on the current stream (which waits on the device
