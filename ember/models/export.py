@@ -253,9 +253,9 @@ def _fixed_error(model: Any, specs: list[Spec], error: BaseException) -> ValueEr
 # --- mlx ----------------------------------------------------------------------------------------
 def _export_mlx(model: Any, path: str, forward: Callable[..., tuple], state: dict, specs: list[Spec],
                 batch_sizes: Any = (1,), shapeless: bool = False, metadata: str | None = None) -> None:
+    sizes = _checked_batch_sizes(model, batch_sizes, specs, shapeless)  # bad arguments first, installed or not
     backends.load("mlx")
     exporter = importlib.import_module("ember.backends.mlx.export")
-    sizes = _checked_batch_sizes(model, batch_sizes, specs, shapeless)
     with backends.using_backend("mlx"):
         mlx_state = tree_to_active(state)
         run = lambda *flat: forward(mlx_state, *flat)

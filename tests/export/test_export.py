@@ -114,6 +114,9 @@ def _onnx_outputs(path, arrays):
 
 
 def _built(factory, backend):
+    """``factory``'s model built on ``backend`` (NumPy's where that backend is not installed: the export
+    then crosses from NumPy instead)."""
+    backend = backend if backends.is_installed(backend) else "numpy"
     with backends.using_backend(backend):
         model = factory()
         model.build()

@@ -72,9 +72,9 @@ def test_dense_int8_equals_keras(backend, weight_only):
     reference.quantize("int8", config=keras_config)
     assert reference.dtype_policy.name == layer.dtype_policy.name
     ours = {w.path: np.asarray(w) for w in layer.weights}
-    assert np.array_equal(ours["kernel"], reference._kernel.numpy())
-    np.testing.assert_allclose(ours["kernel_scale"], reference.kernel_scale.numpy(), **FLOAT32)
-    np.testing.assert_allclose(ops.to_numpy(layer(X)), reference(X).detach().numpy(), **FLOAT32)
+    assert np.array_equal(ours["kernel"], keras.ops.convert_to_numpy(reference._kernel))
+    np.testing.assert_allclose(ours["kernel_scale"], keras.ops.convert_to_numpy(reference.kernel_scale), **FLOAT32)
+    np.testing.assert_allclose(ops.to_numpy(layer(X)), keras.ops.convert_to_numpy(reference(X)), **FLOAT32)
 
 
 def test_embedding_int8_within_bound_and_equals_keras(backend):
@@ -87,12 +87,12 @@ def test_embedding_int8_within_bound_and_equals_keras(backend):
     layer.quantize("int8")
     reference.quantize("int8")
     table_int8, scale = (np.asarray(w) for w in layer.get_weights())
-    assert np.array_equal(table_int8, reference._embeddings.numpy())
+    assert np.array_equal(table_int8, keras.ops.convert_to_numpy(reference._embeddings))
     out = ops.to_numpy(layer(INDICES)).astype("float64")
     # every looked-up value is one de-quantized weight: within 1 / (2 scale_row), plus one float32 division
     bound = 1 / (2 * scale.astype("float64")[INDICES])[..., None] + FLOAT32["rtol"] * np.abs(table[INDICES])
     assert np.all(np.abs(out - table[INDICES]) <= bound)
-    np.testing.assert_allclose(out, reference(INDICES).detach().numpy(), **FLOAT32)
+    np.testing.assert_allclose(out, keras.ops.convert_to_numpy(reference(INDICES)), **FLOAT32)
 
 
 @pytest.mark.parametrize("equation, input_shape, output_shape, bias_axes", [
@@ -112,9 +112,9 @@ def test_einsum_dense_int8_equals_keras(backend, equation, input_shape, output_s
     layer.quantize("int8", config=config)
     reference.quantize("int8", config=keras_config)
     ours = {w.path: np.asarray(w) for w in layer.weights}
-    assert np.array_equal(ours["kernel"], reference._kernel.numpy())
-    np.testing.assert_allclose(ours["kernel_scale"], reference.kernel_scale.numpy(), **FLOAT32)
-    np.testing.assert_allclose(ops.to_numpy(layer(x)), reference(x).detach().numpy(), **FLOAT32)
+    assert np.array_equal(ours["kernel"], keras.ops.convert_to_numpy(reference._kernel))
+    np.testing.assert_allclose(ours["kernel_scale"], keras.ops.convert_to_numpy(reference.kernel_scale), **FLOAT32)
+    np.testing.assert_allclose(ops.to_numpy(layer(x)), keras.ops.convert_to_numpy(reference(x)), **FLOAT32)
 
 
 def test_einsum_dense_with_an_ellipsis_quantizes(backend):
@@ -153,7 +153,7 @@ def test_quantized_model_round_trips_with_ember_and_keras(backend, tmp_path, ext
     np.testing.assert_array_equal(loaded.predict(X, verbose=0), expected)
     if extension == ".keras":  # Keras loads Ember's file: same int8 weights, same outputs
         theirs = keras.saving.load_model(path)
-        assert np.array_equal(theirs.layers[0]._kernel.numpy(), model.layers[0].get_weights()[1])
+        assert np.array_equal(keras.ops.convert_to_numpy(theirs.layers[0]._kernel), model.layers[0].get_weights()[1])
         np.testing.assert_allclose(np.asarray(theirs.predict(X, verbose=0)), expected, **FLOAT32)
 
 
@@ -235,6 +235,7 @@ def test_policies_and_quantizers():
     values = np.array([[0.5, -1.0, 0.25]], "float32")
     q, scale = quantizers.abs_max_quantize(values, axis=-1, to_numpy=True)
     kq, kscale = keras.quantizers.abs_max_quantize(values, axis=-1, to_numpy=True)
-    assert np.array_equal(ops.to_numpy(q), kq.numpy()) and np.allclose(ops.to_numpy(scale), kscale.numpy())
+    assert np.array_equal(ops.to_numpy(q), keras.ops.convert_to_numpy(kq))
+    assert np.allclose(ops.to_numpy(scale), keras.ops.convert_to_numpy(kscale))
     with pytest.raises(ValueError, match="value_range within"):
         quantizers.AbsMaxQuantizer(value_range=(-300, 300))

@@ -560,7 +560,8 @@ def _keras_inference_steps(model, x, y, learning_rate, batch_size):
 
     optimizer = keras.optimizers.SGD(learning_rate)
     for start in range(0, len(x), batch_size):
-        xb, yb = torch.as_tensor(x[start:start + batch_size]), torch.as_tensor(y[start:start + batch_size])
+        xb = keras.ops.convert_to_tensor(x[start:start + batch_size])  # on Keras's device
+        yb = keras.ops.convert_to_tensor(y[start:start + batch_size])
         model.zero_grad()
         loss = torch.mean((model(xb, training=False) - yb) ** 2)
         loss.backward()

@@ -227,9 +227,10 @@ def _grad(fn, *arrays):
 
 
 def _torch_grad(fn, weights, *arrays):
-    tensors = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
-    (fn(*tensors) * torch.tensor(weights)).sum().backward()
-    return [t.grad.numpy() for t in tensors]
+    """torch autograd through Keras's op, on the device Keras puts its tensors on."""
+    tensors = [keras.ops.convert_to_tensor(a, dtype="float64").requires_grad_() for a in arrays]
+    (fn(*tensors) * keras.ops.convert_to_tensor(weights)).sum().backward()
+    return [keras.ops.convert_to_numpy(t.grad) for t in tensors]
 
 
 def _float64_on(backend_name):
