@@ -67,7 +67,8 @@ shuffling, building its state, callbacks). Targets: torch <= 1.05x, MLX <= 1.05x
 median wall times, of the minimum wall times, and of the median CPU times (``process_time``:
 the steadiest when other processes share the cores). Peak memory: each variant runs once
 more in a fresh process that records its peak resident memory above the level after loading
-the data and importing what both sides use (Linux ``VmHWM``); target Ember <= 1.2x the
+the data and importing what both sides use (Linux ``VmHWM``; on a GPU, the device memory
+torch's allocator handed out, ``torch.cuda.max_memory_allocated``); target Ember <= 1.2x the
 hand-written loop. Run with ``OMP_NUM_THREADS=1`` when other processes share the cores: a
 multi-threaded BLAS spinning on tiny matrices makes wall times meaningless.
 
@@ -106,11 +107,15 @@ VS_BUILT_IN = ("S1", "C1")  # workloads whose "raw" column is Ember's built-in W
 COMPILED_WORKLOADS = ("W1", "W2", "W3") + big.BIG
 # Workloads also timed under mixed_bfloat16 (the backend's own step) and mixed_float16 (a
 # LossScaleOptimizer, which compile adds: see ember.training.loss_scaling).
-MIXED_WORKLOADS = ("W1", "W3")
 # Where torch trains (--device; children read it from the environment) and a batch-size override.
 DEVICE = os.environ.get("EMBER_BENCH_DEVICE", "cpu")
+# On a GPU the transformer and vision workloads too (bfloat16 is what they train in there; on a
+# CPU it is emulated and only slower).
+MIXED_WORKLOADS = ("W1", "W3") + (big.BIG if DEVICE.startswith("cuda") else ())
 BATCH = int(os.environ.get("EMBER_BENCH_BATCH", "0"))
 NO_COMPILE = bool(os.environ.get("EMBER_BENCH_NO_COMPILE"))
+# The variants timed beside raw and Ember (bf16 f16 graphs bf16g remat keras jit rawc); empty: all.
+VARIANTS = tuple(filter(None, os.environ.get("EMBER_BENCH_VARIANTS", "").split(",")))
 
 
 # ------------------------------------------------------------------------------------ data
@@ -475,10 +480,15 @@ def _rss_kib(field: str) -> int:
 
 
 def memory_child(backend: str, workload: str, variant: str) -> None:
-    """Peak resident memory above the post-data level for one variant (fresh process)."""
+    """Peak memory above the post-data level for one variant (fresh process).
+
+    Resident memory on a CPU; on a GPU the device memory torch's allocator handed out.
+    """
     import ember
 
     ember.set_backend(backend)
+    if backend == "torch":
+        ember.backends.set_default_device(DEVICE)
     x, y, batch = make_data(workload, backend)
     x, y = native_data(backend, x, y)
     # Import what either variant uses before the baseline, so neither pays for imports.
@@ -499,6 +509,11 @@ def memory_child(backend: str, workload: str, variant: str) -> None:
     except OSError:
         pass
     base = _rss_kib("VmRSS")
+    on_gpu = backend == "torch" and DEVICE.startswith("cuda")
+    if on_gpu:  # on a GPU the peak that matters is the device's: bytes the caching allocator handed out
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated() // 1024
     if variant == "ember":
         run = ember_runner(workload, backend, x, y, batch)
     elif variant == "remat":  # W4 with every decoder block under ember.remat
@@ -508,7 +523,8 @@ def memory_child(backend: str, workload: str, variant: str) -> None:
     else:
         run = {"torch": torch_runner, "mlx": mlx_runner, "numpy": numpy_runner}[backend](workload, x, y, batch)
     run(1)
-    print(json.dumps({"peak_mib": (_rss_kib("VmHWM") - base) / 1024}))
+    peak = torch.cuda.max_memory_allocated() // 1024 if on_gpu else _rss_kib("VmHWM")
+    print(json.dumps({"peak_mib": (peak - base) / 1024}))
 
 
 def timing_child(backend: str, workloads: list[str]) -> None:
@@ -539,6 +555,8 @@ def timing_child(backend: str, workloads: list[str]) -> None:
             # torch.compile: Ember's whole step, the raw recipe
             extra.append(("jit", functools.partial(ember_runner, workload, backend, x, y, batch, jit_compile=True)))
             extra.append(("rawc", functools.partial(torch_runner, workload, x, y, batch, compiled=True)))
+        if VARIANTS:  # --variants: only these beside raw and Ember
+            extra = [(name, factory) for name, factory in extra if name in VARIANTS]
         errors = {}
         for name, factory in extra:
             try:
@@ -595,10 +613,13 @@ def main() -> None:
     parser.add_argument("--device", help="torch's device, e.g. cuda (default: cpu); sets EMBER_BENCH_DEVICE")
     parser.add_argument("--batch", type=int, help="every workload's batch size (sets EMBER_BENCH_BATCH)")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile variants")
+    parser.add_argument("--variants", help="comma-separated variants to time beside raw and Ember (default: all): "
+                        "bf16,f16,graphs,bf16g,remat,keras,jit,rawc; sets EMBER_BENCH_VARIANTS")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     for name, value in (("EMBER_BENCH_DEVICE", args.device), ("EMBER_BENCH_BATCH", args.batch),
-                        ("EMBER_BENCH_NO_COMPILE", args.no_compile or None)):
+                        ("EMBER_BENCH_NO_COMPILE", args.no_compile or None),
+                        ("EMBER_BENCH_VARIANTS", args.variants)):
         if value:
             os.environ[name] = str(value)
     if args.child:
@@ -651,7 +672,7 @@ def main() -> None:
                                 f"{row['jit_cpu'] / row['rawc_cpu']:6.2f}x {row['jit_warm_s']:7.1f} "
                                 f"{row['rawc_warm_s']:7.1f}"
                                 + (f"  (eager: {row['jit_fallback'][:600]})" if row.get("jit_fallback") else ""))
-            if row["workload"] in MIXED_WORKLOADS:
+            if any(name + "_med" in row for name in ("bf16", "f16", "graphs", "bf16g")):  # the child's choice
                 mixed.append(f"{backend:7} {row['workload']:4} {row['ember_min']:8.2f}"
                              + "".join(f" {row[name + '_min']:8.2f} {row[name + '_med'] / row['ember_med']:7.2f}x"
                                        if name + "_med" in row else f" {'-':>8} {'-':>8}"
