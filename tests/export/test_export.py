@@ -113,11 +113,13 @@ def _onnx_outputs(path, arrays):
     return session.run(None, {spec.name: array for spec, array in zip(session.get_inputs(), arrays)})
 
 
+def _installed(backend):
+    """``backend``, or NumPy where it is not installed (an export then crosses from NumPy instead)."""
+    return backend if backends.is_installed(backend) else "numpy"
+
+
 def _built(factory, backend):
-    """``factory``'s model built on ``backend`` (NumPy's where that backend is not installed: the export
-    then crosses from NumPy instead)."""
-    backend = backend if backends.is_installed(backend) else "numpy"
-    with backends.using_backend(backend):
+    with backends.using_backend(_installed(backend)):
         model = factory()
         model.build()
         return _perturbed(model)
@@ -148,7 +150,7 @@ def test_family_onnx(family, tmp_path):
     model = _built(factory, built_on)
     path = str(tmp_path / f"{family}.onnx")
     model.export(path, format="onnx", verbose=False)
-    with backends.using_backend(built_on):
+    with backends.using_backend(_installed(built_on)):
         arrays = _inputs(model)
         expected = _predicted(model, arrays)
     _check(_onnx_outputs(path, arrays), expected, **FLOAT32_PAIR)
@@ -168,7 +170,7 @@ def test_torch_export_loads_with_torch_alone(tmp_path):
     for name, (factory, built_on) in cases.items():
         model = _built(factory, built_on)
         model.export(str(tmp_path / f"{name}.pt2"), format="torch", verbose=False)
-        with backends.using_backend(built_on):
+        with backends.using_backend(_installed(built_on)):
             arrays = _inputs(model)
             expected[name] = _predicted(model, arrays)
         for i, array in enumerate(arrays):
