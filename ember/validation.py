@@ -17,9 +17,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import numbers
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 
@@ -147,3 +149,35 @@ def check_last_dim(layer: Any, input_shape: Any, expected: int | None = None, mi
     if expected is not None and last != expected:
         raise ValueError(f"layer {layer.name!r} expects a last dimension of {expected}, received shape {input_shape}")
     return last
+
+
+_unchecked = threading.local()  # per thread: a fit in one thread leaves another thread's checks on
+
+
+@contextlib.contextmanager
+def unchecked_values() -> Iterator[None]:
+    """Skip the host-side checks of array *values* while the block runs in this thread.
+
+    The checks that read a value on the host (sparse class indices in range, an ``Embedding``'s
+    indices in ``[0, input_dim)``) would synchronise a GPU on every step, and a compiled step
+    cannot read at all: ``fit`` checks its first batch eagerly, then runs its steps in this block
+    (shapes and dtypes are still checked; they cost no sync).
+
+    Example:
+        >>> from ember.validation import unchecked_values, values_checked
+        >>> with unchecked_values():
+        ...     values_checked()
+        False
+        >>> values_checked()
+        True
+    """
+    _unchecked.depth = getattr(_unchecked, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _unchecked.depth -= 1
+
+
+def values_checked() -> bool:
+    """False inside :func:`unchecked_values` (in this thread)."""
+    return getattr(_unchecked, "depth", 0) == 0

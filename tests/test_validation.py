@@ -103,3 +103,18 @@ def test_compile_with_a_misspelt_name_suggests_the_right_one():
     model = ember.Sequential([ember.Input((2,)), ember.layers.Dense(1)])
     with pytest.raises(ValueError, match=r"^unknown loss 'mean_sqared_error' \(did you mean 'mean_squared_error'\?\)"):
         model.compile(optimizer="sgd", loss="mean_sqared_error")
+
+
+def test_unchecked_values_is_per_thread():
+    """A fit's steps (which skip the host reads of values) leave another thread's checks on."""
+    import threading
+
+    from ember.validation import unchecked_values, values_checked
+
+    seen = []
+    with unchecked_values():
+        assert not values_checked()
+        other = threading.Thread(target=lambda: seen.append(values_checked()))
+        other.start()
+        other.join()
+    assert seen == [True] and values_checked()

@@ -21,8 +21,8 @@ from ember.training.callbacks.callback_list import BatchLogs, CallbackList, _to_
 from ember.training.callbacks.terminate_on_nan import TerminateOnNaN
 from ember.training.distributed import ShardedAdapter, gather_predictions, window_of
 from ember.training.input_check import EmbeddingIndexCheck, refuse_empty
-from ember.training.losses.base import unchecked_values
 from ember.training.nonfinite_loss import NonFiniteLossWatch
+from ember.validation import unchecked_values
 
 
 def to_floats(logs: dict) -> dict:

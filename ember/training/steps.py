@@ -42,10 +42,11 @@ from ember.constraints import apply_constraints
 from ember.layers.loss_collection import collect_losses
 from ember.training.compile_utils import flatten_outputs
 from ember.training.losses import MeanSquaredError, SparseCategoricalCrossentropy
-from ember.training.losses.base import LossFunctionWrapper, unchecked_values
+from ember.training.losses.base import LossFunctionWrapper
 from ember.training.losses.regression import mean_squared_error
 from ember.training.optimizers.loss_scale import LossScaleOptimizer
 from ember.training.step_buffers import StepBuffers
+from ember.validation import unchecked_values
 
 # Park-Miller "minimal standard" generator: the step seeds s_{k+1} = 48271 s_k mod (2^31 - 1).
 _RNG_MULTIPLIER = 48271
@@ -430,7 +431,7 @@ class StepKit:
             (:func:`fusable_sparse_crossentropy`).
         fusable_mean_squared_error: the same for mean squared error (:func:`fusable_mean_squared_error`).
         unchecked_values: a context in which the losses skip their host-side label value checks
-            (:func:`ember.training.losses.base.unchecked_values`; a compiled step runs in it).
+            (:func:`ember.validation.unchecked_values`; a compiled step runs in it).
 
     Example:
         >>> from ember.training.steps import STEP_KIT

@@ -494,7 +494,7 @@ def test_sparse_labels_with_bad_values(backend):
 
 
 def test_value_checks_can_be_skipped_by_the_trainer(backend):
-    from ember.training.losses.base import unchecked_values
+    from ember.validation import unchecked_values
 
     loss = losses.SparseCategoricalCrossentropy(reduction="none")
     probs = np.full((2, 3), 1 / 3, np.float32)

@@ -101,6 +101,32 @@ def test_compiled_fit_matches_the_eager_fit_with_one_graph(torch_backend):
                                atol=FLOAT32_PAIR["atol"] + 10 * 4.5e-6)
 
 
+def _tokens_model(jit_compile):
+    """W4's input side: token indices through an Embedding and causal attention (no host read may remain)."""
+    inputs = ember.Input((5,), dtype="int64")
+    h = layers.Embedding(20, 8)(inputs)
+    h = layers.MultiHeadAttention(num_heads=2, key_dim=4)(h, h, use_causal_mask=True)
+    model = ember.Model(inputs, layers.Dense(4)(layers.GlobalAveragePooling1D()(h)))
+    model.build(seed=0)
+    model.compile(optimizer=ember.optimizers.Adam(0.01), loss=_loss(), jit_compile=jit_compile, seed=5)
+    return model
+
+
+def test_embedding_and_attention_compile_as_one_graph(torch_backend):
+    """The Embedding's index check reads the host only outside fit's steps (fit checked the inputs first),
+    and take's host bounds check is skipped while torch.compile traces: no graph break, no fallback."""
+    tokens = np.random.default_rng(3).integers(0, 20, (70, 5))
+    eager = _tokens_model(False)
+    eager.fit(tokens, Y, batch_size=BATCH, epochs=EPOCHS, verbose=0)
+    compiled = _tokens_model(True)
+    with _dynamo_counters() as counters:
+        compiled.fit(tokens, Y, batch_size=BATCH, epochs=EPOCHS, verbose=0)
+    _assert_one_graph(counters, compiled._training.trainer.steps)
+    _assert_close(compiled.state, eager.state)
+    with pytest.raises(ValueError, match=r"indices must lie in \[0, 20\)"):  # fit still checks the inputs
+        compiled.fit(np.full((16, 5), 20), Y[:16], batch_size=BATCH, epochs=1, verbose=0)
+
+
 def test_cnn_with_dropout_compiled_equals_its_eager_fallback(torch_backend, monkeypatch):
     """A compile that fails (a backend that raises) warns and trains eagerly with the same step: the same
     dropout masks from the same seeds, so the same weights as the compiled CNN after 20 steps."""

@@ -166,7 +166,9 @@ def _checked_indices(indices: Any, device: torch.device, bounds: Any) -> Tensor:
 
 
 def _check_bounds(idx: Tensor, n: int, name: str, axis: int) -> None:
-    if torch.compiler.is_exporting():  # Model.export traces values it cannot read (the runtime checks)
+    # Model.export and torch.compile trace values they cannot read: the compiled kernels check
+    # indirect indices themselves (and fit checks an Embedding's inputs before its steps).
+    if torch.compiler.is_exporting() or torch.compiler.is_compiling():
         return
     if idx.numel() == 0:
         return

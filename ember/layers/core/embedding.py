@@ -10,7 +10,7 @@ from ember.layers.core.dense_adaptation import QuantizeLoRAMixin
 from ember.layers.layer import Layer
 from ember.layers.loss_collection import add_loss
 from ember.layers.weights import WeightSpec, resolve_options
-from ember.validation import check_bool, check_positive_int
+from ember.validation import check_bool, check_positive_int, values_checked
 
 _INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
@@ -49,8 +49,10 @@ class Embedding(QuantizeLoRAMixin, Layer):
 
     Inputs of any shape ``(batch, ...)`` give ``(batch, ..., output_dim)``. Float
     inputs are cast to ``int32``. Indices outside ``[0, input_dim)`` raise a
-    ``ValueError`` whenever their values can be read (everywhere except inside a
-    compiled/traced function).
+    ``ValueError`` whenever their values can be read, except inside ``fit``'s steps (which
+    ``fit`` runs in :func:`ember.validation.unchecked_values`, having checked the indices of
+    the model inputs that feed an Embedding before its steps: a read per step would stall a
+    GPU and break a compiled step) and inside compiled/traced functions.
 
     Example:
         >>> import ember
@@ -112,7 +114,7 @@ class Embedding(QuantizeLoRAMixin, Layer):
             if ops.dtype(inputs) == "bool" or "complex" in ops.dtype(inputs):
                 raise TypeError(f"layer {self.name!r} expects integer indices, received dtype {ops.dtype(inputs)}")
             inputs = ops.cast(inputs, "int32")
-        if ops.size(inputs):
+        if ops.size(inputs) and values_checked():  # not in fit's steps: fit checked their inputs (input_check)
             bounds = _index_bounds(inputs)
             if bounds is not None and (bounds[0] < 0 or bounds[1] >= self.input_dim):
                 raise ValueError(

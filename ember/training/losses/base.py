@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -387,34 +386,6 @@ def check_axis(owner: str, axis: Any) -> int:
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{owner}: axis must be an int, received axis={axis!r}")
     return int(axis)
-
-
-_UNCHECKED = [0]
-
-
-@contextlib.contextmanager
-def unchecked_values() -> Any:
-    """Skip the eager checks of label *values* (e.g. sparse class indices in range) while the block
-    runs: they read the device, and ``fit`` checks the first batch eagerly, then runs its steps in
-    this block so that a training step never synchronises the host (shapes and dtypes are still
-    checked; they cost no sync).
-
-    Example:
-        >>> from ember.training.losses.base import unchecked_values, values_checked
-        >>> with unchecked_values():
-        ...     values_checked()
-        False
-    """
-    _UNCHECKED[0] += 1
-    try:
-        yield
-    finally:
-        _UNCHECKED[0] -= 1
-
-
-def values_checked() -> bool:
-    """False inside :func:`unchecked_values`."""
-    return _UNCHECKED[0] == 0
 
 
 def concrete(x: Any) -> Any:

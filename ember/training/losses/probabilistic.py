@@ -32,8 +32,8 @@ from ember.training.losses.base import (
     concrete,
     labels_to_tensor,
     prepare,
-    values_checked,
 )
+from ember.validation import values_checked
 
 _DEFAULT = "sum_over_batch_size"
 
@@ -218,7 +218,7 @@ def sparse_categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool 
     Raises:
         ValueError: labels of the wrong shape, non-integral or out of ``[0, classes)``. The
             value checks read the labels on the host (one small sync); they are skipped inside
-            ``mx.compile`` and inside ``ember.training.losses.base.unchecked_values()`` (the
+            ``mx.compile`` and inside ``ember.validation.unchecked_values()`` (the
             trainer checks the first batch, then steps without syncs), where an out-of-range
             label is not diagnosed.
 
