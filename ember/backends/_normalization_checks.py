@@ -75,3 +75,19 @@ def check_batch_norm(shape: tuple, axis: Any, gamma: tuple | None, beta: tuple |
     _check_param(op, "gamma", gamma, (shape[resolved],), shape, axis)
     _check_param(op, "beta", beta, (shape[resolved],), shape, axis)
     return resolved
+
+
+def check_moving(moving_mean: tuple | None, moving_variance: tuple | None, momentum: Any, shape: tuple,
+                 feature: int) -> bool:
+    """Whether ``nn.fused_batch_norm`` updates moving averages (both given); ValueError/TypeError otherwise."""
+    op = "nn.fused_batch_norm"
+    if (moving_mean is None) != (moving_variance is None):
+        raise ValueError(f"{op}: moving_mean and moving_variance go together, received only "
+                         f"{'moving_mean' if moving_variance is None else 'moving_variance'}")
+    if moving_mean is None:
+        return False
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or not 0.0 <= momentum <= 1.0:
+        raise ValueError(f"{op}: momentum must be a float in [0, 1], received {momentum!r}")
+    _check_param(op, "moving_mean", moving_mean, (shape[feature],), shape, feature)
+    _check_param(op, "moving_variance", moving_variance, (shape[feature],), shape, feature)
+    return True

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
-from ember.backends._normalization_checks import check_batch_norm, check_layer_norm
+from ember.backends._normalization_checks import check_batch_norm, check_layer_norm, check_moving
 
 
 def _array(x: Any) -> Any:
@@ -62,14 +62,27 @@ def layer_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
     return _normalize(x, mean, variance, gamma, beta, epsilon)
 
 
-def fused_batch_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
+def fused_batch_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, moving_mean=None, moving_variance=None,
+                     momentum=0.99):
     # (Docstring: _spec.nn.fused_batch_norm's, set by ember.ops._composite.)
     x, gamma, beta = _array(x), _array(gamma), _array(beta)
+    moving_mean, moving_variance = _array(moving_mean), _array(moving_variance)
     shape, dtype = tuple(ops.shape(x)), ops.dtype(x)
     feature = check_batch_norm(shape, axis, _shape(gamma), _shape(beta), epsilon, dtype)
+    moving = check_moving(_shape(moving_mean), _shape(moving_variance), momentum, shape, feature)
     reduction = tuple(a for a in range(len(shape)) if a != feature)
     mean, variance = ops.nn.moments(x, axes=reduction)
     gamma, beta = (None if p is None else _broadcast(p, (feature,), shape, dtype) for p in (gamma, beta))
     outputs = _normalize(x, _broadcast(mean, (feature,), shape, dtype), _broadcast(variance, (feature,), shape, dtype),
                          gamma, beta, epsilon)
+    if moving:
+        mean = moving_average(moving_mean, mean, momentum)
+        variance = moving_average(moving_variance, variance, momentum)
     return outputs, ops.stop_gradient(mean), ops.stop_gradient(variance)
+
+
+def moving_average(moving: Any, batch: Any, momentum: float) -> Any:
+    """``momentum * moving + (1 - momentum) * batch`` (Keras's moving averages), in ``moving``'s dtype."""
+    dtype = ops.dtype(moving)
+    moved = ops.add(ops.multiply(ops.cast(moving, ops.dtype(batch)), momentum), ops.multiply(batch, 1.0 - momentum))
+    return ops.cast(moved, dtype)

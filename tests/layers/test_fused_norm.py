@@ -117,6 +117,42 @@ BATCH_NORM_CASES = {  # shape, feature axis
 
 
 @pytest.mark.parametrize("case", list(BATCH_NORM_CASES))
+def test_fused_batch_norm_updates_the_moving_averages_as_keras(backend, case):
+    """With the moving averages given, the op returns ``m * moving + (1 - m) * batch`` (the biased variance,
+    as Keras) in the moving averages' dtype; torch's kernel updates them itself (its unbiased term
+    corrected), the composite computes them."""
+    shape, axis = BATCH_NORM_CASES[case]
+    feature = axis % len(shape)
+    stat_axes = tuple(a for a in range(len(shape)) if a != feature)
+    x, gamma, beta, weights = _operands(shape, (shape[feature],), seed=2)
+    old_mean, old_var = np.linspace(-1.0, 1.0, shape[feature]), np.linspace(0.5, 2.0, shape[feature])
+    y_ref, mean_ref, var_ref, *_ = norm_reference(x, gamma, beta, stat_axes, (feature,), weights)
+    momentum = 0.9
+    for dtype in _dtypes(backend):
+        tolerance = FLOAT64 if dtype == "float64" else FLOAT32_PAIR
+        args = [ops.convert_to_tensor(a, dtype=dtype) for a in (x, gamma, beta)]
+        moving = [ops.convert_to_tensor(a, dtype=dtype) for a in (old_mean, old_var)]
+        y, moving_mean, moving_var = ops.nn.fused_batch_norm(
+            *args, axis=axis, epsilon=EPSILON, moving_mean=moving[0], moving_variance=moving[1], momentum=momentum)
+        assert ops.dtype(moving_mean) == ops.dtype(moving_var) == dtype
+        np.testing.assert_allclose(ops.to_numpy(y).astype(np.float64), y_ref, **tolerance)
+        np.testing.assert_allclose(ops.to_numpy(moving_mean), momentum * old_mean + (1 - momentum) * mean_ref,
+                                   **tolerance)
+        np.testing.assert_allclose(ops.to_numpy(moving_var), momentum * old_var + (1 - momentum) * var_ref,
+                                   **tolerance)
+
+
+def test_fused_batch_norm_moving_averages_are_checked(backend):
+    x = ops.ones((4, 3))
+    with pytest.raises(ValueError, match="moving_mean and moving_variance go together, received only moving_mean"):
+        ops.nn.fused_batch_norm(x, moving_mean=ops.zeros((3,)))
+    with pytest.raises(ValueError, match=r"momentum must be a float in \[0, 1\], received 1.5"):
+        ops.nn.fused_batch_norm(x, moving_mean=ops.zeros((3,)), moving_variance=ops.ones((3,)), momentum=1.5)
+    with pytest.raises(ValueError, match=r"moving_variance must have shape \(3,\).*received shape \(2,\)"):
+        ops.nn.fused_batch_norm(x, moving_mean=ops.zeros((3,)), moving_variance=ops.ones((2,)))
+
+
+@pytest.mark.parametrize("case", list(BATCH_NORM_CASES))
 def test_fused_batch_norm_matches_reference_and_composite(backend, case):
     shape, axis = BATCH_NORM_CASES[case]
     feature = axis % len(shape)

@@ -344,7 +344,8 @@ class nn:
             [[-1.0, 1.0]]
         """
 
-    def fused_batch_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
+    def fused_batch_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, moving_mean=None, moving_variance=None,
+                         momentum=0.99):
         """Training-mode batch normalization: ``(outputs, mean, variance)``.
 
         ``mean`` and the biased ``variance`` are the batch statistics of each feature of
@@ -354,6 +355,11 @@ class nn:
         differentiable with respect to ``x``, ``gamma`` and ``beta`` (through the statistics
         too); ``mean`` and ``variance`` come out of the gradient (for running averages, as
         Keras's variable assignment).
+
+        With ``moving_mean`` and ``moving_variance`` (shape ``(x.shape[axis],)``, e.g. a
+        BatchNormalization layer's buffers), ``mean`` and ``variance`` are instead the updated
+        moving averages ``momentum * moving + (1 - momentum) * batch`` (Keras's convention), in
+        the moving averages' dtype: torch updates them inside the same kernel.
 
         torch runs one ``torch.native_batch_norm`` call (the statistics and the normalization
         in one kernel, one autograd node), except when each feature has fewer than two values;
@@ -365,4 +371,8 @@ class nn:
             >>> y, mean, variance = ops.nn.fused_batch_norm(x, epsilon=0.0)
             >>> ops.to_numpy(y).tolist(), ops.to_numpy(mean).tolist(), ops.to_numpy(variance).tolist()
             ([[-1.0, -1.0], [1.0, 1.0]], [1.0, 3.0], [1.0, 4.0])
+            >>> _, moving_mean, moving_variance = ops.nn.fused_batch_norm(
+            ...     x, moving_mean=ops.zeros((2,)), moving_variance=ops.ones((2,)), momentum=0.5)
+            >>> ops.to_numpy(moving_mean).tolist(), ops.to_numpy(moving_variance).tolist()
+            ([0.5, 1.5], [1.0, 2.5])
         """

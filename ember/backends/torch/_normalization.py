@@ -9,8 +9,10 @@ than the composite (:mod:`ember.ops._normalization`).
   statistics and the normalization in one pass pair. Its only way to return the statistics is
   the running-average update, so it gets fresh zero "running" buffers and ``momentum=1.0``:
   the running mean becomes the batch mean exactly, the running variance torch's *unbiased*
-  batch variance, scaled by ``(n - 1) / n`` to the biased one Keras (and Ember) uses. Ember's
-  own moving averages stay in the layer's buffers (Keras's momentum convention). With fewer than
+  batch variance, scaled by ``(n - 1) / n`` to the biased one Keras (and Ember) uses. Given the
+  layer's moving averages, the kernel updates copies of them instead (torch's momentum is one
+  minus Keras's), and the variance's average is corrected from torch's unbiased term to
+  Keras's biased one (two small kernels, where the layer spent six on the averages). With fewer than
   two values per feature (no unbiased variance) the statistics come from ``torch.var_mean``.
   Channels-last inputs contiguous in memory go to the kernel as ``(N, C)`` rows (a view).
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ember.backends._normalization_checks import check_batch_norm, check_layer_norm
+from ember.backends._normalization_checks import check_batch_norm, check_layer_norm, check_moving
 from ember.backends.torch._base import HALF, dtype_name, native
 
 
@@ -69,10 +71,14 @@ def _unfused_batch_norm(t, g, b, feature, epsilon):
     return t * inv.view(view) + offset.view(view), mean.detach(), variance.detach()
 
 
-def fused_batch_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
+def fused_batch_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, moving_mean=None, moving_variance=None,
+                     momentum=0.99):
     t = native(x, "x")
     g, b = (None if p is None else native(p, name) for p, name in ((gamma, "gamma"), (beta, "beta")))
     feature = check_batch_norm(tuple(t.shape), axis, _shape(g), _shape(b), epsilon, dtype_name(t.dtype))
+    old_mean, old_var = (None if p is None else native(p, name)
+                         for p, name in ((moving_mean, "moving_mean"), (moving_variance, "moving_variance")))
+    moving = check_moving(_shape(old_mean), _shape(old_var), momentum, tuple(t.shape), feature)
     out_dtype = t.dtype
     if out_dtype in HALF:  # statistics in float32, as the composite's moments
         t = t.to(torch.float32)
@@ -81,15 +87,36 @@ def fused_batch_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
     count = t.numel() // channels if channels else 0
     if count < 2:
         y, mean, variance = _unfused_batch_norm(t, g, b, feature, float(epsilon))
+        if moving:
+            mean, variance = _moving_average(old_mean, mean, momentum), _moving_average(old_var, variance, momentum)
+            return (y if out_dtype is t.dtype else y.to(out_dtype)), mean, variance
     else:
         last = feature == t.ndim - 1
         rows = last and t.is_contiguous()
         kernel_input = t.reshape(-1, channels) if rows else t if feature == 1 else t.movedim(feature, 1)
-        mean = torch.zeros(channels, dtype=t.dtype, device=t.device)
-        variance = torch.zeros(channels, dtype=t.dtype, device=t.device)
-        y, _, _ = torch.native_batch_norm(kernel_input, g, b, mean, variance, True, 1.0, float(epsilon))
+        if moving:  # the kernel updates copies of the moving averages (torch's momentum is 1 - Keras's)
+            mean, variance = old_mean.to(t.dtype, copy=True), old_var.to(t.dtype, copy=True)
+            weight = 1.0 - float(momentum)
+        else:  # the kernel's "running" statistics, from zero with momentum 1: the batch's own
+            mean = torch.zeros(channels, dtype=t.dtype, device=t.device)
+            variance = torch.zeros(channels, dtype=t.dtype, device=t.device)
+            weight = 1.0
+        y, _, _ = torch.native_batch_norm(kernel_input, g, b, mean, variance, True, weight, float(epsilon))
         y = y.view(t.shape) if rows else y if feature == 1 else y.movedim(1, feature)
+        if moving:
+            # torch averages the unbiased batch variance v * n / (n - 1), Keras the biased v: from
+            # r = m * old + (1 - m) * v * n / (n - 1), Keras's m * old + (1 - m) * v is
+            # (1 - 1 / n) * (r + m / (n - 1) * old), exactly.
+            variance = torch.add(variance, old_var.to(t.dtype), alpha=float(momentum) / (count - 1))
+            variance.mul_((count - 1) / count)
+            return (y if out_dtype is t.dtype else y.to(out_dtype)), mean.to(old_mean.dtype), \
+                variance.to(old_var.dtype)
         variance = variance * ((count - 1) / count)
     if out_dtype is not t.dtype:
         y, mean, variance = y.to(out_dtype), mean.to(out_dtype), variance.to(out_dtype)
     return y, mean, variance
+
+
+def _moving_average(moving: torch.Tensor, batch: torch.Tensor, momentum: float) -> torch.Tensor:
+    """``momentum * moving + (1 - momentum) * batch`` in ``moving``'s dtype (no gradient)."""
+    return torch.lerp(batch.detach(), moving.to(batch.dtype), float(momentum)).to(moving.dtype)

@@ -144,13 +144,16 @@ class BatchNormalization(Layer):
         reduction = tuple(a for a in range(len(shape)) if a != axis)
 
         fused = None
-        if training and self.trainable:
-            if mask is None:  # one fused op: the batch statistics and the normalized outputs
-                fused, mean, variance = ops.nn.fused_batch_norm(
-                    x, params["gamma"] if self.scale else None, params["beta"] if self.center else None,
-                    axis=axis, epsilon=self.epsilon)
-            else:
-                mean, variance = self._moments(x, reduction, mask, shape)
+        if training and self.trainable and mask is None:
+            # One fused op: the batch statistics, the normalized outputs and the moving averages.
+            fused, moving_mean, moving_variance = ops.nn.fused_batch_norm(
+                x, params["gamma"] if self.scale else None, params["beta"] if self.center else None,
+                axis=axis, epsilon=self.epsilon, moving_mean=buffers["moving_mean"],
+                moving_variance=buffers["moving_variance"], momentum=self.momentum)
+            new_state = {"params": params, "buffers": {**buffers, "moving_mean": moving_mean,
+                                                       "moving_variance": moving_variance}}
+        elif training and self.trainable:
+            mean, variance = self._moments(x, reduction, mask, shape)
             momentum = self.momentum
             new_buffers = dict(buffers)
             for key, batch in (("moving_mean", mean), ("moving_variance", variance)):
