@@ -189,3 +189,24 @@ def test_layers_made_in_a_remat_scope_train_rematerialized_with_plain_weights(ba
     # so each side is a layer-sized float32 computation (FLOAT32) and the pair agrees within FLOAT32_PAIR.
     for value, reference in zip(*weights):
         np.testing.assert_allclose(value, reference, **FLOAT32_PAIR)
+
+
+def test_remat_recomputes_the_same_dropout_mask(backend):
+    """Dropout draws from the explicit seed of ``apply`` (never a backend's global generator), so the
+    recomputation in the backward pass draws the same mask: the gradients equal the plain path's."""
+    dense, dropout = layers.Dense(6), layers.Dropout(0.5)
+    state = dense.build((None, 4), seed=0)
+    x = ops.convert_to_tensor(np.random.default_rng(0).normal(size=(8, 4)).astype("float32"))
+
+    def block(params, inputs):
+        hidden = dense.apply({"params": params, "buffers": {}}, inputs)[0]
+        return dropout.apply({"params": {}, "buffers": {}}, hidden, training=True, rng=11)[0]
+
+    def loss(params, function):
+        return ops.sum(ops.square(function(params, x)))
+
+    plain_loss, expected = ember.value_and_grad(lambda p: loss(p, block))(state["params"])
+    remat_loss, grads = ember.value_and_grad(lambda p: loss(p, ember.remat(block)))(state["params"])
+    assert float(ops.to_numpy(plain_loss)) == float(ops.to_numpy(remat_loss))  # the same mask, the same sum
+    for name in expected:  # the same float32 operations recomputed: the pair bound
+        np.testing.assert_allclose(ops.to_numpy(grads[name]), ops.to_numpy(expected[name]), **FLOAT32_PAIR)
