@@ -76,9 +76,11 @@ def fused_batch_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, moving_mea
     t = native(x, "x")
     g, b = (None if p is None else native(p, name) for p, name in ((gamma, "gamma"), (beta, "beta")))
     feature = check_batch_norm(tuple(t.shape), axis, _shape(g), _shape(b), epsilon, dtype_name(t.dtype))
-    old_mean, old_var = (None if p is None else native(p, name)
-                         for p, name in ((moving_mean, "moving_mean"), (moving_variance, "moving_variance")))
-    moving = check_moving(_shape(old_mean), _shape(old_var), momentum, tuple(t.shape), feature)
+    mean_shape = None if moving_mean is None else tuple(native(moving_mean, "moving_mean").shape)
+    var_shape = None if moving_variance is None else tuple(native(moving_variance, "moving_variance").shape)
+    moving = check_moving(mean_shape, var_shape, momentum, tuple(t.shape), feature)
+    if moving:
+        old_mean, old_var = native(moving_mean, "moving_mean"), native(moving_variance, "moving_variance")
     out_dtype = t.dtype
     if out_dtype in HALF:  # statistics in float32, as the composite's moments
         t = t.to(torch.float32)
