@@ -56,7 +56,7 @@ def _ember_position_embedding():
     import ember
     from ember import layers, ops
 
-    class PositionEmbedding(layers.Layer):
+    class PositionEmbedding(layers.DeclarativeLayer):
         """Adds a learned ``(length, dim)`` table to ``(batch, length, dim)`` inputs."""
 
         length: int
@@ -91,7 +91,7 @@ def _ember_remat_wrapper():
     import ember
     from ember import layers
 
-    class Rematerialized(layers.Layer):
+    class Rematerialized(layers.DeclarativeLayer):
         """Runs ``layer`` under ``ember.remat``: its activations are recomputed in the backward pass."""
 
         layer: object

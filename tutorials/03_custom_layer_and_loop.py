@@ -1,9 +1,10 @@
 """Tutorial 03 - A custom layer and a hand-written training loop with ``GradientTape``.
 
 What you learn:
-    * writing a ``Layer`` subclass: configuration as annotated fields (the layer is an
-      immutable dataclass), variables created in ``build`` and returned as a state dict,
-      the forward pass in ``call(params, inputs)``, and ``compute_output_shape``;
+    * writing a declarative layer (a ``DeclarativeLayer`` subclass; ``Layer`` itself is the
+      Keras style): configuration as annotated fields (the layer is an immutable dataclass),
+      variables declared in ``weight_specs`` and created by ``build`` as a state dict, the
+      forward pass in ``call(params, inputs)``, and ``compute_output_shape``;
     * registering it with ``@ember.saving.register_serializable()`` so models that use it
       can be saved and loaded by name (no pickle, no code in the file);
     * training without ``fit``: ``model.apply`` is a pure function of the state, so a
@@ -45,7 +46,7 @@ from _common import parse_args, print_results
 # Fields declared as annotations become constructor arguments and the layer's config
 # (get_config/from_config come for free); `name`, `trainable` and `dtype` are inherited.
 @ember.saving.register_serializable(package="tutorials")
-class GatedDense(layers.Layer):
+class GatedDense(layers.DeclarativeLayer):
     """``(x @ kernel + bias) * sigmoid(x @ gate_kernel + gate_bias)`` over the last axis."""
 
     units: int

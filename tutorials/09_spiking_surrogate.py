@@ -53,7 +53,7 @@ def spike(v):
 
 # --- 2. A layer of leaky integrate-and-fire neurons -----------------------------------------------
 @ember.saving.register_serializable(package="tutorials")
-class LIFSpiking(layers.Layer):
+class LIFSpiking(layers.DeclarativeLayer):
     """``units`` LIF neurons driven for ``steps`` time steps by ``x @ kernel + bias``; returns spike rates."""
 
     units: int

@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class CustomScaleLayer(Layer):
+class CustomScaleLayer(DeclarativeLayer):
     """``inputs[0] + inputs[1] * scale`` for a pair of same-shaped inputs.
 
     Args:

@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.weights import WeightSpec
 
 
-class LayerScale(Layer):
+class LayerScale(DeclarativeLayer):
     """``x * gamma`` with ``gamma`` of shape ``(projection_dim,)``, initialised to ``init_values``.
 
     Args:

@@ -25,11 +25,11 @@ from __future__ import annotations
 from typing import Any
 
 from ember import dtypes, global_settings, ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.weights import WeightSpec
 
 
-class Normalization(Layer):
+class Normalization(DeclarativeLayer):
     """``(x - mean) / max(sqrt(variance), epsilon)`` over the last axis, the statistics in the state's buffers.
 
     Starts as the identity (mean 0, variance 1, count 0) until weights are loaded.

@@ -48,7 +48,7 @@ from ember.layers.core.permute import Permute
 from ember.layers.core.repeat_vector import RepeatVector
 from ember.layers.core.reshape import Reshape
 from ember.layers.ct import CTGRU, CTRNN, CTGRUCell, CTRNNCell
-from ember.layers.layer import Layer, clear_session
+from ember.layers.layer import DeclarativeLayer, Layer, clear_session
 from ember.layers.merge import (
     Add,
     Average,
@@ -168,6 +168,7 @@ __all__ = [
     "Input",
     "InputLayer",
     "Lambda",
+    "DeclarativeLayer",
     "Layer",
     "Variable",
     "WeightSpec",

@@ -92,18 +92,20 @@ def setup_class(cls: Any, base: type) -> None:
     if own_build is not None and own_build is not keras_build:
         cls._user_build = own_build
         cls.build = keras_build  # installs the Keras-style build
-    elif not _user_defines(cls, "build"):
+    elif not _user_defines(cls, "build", base):
         cls.build = keras_build  # (same)
     for name, function in _KERAS_METHODS.items():
-        if not _user_defines(cls, name):
+        if not _user_defines(cls, name, base):
             setattr(cls, name, function)
-    if not _user_defines(cls, "compute_output_shape"):
+    if not _user_defines(cls, "compute_output_shape", base):
         cls.compute_output_shape = infer_output_shape  # installs the inferred one
 
 
-def _user_defines(cls: type, name: str) -> bool:
-    """Whether a Keras-style class of ``cls``'s MRO (a user's class) defines ``name`` itself."""
+def _user_defines(cls: type, name: str, base: type) -> bool:
+    """Whether a Keras-style class of ``cls``'s MRO below ``base`` (a user's class) defines ``name`` itself."""
     for klass in cls.__mro__:
+        if klass is base:
+            break
         if (klass is cls or klass.__dict__.get("_keras_style", False)) and name in klass.__dict__:
             attr = klass.__dict__[name]
             if id(attr) not in _INSTALLED and id(getattr(attr, "__func__", attr)) not in _INSTALLED:

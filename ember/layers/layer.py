@@ -16,8 +16,8 @@ pytree flattening and immutability all follow from the declaration.
 Example:
     >>> import ember
     >>> from ember import ops
-    >>> from ember.layers import Layer
-    >>> class Scale(Layer):
+    >>> from ember.layers import DeclarativeLayer
+    >>> class Scale(DeclarativeLayer):
     ...     factor: float = 2.0
     ...     def build(self, input_shape, seed=None):
     ...         return self.make_state(params={"w": ops.ones((input_shape[-1],))})
@@ -97,22 +97,39 @@ def next_uid(prefix: str) -> int:
     return count
 
 
-def _is_keras_style(cls: type[Layer]) -> bool:
-    """A Keras-style class: ``call(self, inputs, ...)`` (not ``call(self, params, inputs)``)
-    or ``build(self, input_shape)`` without a seed."""
-    if getattr(cls, "_keras_style", False):
-        return True
-    if getattr(cls, "_owns_state", False) and _subclassed_model_init(cls):
-        return True  # a Model subclass built in __init__ (Keras's GAN: train_step, no call)
-    call = cls.call
-    if call is not Layer.call:
-        names = list(inspect.signature(call).parameters)
-        if names[1:2] != ["params"]:
-            return True
-    build = cls.build
-    if build is not Layer.build and "seed" not in inspect.signature(build).parameters:
-        return True
-    return False
+def _declared_style(cls: type[Layer]) -> bool:
+    """Whether ``cls`` is Keras-style, as its classes declare it (never read from its methods).
+
+    ``Layer`` declares the Keras style (Keras programs subclass ``keras.layers.Layer``),
+    :class:`DeclarativeLayer` the declarative one; a class inherits its base's declaration
+    unless its own body sets ``_keras_style``. A ``Model`` subclass is a subclassed (Keras-style)
+    model unless its constructor builds a graph (see :func:`_subclassed_model_init`).
+    """
+    own = cls.__dict__.get("_keras_style")
+    if own is not None:
+        return bool(own)
+    if getattr(cls, "_owns_state", False):
+        return bool(getattr(cls, "_keras_style", False)) or _subclassed_model_init(cls) or (
+            cls.call is not Layer.call)
+    return bool(getattr(cls, "_keras_style", False))
+
+
+def _check_declaration(cls: type[Layer], keras: bool) -> None:
+    """A TypeError when a class's ``call`` or ``build`` is written in the other style than it declares."""
+    call, build = cls.__dict__.get("call"), cls.__dict__.get("build")
+    call_takes_params = call is not None and list(inspect.signature(call).parameters)[1:2] == ["params"]
+    build_takes_seed = build is not None and "seed" in inspect.signature(build).parameters
+    if keras and not getattr(cls, "_owns_state", False) and (call_takes_params or build_takes_seed):
+        what = "call(self, params, inputs)" if call_takes_params else "build(self, input_shape, seed)"
+        raise TypeError(
+            f"class {cls.__name__} subclasses ember.layers.Layer, the Keras style (build(input_shape) with "
+            f"self.add_weight, call(self, inputs)), but defines {what} of the declarative style: subclass "
+            f"ember.layers.DeclarativeLayer instead")
+    if not keras and call is not None and list(inspect.signature(call).parameters)[1:2] != ["params"]:
+        raise TypeError(
+            f"class {cls.__name__} is a declarative layer (a DeclarativeLayer or a built-in layer's subclass), "
+            f"whose call takes (self, params, inputs, ...); received call{inspect.signature(call)}. Write "
+            f"call(self, params, inputs), or subclass ember.layers.Layer for the Keras style")
 
 
 def _shadows_a_builtin(cls: type) -> bool:
@@ -140,17 +157,14 @@ def _subclassed_model_init(cls: type) -> bool:
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class Layer(metaclass=LayerType):
-    """Base class of every layer. Subclasses declare config fields as annotations.
+    """Base class of every layer; a direct subclass is a Keras-style layer, as in Keras.
 
-    Subclasses implement:
-
-    * ``weight_specs(input_shape)`` if they have variables: a list of
-      :class:`~ember.layers.WeightSpec` (the one way to declare a weight in this style;
-      ``build(input_shape, seed) -> state`` creates them, each with its own derived seed);
-    * ``call(params, inputs[, training][, rng])`` returning outputs (stateless in
-      buffers), or override :meth:`apply` when buffers change (BatchNorm);
-    * ``compute_output_shape(input_shape)`` so models are built without running
-      a backend.
+    Keras-style subclasses (the style this base declares) set their configuration in
+    ``__init__``, declare weights with ``self.add_weight(...)`` in ``build(input_shape)`` (the one
+    way to declare a weight in this style) and compute in ``call(self, inputs, training=None,
+    mask=None)``; see :mod:`ember.layers.keras_object`. Declarative layers (every built-in
+    layer) subclass :class:`DeclarativeLayer` instead. Both styles give the same pure
+    ``build(input_shape, seed) -> state`` and ``apply(state, x) -> (y, state)``.
 
     Args:
         name: unique name; generated from the class name when omitted.
@@ -164,14 +178,13 @@ class Layer(metaclass=LayerType):
         >>> import ember
         >>> from ember import layers, ops
         >>> class Scale(layers.Layer):
-        ...     factor: float = 2.0
-        ...     def call(self, params, inputs):
+        ...     def __init__(self, factor=2.0, **kwargs):
+        ...         super().__init__(**kwargs)
+        ...         self.factor = factor
+        ...     def call(self, inputs):
         ...         return ops.multiply(inputs, self.factor)
-        ...     def compute_output_shape(self, input_shape):
-        ...         return input_shape
         >>> scale = Scale(factor=3.0)
-        >>> outputs, _ = scale.apply(scale.build((None, 2)), ops.ones((1, 2)))
-        >>> ops.to_numpy(outputs).tolist()
+        >>> ops.to_numpy(scale(ops.ones((1, 2)))).tolist()
         [[3.0, 3.0]]
     """
 
@@ -181,7 +194,9 @@ class Layer(metaclass=LayerType):
 
     # Filled per subclass in __init_subclass__.
     _config_dataclass: ClassVar[bool] = True  # False for Model: its config is its graph
-    _keras_style: ClassVar[bool] = False  # True for Keras-style subclasses (see keras_object)
+    # The style a subclass declares by its base: True here (Keras programs subclass keras.layers.Layer),
+    # False in DeclarativeLayer (and so in every built-in layer); read by _declared_style.
+    _keras_style: ClassVar[bool] = True
     _user_build: ClassVar[Any] = None  # a Keras-style class's own build(input_shape)
     _call_takes_training: ClassVar[bool] = False
     _call_takes_rng: ClassVar[bool] = False
@@ -204,7 +219,8 @@ class Layer(metaclass=LayerType):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        keras = _is_keras_style(cls)
+        keras = _declared_style(cls)
+        _check_declaration(cls, keras)
         cls._keras_style = keras  # in every class's own __dict__ (keras_object reads it there)
         if keras:
             _setup_keras_class(cls)
@@ -319,7 +335,14 @@ class Layer(metaclass=LayerType):
         """:meth:`weight_specs` without an input shape, cached (the declarations are config)."""
         cached = self.__dict__.get("_declared_cache")
         if cached is None:
-            cached = list(self.weight_specs())
+            try:
+                cached = list(self.weight_specs(None))
+            except TypeError as error:  # e.g. input_shape[-1] of None
+                raise TypeError(
+                    f"layer {self.name!r}: {type(self).__name__}.weight_specs(input_shape) is also called with "
+                    f"input_shape=None, for the weights' options (regularizers, constraints); give unknown sizes "
+                    f"as None then, e.g. `fan_in = None if input_shape is None else input_shape[-1]` ({error})"
+                ) from error
             object.__setattr__(self, "_declared_cache", cached)
         return cached
 
@@ -663,6 +686,7 @@ Layer.__setattr__ = _layer_setattr  # type: ignore[method-assign,assignment]  # 
 Layer.__delattr__ = _immutable_delattr  # type: ignore[method-assign,assignment]  # (same)
 
 
+
 def _layers_in(value: Any) -> list[Layer]:
     if isinstance(value, Layer):
         return [value]
@@ -761,3 +785,34 @@ def _setup_keras_class(cls: type[Layer]) -> None:
     keras_object.setup_class(cls, Layer)
 
 
+class DeclarativeLayer(Layer):
+    """Base class of declarative layers (every built-in layer): the style this base declares.
+
+    Subclasses declare config fields as annotations (the object is a frozen dataclass) and
+    implement:
+
+    * ``weight_specs(input_shape)`` if they have variables: a list of
+      :class:`~ember.layers.WeightSpec` (the one way to declare a weight in this style;
+      ``build(input_shape, seed) -> state`` creates them, each with its own derived seed);
+    * ``call(self, params, inputs[, training][, rng])`` returning outputs (stateless in
+      buffers), or override :meth:`apply` when buffers change (BatchNorm);
+    * ``compute_output_shape(input_shape)`` so models are built without running a backend.
+
+    A subclass of a built-in layer is declarative too. Keras-style layers subclass :class:`Layer`.
+
+    Example:
+        >>> import ember
+        >>> from ember import layers, ops
+        >>> class Scale(layers.DeclarativeLayer):
+        ...     factor: float = 2.0
+        ...     def call(self, params, inputs):
+        ...         return ops.multiply(inputs, self.factor)
+        ...     def compute_output_shape(self, input_shape):
+        ...         return input_shape
+        >>> scale = Scale(factor=3.0)
+        >>> outputs, _ = scale.apply(scale.build((None, 2)), ops.ones((1, 2)))
+        >>> ops.to_numpy(outputs).tolist()
+        [[3.0, 3.0]]
+    """
+
+    _keras_style: ClassVar[bool] = False

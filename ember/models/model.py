@@ -112,6 +112,9 @@ class Model(TrainingAPI, Layer):
     _config_dataclass = False  # the architecture comes from the graph, not from fields
     _linear_stack = False  # summary lists the layers each layer reads (Sequential: True)
     _owns_state = True  # the handle keeps the state its build makes
+    # A functional model; a subclass is a subclassed (Keras-style) model unless its constructor builds
+    # a graph (ember.layers.layer._declared_style).
+    _keras_style = False
 
     # The graph, set once in __init__ with object.__setattr__ (the architecture is immutable).
     _inputs_struct: Any  # the inputs as given (a tensor, list or dict): ``model.input``

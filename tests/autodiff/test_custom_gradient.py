@@ -114,7 +114,7 @@ def frozen_matmul(x, kernel):
 
 
 @ember.saving.register_serializable(package="tests")
-class FrozenKernelDense(layers.Layer):
+class FrozenKernelDense(layers.DeclarativeLayer):
     units: int
 
     def build(self, input_shape, seed=None):

@@ -341,7 +341,7 @@ def test_rnn_passes_timespans(backend):
         lstm.apply(lstm.build((None, 3, 2)), ops.convert_to_tensor(x), timespans=ops.convert_to_tensor(spans))
 
 
-class _DuckCell(ember.layers.Layer):
+class _DuckCell(ember.layers.DeclarativeLayer):
     """Implements the protocol without subclassing RNNCell: ``h = h + x`` (no timespan)."""
 
     @property

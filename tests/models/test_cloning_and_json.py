@@ -87,7 +87,7 @@ def test_model_from_keras_json_with_keras_weights_predicts_like_keras(tmp_path):
 
 
 def test_from_config_resolves_custom_objects():
-    class Twice(layers.Layer):
+    class Twice(layers.DeclarativeLayer):
         def call(self, params, inputs):
             return ops.multiply(inputs, 2.0)
 

@@ -66,7 +66,7 @@ class NoisyNorm(layers.BatchNormalization):
         return outputs, state
 
 
-class PlainScale(layers.Layer):
+class PlainScale(layers.DeclarativeLayer):
     """A declarative user layer whose ``call`` takes no ``rng``: it cannot read one."""
 
     factor: float = 2.0

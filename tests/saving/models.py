@@ -12,12 +12,12 @@ import optree
 
 import ember
 from ember import layers, ops
-from ember.layers import Layer
+from ember.layers import DeclarativeLayer
 from ember.saving import register_serializable
 
 
 @register_serializable(package="tests")
-class Gate(Layer):
+class Gate(DeclarativeLayer):
     """A custom layer: scales by a float32 param, zeroes features where the bool buffer ``keep`` is False,
     and adds an int32 buffer ``offset`` (so both buffers change the outputs)."""
 

@@ -49,7 +49,7 @@ def doubled_relu(x):
 
 
 @register_serializable(package="tests")
-class Offset(layers.Layer):
+class Offset(layers.DeclarativeLayer):
     amount: float = 1.0
 
     def build(self, input_shape, seed=None):
@@ -62,7 +62,7 @@ class Offset(layers.Layer):
         return input_shape
 
 
-class Unregistered(layers.Layer):
+class Unregistered(layers.DeclarativeLayer):
     def call(self, params, inputs):
         return inputs
 

@@ -149,7 +149,7 @@ def test_image_helpers_match_keras(tmp_path):
 
 # ----------------------------------------------------------------------------- serialization
 def test_custom_objects_registration_scopes_and_keras_configs(tmp_path):
-    class Shift(layers.Layer):
+    class Shift(layers.DeclarativeLayer):
         amount: float = 1.0
 
         def call(self, params, inputs):

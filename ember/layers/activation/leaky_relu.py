@@ -6,10 +6,10 @@ from typing import Any
 
 from ember import ops
 from ember.layers.activation._checks import real
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class LeakyReLU(Layer):
+class LeakyReLU(DeclarativeLayer):
     """Leaky rectified linear unit.
 
     Args:

@@ -6,10 +6,10 @@ from typing import Any
 
 from ember import constraints, initializers, ops, regularizers
 from ember.initializers import derive_seed
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class PReLU(Layer):
+class PReLU(DeclarativeLayer):
     """``x`` for ``x >= 0``, ``alpha * x`` otherwise, with ``alpha`` a trainable array.
 
     ``alpha`` has the input's shape without the batch axis, with size 1 along every axis

@@ -6,10 +6,10 @@ from typing import Any
 
 from ember import activations
 from ember.layers.activation._checks import real
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class ReLU(Layer):
+class ReLU(DeclarativeLayer):
     """``max_value`` above it, ``x`` from ``threshold`` up, ``negative_slope * (x - threshold)`` below.
 
     Args:

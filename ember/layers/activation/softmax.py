@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ember import activations, ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class Softmax(Layer):
+class Softmax(DeclarativeLayer):
     """Softmax along ``axis`` (an int or a tuple of ints: the normalisation runs over all of them).
 
     Args:

@@ -18,12 +18,12 @@ from ember.layers.attention._common import (
     dropout_weights,
     masked_softmax,
 )
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.symbolic import is_shape
 from ember.validation import check_bool
 
 
-class BaseDenseAttention(Layer):
+class BaseDenseAttention(DeclarativeLayer):
     """Base of the dense (non-projected) attention layers; not used directly.
 
     Inputs are ``[query, value]`` or ``[query, value, key]`` with shapes

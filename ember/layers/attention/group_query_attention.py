@@ -21,13 +21,13 @@ from typing import Any
 from ember import initializers, ops
 from ember.layers.attention._fused import attend_unfused, project_heads, use_fused_kernel
 from ember.layers.attention.multi_head_attention import MultiHeadAttention
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.seeds import check_seed, sub_seed
 from ember.symbolic import is_shape
 from ember.validation import check_bool, check_positive_int, check_rate
 
 
-class GroupQueryAttention(Layer):
+class GroupQueryAttention(DeclarativeLayer):
     """Grouped-query attention (Ainslie et al., 2023), as ``keras.layers.GroupQueryAttention``.
 
     ``num_query_heads`` query heads share ``num_key_value_heads`` key/value heads (a divisor):

@@ -23,13 +23,13 @@ from typing import Any
 from ember import initializers, ops
 from ember.layers.attention._common import as_bool_mask, causal_mask, combine_masks
 from ember.layers.attention._fused import attend_unfused, project_heads, use_fused_kernel
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.seeds import check_seed, sub_seed
 from ember.symbolic import is_shape
 from ember.validation import check_bool, check_positive_int, check_rate
 
 
-class MultiHeadAttention(Layer):
+class MultiHeadAttention(DeclarativeLayer):
     """Multi-head attention (Vaswani et al., 2017), as ``keras.layers.MultiHeadAttention``.
 
     ``query`` ``(batch, T, query_dim)``, ``value`` ``(batch, S, value_dim_in)`` and

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from ember import activations, initializers, ops
 from ember.layers.conv import _args
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.weights import WeightSpec, resolve_options
 from ember.validation import check_bool, check_positive_int
 
@@ -32,7 +32,7 @@ def check_input(layer: Any, inputs: Any, channels: int) -> None:
         )
 
 
-class BaseConv(Layer):
+class BaseConv(DeclarativeLayer):
     """N-d convolution (cross-correlation): ``activation(conv(inputs, kernel) + bias)``.
 
     The kernel has Keras's layout ``(*kernel_size, in_channels // groups, filters)``.

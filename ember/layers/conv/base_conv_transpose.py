@@ -7,12 +7,12 @@ from typing import Any, ClassVar
 from ember import activations, initializers, ops
 from ember.layers.conv import _args
 from ember.layers.conv.base_conv import add_bias, check_input
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.weights import WeightSpec, resolve_options
 from ember.validation import check_bool, check_positive_int
 
 
-class BaseConvTranspose(Layer):
+class BaseConvTranspose(DeclarativeLayer):
     """N-d transposed convolution (the gradient of a convolution w.r.t. its input).
 
     The kernel has Keras's layout ``(*kernel_size, filters, in_channels)``. Output

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from ember import activations, initializers, ops
 from ember.layers.conv import _args
 from ember.layers.conv.base_conv import add_bias, check_input
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.weights import WeightSpec, resolve_options
 from ember.validation import check_bool, check_positive_int
 
@@ -44,7 +44,7 @@ def validate_depthwise(layer: Any) -> None:
     layer._normalize("activation", activations.standardize(layer.activation, f"{name}: activation"))
 
 
-class BaseDepthwiseConv(Layer):
+class BaseDepthwiseConv(DeclarativeLayer):
     """Depthwise convolution: each input channel convolved with ``depth_multiplier`` filters.
 
     Params: ``kernel`` ``(*kernel_size, in_channels, depth_multiplier)`` (Keras's

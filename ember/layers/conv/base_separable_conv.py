@@ -8,12 +8,12 @@ from ember import activations, initializers, ops
 from ember.layers.conv import _args
 from ember.layers.conv.base_conv import add_bias, check_input
 from ember.layers.conv.base_depthwise_conv import depthwise_conv, validate_depthwise
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.weights import WeightSpec, resolve_options
 from ember.validation import check_positive_int
 
 
-class BaseSeparableConv(Layer):
+class BaseSeparableConv(DeclarativeLayer):
     """Depthwise-separable convolution: a depthwise convolution, then a 1x1 convolution.
 
     Params (Keras's names and layouts): ``depthwise_kernel`` ``(*kernel_size,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ember import activations
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class Activation(Layer):
+class Activation(DeclarativeLayer):
     """Applies an activation function to its input.
 
     Args:

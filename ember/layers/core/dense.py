@@ -6,13 +6,13 @@ from typing import Any
 
 from ember import activations, initializers, ops, quantizers
 from ember.layers.core.dense_adaptation import QuantizeLoRAMixin, config_from_dict, config_to_dict, int8_matmul
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.loss_collection import add_loss
 from ember.layers.weights import WeightSpec, resolve_options
 from ember.validation import check_last_dim, check_positive_int
 
 
-class Dense(QuantizeLoRAMixin, Layer):
+class Dense(QuantizeLoRAMixin, DeclarativeLayer):
     """Fully connected layer.
 
     Args:

@@ -6,12 +6,12 @@ from typing import Any
 
 from ember import ops
 from ember.distribute import batch_window
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.seeds import call_seed, check_seed
 from ember.validation import check_rate
 
 
-class Dropout(Layer):
+class Dropout(DeclarativeLayer):
     """Sets inputs to 0 with probability ``rate`` during training, scaling the rest by
     ``1 / (1 - rate)`` so the expected sum is unchanged. Outside training (the default)
     it returns its input.

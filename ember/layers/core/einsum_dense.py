@@ -14,7 +14,7 @@ from ember.layers.core.einsum_dense_quantization import (
     to_kernel_layout,
     to_output_layout,
 )
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.loss_collection import add_loss
 from ember.layers.weights import WeightSpec, create_weights
 from ember.validation import check_positive_int
@@ -71,7 +71,7 @@ def _resolve(layer: Any, input_shape: tuple) -> tuple[str, tuple, tuple | None, 
     return f"{inputs},{weights}->{outputs}", tuple(kernel), bias, output_shape
 
 
-class EinsumDense(QuantizeLoRAMixin, Layer):
+class EinsumDense(QuantizeLoRAMixin, DeclarativeLayer):
     """``activation(einsum(equation, inputs, kernel) + bias)`` with the kernel's shape read from the equation.
 
     Args:

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from ember import initializers, ops
 from ember.layers.core._checks import input_shape_of
 from ember.layers.core.dense_adaptation import QuantizeLoRAMixin
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.loss_collection import add_loss
 from ember.layers.weights import WeightSpec, resolve_options
 from ember.validation import check_bool, check_positive_int, values_checked
@@ -25,7 +25,7 @@ def _index_bounds(indices: Any) -> tuple[int, int] | None:
     return int(low), int(high)
 
 
-class Embedding(QuantizeLoRAMixin, Layer):
+class Embedding(QuantizeLoRAMixin, DeclarativeLayer):
     """Turns integer indices into dense vectors: row ``i`` of an ``(input_dim, output_dim)`` table.
 
     Args:

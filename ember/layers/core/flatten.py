@@ -7,10 +7,10 @@ from typing import Any
 
 from ember import global_settings, ops
 from ember.layers.core._checks import input_shape_of, known_size
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class Flatten(Layer):
+class Flatten(DeclarativeLayer):
     """Flattens each example: ``(batch, d1, d2, ...)`` -> ``(batch, d1 * d2 * ...)``.
 
     A rank-1 input ``(batch,)`` becomes ``(batch, 1)``.

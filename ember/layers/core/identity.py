@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class Identity(Layer):
+class Identity(DeclarativeLayer):
     """A placeholder layer that returns its input (any structure) unchanged.
 
     Example:

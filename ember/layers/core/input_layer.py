@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import dtypes
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.symbolic import Node, SymbolicTensor, record_node
 
 
@@ -22,7 +22,7 @@ def _check_shape(shape: Any, argument: str) -> tuple:
     return shape
 
 
-class InputLayer(Layer):
+class InputLayer(DeclarativeLayer):
     """The layer behind :func:`Input`: declares the shape (without batch) and dtype of an input.
 
     Args:

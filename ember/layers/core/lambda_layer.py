@@ -7,7 +7,7 @@ from typing import Any
 import optree
 
 from ember import backends, dtypes, ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.weights import empty_state
 from ember.serialization import registered_function_name
 from ember.symbolic import is_shape
@@ -34,7 +34,7 @@ def _function_label(function: Any) -> str:
     return getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or repr(function)
 
 
-class Lambda(Layer):
+class Lambda(DeclarativeLayer):
     """Wraps a pure function of the inputs (no variables) as a layer.
 
     Args:

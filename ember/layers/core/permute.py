@@ -6,10 +6,10 @@ from typing import Any
 
 from ember import ops
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class Permute(Layer):
+class Permute(DeclarativeLayer):
     """Permutes the dimensions of each example (the batch dimension stays first).
 
     Args:

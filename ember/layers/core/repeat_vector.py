@@ -6,11 +6,11 @@ from typing import Any
 
 from ember import ops
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.validation import check_positive_int
 
 
-class RepeatVector(Layer):
+class RepeatVector(DeclarativeLayer):
     """Repeats each example ``n`` times: ``(batch, features)`` -> ``(batch, n, features)``.
 
     Args:

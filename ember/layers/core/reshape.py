@@ -7,10 +7,10 @@ from typing import Any
 
 from ember import ops
 from ember.layers.core._checks import input_shape_of, known_size
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class Reshape(Layer):
+class Reshape(DeclarativeLayer):
     """Reshapes each example to ``target_shape`` (the batch dimension is kept).
 
     Args:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer, Layer
 
 
-class Wrapper(Layer):
+class Wrapper(DeclarativeLayer):
     """Wraps ``layer``: by default it builds, runs and shapes exactly as the wrapped layer, so a
     subclass overrides only what it changes (``call`` around ``self.layer.apply``, say).
 

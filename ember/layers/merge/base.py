@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.symbolic import is_shape
 
 
@@ -29,7 +29,7 @@ def broadcast_dims(a: int | None, b: int | None) -> int | None:
     return a
 
 
-class Merge(Layer):
+class Merge(DeclarativeLayer):
     """Base class: subclasses name a binary op in ``_fold`` or implement ``_merge_function(inputs)``.
 
     Class attributes ``min_inputs`` / ``max_inputs`` fix how many inputs are allowed.

@@ -7,12 +7,12 @@ from typing import Any
 
 from ember import ops
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 _IMAGE_AXES = (1, 2)  # (batch, height, width, channels)
 
 
-class AutoContrast(Layer):
+class AutoContrast(DeclarativeLayer):
     """Per image and channel, map the darkest pixel to ``low`` and the brightest to ``high``.
 
     ``y = (x - min) / (max - min) * (high - low) + low`` with ``min``/``max`` over height and

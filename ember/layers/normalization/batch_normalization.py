@@ -6,12 +6,12 @@ from typing import Any, ClassVar
 
 from ember import initializers, ops
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.normalization import _common
 from ember.layers.weights import WeightSpec, resolve_options
 
 
-class BatchNormalization(Layer):
+class BatchNormalization(DeclarativeLayer):
     """Batch normalization (Ioffe & Szegedy, 2015), Keras semantics.
 
     ``y = (x - mean) / sqrt(variance + epsilon) * gamma + beta`` per feature of ``axis``.

@@ -7,12 +7,12 @@ from typing import Any
 
 from ember import initializers, ops
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.normalization import _common
 from ember.layers.weights import WeightSpec, resolve_options
 
 
-class GroupNormalization(Layer):
+class GroupNormalization(DeclarativeLayer):
     """Group normalization, Keras semantics.
 
     The ``C`` channels on ``axis`` are split into ``groups`` consecutive groups of

@@ -6,12 +6,12 @@ from typing import Any
 
 from ember import initializers, ops
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.normalization import _common
 from ember.layers.weights import WeightSpec, resolve_options
 
 
-class LayerNormalization(Layer):
+class LayerNormalization(DeclarativeLayer):
     """Layer normalization, Keras semantics.
 
     For each sample, over the axes ``axis``:

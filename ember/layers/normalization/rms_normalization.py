@@ -6,11 +6,11 @@ from typing import Any
 
 from ember import ops
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.normalization import _common
 
 
-class RMSNormalization(Layer):
+class RMSNormalization(DeclarativeLayer):
     """Root-mean-square normalization, Keras 3.9+ semantics.
 
     ``y = x * rsqrt(mean(x**2 over axis) + epsilon) * scale``, with a learned ``scale``

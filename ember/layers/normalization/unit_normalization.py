@@ -6,11 +6,11 @@ from typing import Any
 
 from ember import ops
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.normalization import _common
 
 
-class UnitNormalization(Layer):
+class UnitNormalization(DeclarativeLayer):
     """``y = x / sqrt(max(sum(x**2 over axis), 1e-12))``, as Keras; no variables.
 
     Args:

@@ -6,10 +6,10 @@ from typing import Any, ClassVar
 
 from ember import ops
 from ember.layers.conv import _args
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class BaseAdaptivePooling(Layer):
+class BaseAdaptivePooling(DeclarativeLayer):
     """Pools each spatial axis into ``output_size`` bins, as PyTorch's adaptive pooling (and Keras's).
 
     Bin ``i`` of an axis of length ``L`` covers ``[floor(i L / n), ceil((i + 1) L / n))``, so

@@ -6,11 +6,11 @@ from typing import Any, ClassVar
 
 from ember import ops
 from ember.layers.conv import _args
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.validation import check_bool
 
 
-class BaseGlobalPooling(Layer):
+class BaseGlobalPooling(DeclarativeLayer):
     """Reduce every spatial axis with a max or a mean.
 
     Args:

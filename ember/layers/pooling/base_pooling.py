@@ -6,10 +6,10 @@ from typing import Any, ClassVar
 
 from ember import ops
 from ember.layers.conv import _args
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class BasePooling(Layer):
+class BasePooling(DeclarativeLayer):
     """N-d pooling over windows of ``pool_size`` moved by ``strides``.
 
     Args:

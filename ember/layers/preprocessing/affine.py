@@ -6,11 +6,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.preprocessing import _image, _random
 
 
-class _RandomAffine(Layer):
+class _RandomAffine(DeclarativeLayer):
     """Shared machinery: draw per-image parameters, build Keras's 8-parameter transforms, warp.
 
     Subclasses declare their factors and implement ``_transforms(images, draws)``.

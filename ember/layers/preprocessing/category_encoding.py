@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import dtypes, ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 _MODES = ("one_hot", "multi_hot", "count")
 
@@ -39,7 +39,7 @@ def encoded_shape(input_shape: tuple, depth: int, mode: str) -> tuple:
     return (tuple(input_shape[:-1]) if len(input_shape) > 1 else ()) + (depth,)
 
 
-class CategoryEncoding(Layer):
+class CategoryEncoding(DeclarativeLayer):
     """Encodes integer ids in ``[0, num_tokens)`` (ids outside give all-zero rows).
 
     Args:

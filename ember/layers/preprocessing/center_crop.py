@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.preprocessing import _image
 
 
-class CenterCrop(Layer):
+class CenterCrop(DeclarativeLayer):
     """Crops the centre ``height x width`` of each image; an image smaller than that is resized
     (bilinear) to the crop's aspect ratio and size first, as Keras does.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.preprocessing import _random
 
 
@@ -17,7 +17,7 @@ def _value_range(layer: Any) -> list[float]:
     return [low, high]
 
 
-class RandomBrightness(Layer):
+class RandomBrightness(DeclarativeLayer):
     """While training, adds to each image one delta drawn from ``factor * (high - low)`` and clips
     to ``value_range``. Outside training it returns its input.
 
@@ -60,7 +60,7 @@ class RandomBrightness(Layer):
         return tuple(input_shape)
 
 
-class RandomContrast(Layer):
+class RandomContrast(DeclarativeLayer):
     """While training, scales each image's deviation from its per-channel mean by a factor drawn
     from ``[1 - lower, 1 + upper]`` and clips to ``value_range``. Outside training it returns its input.
 

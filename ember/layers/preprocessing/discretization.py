@@ -7,14 +7,14 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes, ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.preprocessing.category_encoding import encode, encoded_shape
 from ember.layers.preprocessing.normalization import host_array
 
 _MODES = ("int", "one_hot", "multi_hot", "count")
 
 
-class Discretization(Layer):
+class Discretization(DeclarativeLayer):
     """Bucket index of each input: bucket ``i`` holds ``boundaries[i-1] <= x < boundaries[i]``.
 
     :meth:`adapt` returns a copy with ``num_bins - 1`` boundaries at the exact quantiles of

@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.preprocessing.category_encoding import encode, encoded_shape
 
 _MODES = ("int", "one_hot", "multi_hot", "count")
 
 
-class Hashing(Layer):
+class Hashing(DeclarativeLayer):
     """Buckets each token by a salted BLAKE2b hash of its text: ``hash(token) mod num_bins``
     (``1 + hash mod (num_bins - 1)`` with a ``mask_value``, which itself goes to 0).
 

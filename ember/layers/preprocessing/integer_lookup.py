@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes, ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.preprocessing import _lookup
 from ember.layers.preprocessing.normalization import host_array
 
 
-class IntegerLookup(Layer):
+class IntegerLookup(DeclarativeLayer):
     """Maps integer tokens to indices by a vocabulary (Keras's layout: mask, OOV, vocabulary).
 
     The lookup compares each input with the vocabulary on the active backend, so the

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes, global_settings, ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
 def _axes(axis: Any) -> tuple:
@@ -30,7 +30,7 @@ def host_array(data: Any) -> np.ndarray:
     return np.concatenate(batches, axis=0)
 
 
-class Normalization(Layer):
+class Normalization(DeclarativeLayer):
     """Shifts and scales inputs to zero mean and unit variance per feature along ``axis``.
 
     Ember layers are immutable: :meth:`adapt` *returns* the adapted layer

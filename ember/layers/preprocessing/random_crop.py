@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.preprocessing import _image, _random
 
 
-class RandomCrop(Layer):
+class RandomCrop(DeclarativeLayer):
     """While training, crops one random ``height x width`` window (the same offset for the whole
     batch); outside training, the central window. Images smaller than the crop are resized
     (bilinear, aspect ratio kept by cropping) to it, as Keras does.

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.preprocessing import _image, _random
 
 _MODES = ("horizontal", "vertical", "horizontal_and_vertical")
 
 
-class RandomFlip(Layer):
+class RandomFlip(DeclarativeLayer):
     """While training, flips each image left-right (``"horizontal"``), up-down (``"vertical"``)
     or each independently (``"horizontal_and_vertical"``), each with probability 1/2.
     Outside training it returns its input.

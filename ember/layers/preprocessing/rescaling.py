@@ -6,10 +6,10 @@ import numbers
 from typing import Any
 
 from ember import dtypes, ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class Rescaling(Layer):
+class Rescaling(DeclarativeLayer):
     """Multiplies inputs by ``scale`` and adds ``offset``; integer inputs become ``floatx()``.
 
     Args:

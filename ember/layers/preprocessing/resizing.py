@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.preprocessing import _image
 
 
-class Resizing(Layer):
+class Resizing(DeclarativeLayer):
     """Resizes images with half-pixel centres (as PyTorch ``align_corners=False`` and Keras without antialiasing).
 
     Args:

@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.preprocessing import _lookup
 from ember.layers.preprocessing.normalization import host_array
 
 
-class StringLookup(Layer):
+class StringLookup(DeclarativeLayer):
     """Maps string tokens to indices by a vocabulary (Keras's layout: mask, OOV, vocabulary).
 
     Backends have no string arrays, so the lookup runs on the host: ``apply`` takes a NumPy

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.preprocessing import _lookup
 from ember.layers.preprocessing.normalization import host_array
 
@@ -17,7 +17,7 @@ _STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation")
 _PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}]")
 
 
-class TextVectorization(Layer):
+class TextVectorization(DeclarativeLayer):
     """Standardizes, splits and n-grams text, then maps tokens by a vocabulary learnt with :meth:`adapt`.
 
     Strings live on the host: ``apply`` takes a NumPy array or list of strings (one per

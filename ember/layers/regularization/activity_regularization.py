@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ember import regularizers
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.loss_collection import add_loss
 
 
-class ActivityRegularization(Layer):
+class ActivityRegularization(DeclarativeLayer):
     """Identity on the inputs that adds ``l1 * sum(|x|) + l2 * sum(x**2)`` to the loss.
 
     The penalty goes to :func:`ember.layers.loss_collection.add_loss`, so it counts whenever the

@@ -6,14 +6,14 @@ import numbers
 from typing import Any
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.seeds import call_seed, check_seed
 
 _ALPHA = 1.6732632423543772848170429916717
 _SCALE = 1.0507009873554804934193349852946
 
 
-class AlphaDropout(Layer):
+class AlphaDropout(DeclarativeLayer):
     """While training, sets inputs to SELU's negative saturation ``-alpha * scale`` with probability
     ``rate``, then applies the affine map ``a x + b`` that restores zero mean and unit variance
     (Klambauer et al., 2017). Outside training it returns its input.

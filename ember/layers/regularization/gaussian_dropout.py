@@ -7,12 +7,12 @@ from typing import Any
 
 from ember import ops
 from ember.distribute import batch_window
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.seeds import call_seed, check_seed
 from ember.validation import check_rate
 
 
-class GaussianDropout(Layer):
+class GaussianDropout(DeclarativeLayer):
     """Multiplies the inputs by ``N(1, rate / (1 - rate))`` noise when ``training=True``
     (standard deviation ``sqrt(rate / (1 - rate))``, the variance of ``Dropout(rate)``'s
     rescaled mask); identity otherwise.

@@ -7,11 +7,11 @@ from typing import Any
 
 from ember import ops
 from ember.distribute import batch_window
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.seeds import call_seed, check_seed
 
 
-class GaussianNoise(Layer):
+class GaussianNoise(DeclarativeLayer):
     """Adds ``N(0, stddev**2)`` noise to the inputs when ``training=True``; identity otherwise.
 
     Randomness: the ``rng`` int given to ``apply``, else ``seed``, else the backend's

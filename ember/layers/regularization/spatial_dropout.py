@@ -7,14 +7,14 @@ from typing import Any, ClassVar
 from ember import global_settings, ops
 from ember.distribute import batch_window
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.seeds import call_seed, check_seed
 from ember.validation import check_rate
 
 _DATA_FORMATS = ("channels_last", "channels_first")
 
 
-class _SpatialDropout(Layer):
+class _SpatialDropout(DeclarativeLayer):
     """Shared implementation: ``Dropout`` with the mask broadcast over the spatial axes."""
 
     rate: float

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ember import ops
 from ember.layers.conv import _args
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 from ember.layers.reshaping._pairs import normalize_spatial_fields
 
 
-class BaseCropping(Layer):
+class BaseCropping(DeclarativeLayer):
     """Crop the spatial axes.
 
     Subclasses declare the config fields (Keras's): ``cropping`` (the 1-d layer: an int

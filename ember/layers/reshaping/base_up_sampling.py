@@ -8,7 +8,7 @@ import numpy as np
 
 from ember import dtypes, ops
 from ember.layers.conv import _args
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 INTERPOLATIONS = ("nearest", "bilinear")
 
@@ -35,7 +35,7 @@ def linear_upsample_axis(x: Any, axis: int, factor: int) -> Any:
     return ops.add(below, ops.multiply(ops.subtract(above, below), ops.convert_to_tensor(weight)))
 
 
-class BaseUpSampling(Layer):
+class BaseUpSampling(DeclarativeLayer):
     """Upsample the spatial axes by integer factors.
 
     Subclasses declare the config fields (Keras's): ``size`` (an int, or ``rank``

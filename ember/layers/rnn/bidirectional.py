@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Protocol, TypeGuard
 
 from ember import ops
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer, Layer
 from ember.layers.rnn.rnn import first_mask, sequence_shape, state_shapes
 from ember.seeds import sub_seed
 
@@ -35,7 +35,7 @@ def _is_recurrent(layer: Any) -> TypeGuard[RecurrentLayer]:
         hasattr(layer, a) for a in ("go_backwards", "return_sequences", "return_state"))
 
 
-class Bidirectional(Layer):
+class Bidirectional(DeclarativeLayer):
     """Bidirectional wrapper for recurrent layers (``LSTM``, ``GRU``, ``RNN(cell)``, ...).
 
     The forward layer is a copy of ``layer`` named ``forward_<name>``; the backward

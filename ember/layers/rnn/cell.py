@@ -84,7 +84,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ember import activations, constraints, initializers, ops, regularizers, validation
 from ember.distribute import batch_window
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer, Layer
 from ember.seeds import call_seed, check_seed, sub_seed
 from ember.symbolic import is_shape
 from ember.validation import check_positive_int
@@ -113,7 +113,7 @@ def dropout_mask(layer: Layer, shape: tuple, rate: float, rng: Any, which: str, 
                                   tuple(shape))
 
 
-class RNNCell(Layer):
+class RNNCell(DeclarativeLayer):
     """Base class of recurrent cells: one step of a recurrence (see the module docstring).
 
     Subclasses declare their config fields, implement ``state_size``,

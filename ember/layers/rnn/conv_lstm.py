@@ -9,7 +9,7 @@ import numpy as np
 from ember import activations, initializers, ops, regularizers
 from ember.initializers import derive_seed
 from ember.layers.conv import _args
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
 def _output_length(length: int | None, kernel: int, stride: int, padding: str, dilation: int) -> int | None:
@@ -19,7 +19,7 @@ def _output_length(length: int | None, kernel: int, stride: int, padding: str, d
     return -(-length // stride) if padding == "same" else (length - span) // stride + 1
 
 
-class BaseConvLSTM(Layer):
+class BaseConvLSTM(DeclarativeLayer):
     """A convolutional LSTM over ``(batch, time, spatial..., channels)`` sequences (Keras's weights and gates).
 
     Each step: ``z = conv(x_t, kernel) + bias + conv(h, recurrent_kernel, padding="same")``,

@@ -7,10 +7,10 @@ from typing import Any
 
 from ember import ops
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer
 
 
-class Masking(Layer):
+class Masking(DeclarativeLayer):
     """Skips padded time steps in the recurrent layers downstream.
 
     A step ``inputs[b, t, :]`` whose features ALL equal ``mask_value`` is padding: the

@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 import optree
 
 from ember import dtypes, ops, regularizers
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer, Layer
 from ember.layers.loss_collection import add_loss
 from ember.layers.rnn import carried_state
 from ember.layers.rnn.cell import RNNCell
@@ -118,7 +118,7 @@ def state_shapes(layer: Layer, initial_state: Any) -> list | None:
     return [tuple(s) if is_shape(s) else tuple(ops.shape(s)) for s in leaves]
 
 
-class RNN(Layer):
+class RNN(DeclarativeLayer):
     """Runs a recurrent cell over the time axis of ``(batch, time, features)`` inputs.
 
     Args:

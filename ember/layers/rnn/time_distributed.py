@@ -7,11 +7,11 @@ from typing import Any
 
 from ember import ops
 from ember.layers.core._checks import input_shape_of
-from ember.layers.layer import Layer
+from ember.layers.layer import DeclarativeLayer, Layer
 from ember.symbolic import is_shape
 
 
-class TimeDistributed(Layer):
+class TimeDistributed(DeclarativeLayer):
     """Applies ``layer`` to each slice ``inputs[:, t]`` with the same weights.
 
     The ``(batch, time, ...)`` input is reshaped to ``(batch * time, ...)``, run
