@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ember.backends._elastic import init_torchrun_group
+
 MISSING_ENGINE = ("data-parallel training on the numpy backend needs an engine: install torch "
                   "(pip install \"ember[torch]\", then launch with torchrun) or mpi4py (pip install "
                   "\"ember[mpi]\", then launch with mpirun)")
@@ -64,7 +66,7 @@ class NumpyTorchEngine:
                 raise RuntimeError(f"torch.distributed: the environment lacks {missing}; launch with "
                                    "`torchrun --nproc-per-node N script.py` (or call "
                                    "torch.distributed.init_process_group first)")
-            dist.init_process_group(backend="gloo", timeout=datetime.timedelta(seconds=float(timeout)))
+            init_torchrun_group(dist, "gloo", datetime.timedelta(seconds=float(timeout)), os.environ)
         self.rank = dist.get_rank()
         self.world_size = dist.get_world_size()
 

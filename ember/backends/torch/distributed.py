@@ -25,6 +25,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from ember.backends._elastic import init_torchrun_group
+
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
@@ -59,8 +61,8 @@ class TorchEngine:
                 raise RuntimeError(f"torch.distributed: the environment lacks {missing}; launch with "
                                    "`torchrun --nproc-per-node N script.py` (or call "
                                    "torch.distributed.init_process_group first)")
-            dist.init_process_group(backend=backend or _default_backend(),
-                                    timeout=datetime.timedelta(seconds=float(timeout)))
+            init_torchrun_group(dist, backend or _default_backend(), datetime.timedelta(seconds=float(timeout)),
+                                os.environ)
         self.backend = dist.get_backend()
         self.rank = dist.get_rank()
         self.world_size = dist.get_world_size()
