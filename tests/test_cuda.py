@@ -66,6 +66,16 @@ def _on_cpu(train):
         backends.set_default_device("cuda")
 
 
+def _assert_same_on_both_devices(train):
+    """``train()`` returns (weights, then any arrays): on the GPU and on the CPU they agree to CROSS_DEVICE."""
+    on_gpu = train()
+    on_cpu = _on_cpu(train)
+    for a, b in zip(on_gpu[0], on_cpu[0]):
+        np.testing.assert_allclose(a, b, **CROSS_DEVICE)
+    for a, b in zip(on_gpu[1:], on_cpu[1:]):
+        np.testing.assert_allclose(a, b, **CROSS_DEVICE)
+
+
 @pytest.mark.parametrize("source", ["arrays", "generator", "dataloader"])
 def test_fit_evaluate_predict_on_cuda_match_the_cpu(cuda, source):
     x, y = _data()
@@ -84,13 +94,7 @@ def test_fit_evaluate_predict_on_cuda_match_the_cpu(cuda, source):
         return (_weights(model), history.history["loss"], model.evaluate(x, y, batch_size=7, verbose=0),
                 model.predict(x, batch_size=7, verbose=0))
 
-    on_gpu = train()
-    on_cpu = _on_cpu(train)
-    for a, b in zip(on_gpu[0], on_cpu[0]):
-        np.testing.assert_allclose(a, b, **CROSS_DEVICE)
-    np.testing.assert_allclose(on_gpu[1], on_cpu[1], **CROSS_DEVICE)
-    np.testing.assert_allclose(on_gpu[2], on_cpu[2], **CROSS_DEVICE)
-    np.testing.assert_allclose(on_gpu[3], on_cpu[3], **CROSS_DEVICE)
+    _assert_same_on_both_devices(train)
 
 
 def test_generator_batches_arrive_through_pinned_non_blocking_copies(cuda):
@@ -277,12 +281,7 @@ def test_causal_attention_trains_on_cuda_as_on_the_cpu(cuda):
         history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
         return _weights(model), history.history["loss"], model.predict(x, batch_size=8, verbose=0)
 
-    on_gpu = train()
-    on_cpu = _on_cpu(train)
-    for a, b in zip(on_gpu[0], on_cpu[0]):
-        np.testing.assert_allclose(a, b, **CROSS_DEVICE)
-    np.testing.assert_allclose(on_gpu[1], on_cpu[1], **CROSS_DEVICE)
-    np.testing.assert_allclose(on_gpu[2], on_cpu[2], **CROSS_DEVICE)
+    _assert_same_on_both_devices(train)
 
 
 def test_remat_on_cuda_trains_as_the_plain_model(cuda):
