@@ -66,6 +66,7 @@ class LayerType(type):
             object.__setattr__(layer, "_init_specs", [])
             object.__setattr__(layer, "_built_specs", [])
         type(layer).__init__(layer, *args, **kwargs)
+        layer._bind_build()  # a class's own build, wrapped per object (as Keras does)
         mode = rematerialization.current_mode()
         if mode is not None:  # made inside an ember.RematScope: Keras keeps the scope's settings
             object.__setattr__(layer, "_remat_mode", mode)

@@ -56,7 +56,10 @@ def takes_mask(layer: Any) -> bool:
     cls = type(layer)
     known = _TAKES_MASK.get(cls)
     if known is None:
-        known = "mask" in inspect.signature(cls.apply).parameters
+        parameters = inspect.signature(cls.apply).parameters
+        # A Keras-style layer's apply (the base's) hands its keywords, mask= included, to its call.
+        keywords = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        known = "mask" in parameters or (keywords and bool(getattr(cls, "_keras_style", False)))
         _TAKES_MASK[cls] = known
     return known
 

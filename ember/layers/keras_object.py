@@ -11,9 +11,11 @@ A *Keras-style* layer is a ``Layer`` subclass written as in Keras::
         def call(self, inputs):
             return ember.ops.matmul(inputs, self.w)
 
-It is recognised by its ``call(self, inputs, ...)`` (declarative layers write
-``call(self, params, inputs)``) or its seedless ``build(self, input_shape)``. The pure core
-stays underneath:
+Its base declares its style: a direct subclass of ``Layer`` is Keras-style (a
+``DeclarativeLayer``, every built-in layer, is not). ``Layer``'s own methods (``build``,
+``apply``, ``weight_specs``, ``get_config`` ...) run the Keras-style versions below for it;
+nothing is set on the user's class, and a ``build`` the user wrote is wrapped per object when
+it is constructed, as Keras does. The pure core stays underneath:
 
 * The object is frozen when ``__init__`` returns (Equinox-style); attributes may also be
   set while its ``build`` runs (the :class:`~ember.Variable` views ``add_weight`` returns).
@@ -75,7 +77,7 @@ from ember.serialization import deserialize, serialize
 from ember.symbolic import is_shape
 
 # Attributes of a layer object that are bookkeeping, not configuration.
-_INTERNAL = frozenset({"_frozen", "_handle_slot", "_child_keys", "_init_config", "_init_specs", "_built_specs",
+_INTERNAL = frozenset({"build", "_frozen", "_handle_slot", "_child_keys", "_init_config", "_init_specs", "_built_specs",
                        "_declared_cache", "_input_shape_arg", "_auto_name", "_state_key_map",
                        "_stage_cache", "_remat_mode"})
 
@@ -85,32 +87,12 @@ def _is_layer(value: Any) -> bool:
     return isinstance(type(value), LayerType)
 
 
-# ============================================================================ class setup
-def setup_class(cls: Any, base: type) -> None:
-    """Install the Keras-style behaviour on ``cls`` where the user's classes do not define it."""
-    own_build = cls.__dict__.get("build")
-    if own_build is not None and own_build is not keras_build:
-        cls._user_build = own_build
-        cls.build = keras_build  # installs the Keras-style build
-    elif not _user_defines(cls, "build", base):
-        cls.build = keras_build  # (same)
-    for name, function in _KERAS_METHODS.items():
-        if not _user_defines(cls, name, base):
-            setattr(cls, name, function)
-    if not _user_defines(cls, "compute_output_shape", base):
-        cls.compute_output_shape = infer_output_shape  # installs the inferred one
-
-
-def _user_defines(cls: type, name: str, base: type) -> bool:
-    """Whether a Keras-style class of ``cls``'s MRO below ``base`` (a user's class) defines ``name`` itself."""
-    for klass in cls.__mro__:
-        if klass is base:
-            break
-        if (klass is cls or klass.__dict__.get("_keras_style", False)) and name in klass.__dict__:
-            attr = klass.__dict__[name]
-            if id(attr) not in _INSTALLED and id(getattr(attr, "__func__", attr)) not in _INSTALLED:
-                return True
-    return False
+# ============================================================================ the user's build
+def own_build(cls: type) -> Any:
+    """The ``build(self, input_shape)`` the author of a Keras-style class wrote, or None when the class
+    has only the framework's (:meth:`Layer.build`, :meth:`Model.build`, marked ``_ember_framework_build``)."""
+    build = getattr(cls, "build", None)
+    return None if getattr(build, "_ember_framework_build", False) else build
 
 
 # ============================================================================ attributes
@@ -213,7 +195,8 @@ def keras_build(self: Any, input_shape: Any = None, seed: Any = None) -> dict:
     handle = self._handle()
     if input_shape is None:
         input_shape = handle.build_shape
-    needs_shape = type(self)._user_build is not None or keras_children(self)
+    user_build = own_build(type(self))
+    needs_shape = user_build is not None or keras_children(self)
     if input_shape is None and needs_shape:
         raise ValueError(f"layer {self.name!r}: build needs the input shape, e.g. build((None, 784)), "
                          f"or call the layer on data")
@@ -223,8 +206,8 @@ def keras_build(self: Any, input_shape: Any = None, seed: Any = None) -> dict:
         object.__setattr__(self, "_built_specs", [])
         for spec in self._init_specs:
             _create_into(frame, spec)
-        if type(self)._user_build is not None:
-            type(self)._user_build(self, _user_shape(input_shape))
+        if user_build is not None:
+            user_build(self, _user_shape(input_shape))
         if keras_children(self) and input_shape is not None:
             with collect_losses():
                 _run_call(self, placeholder(input_shape, 2), training=False, mask=None, kwargs={})
@@ -382,7 +365,7 @@ def _tuple_shape(shape: Any) -> Any:
     return [_tuple_shape(s) for s in shape]
 
 
-def _keras_from_config(cls: type, config: dict) -> Any:
+def keras_from_config(cls: type, config: dict) -> Any:
     config = dict(config)
     build_config = config.pop("build_config", None)
     layer = cls(**{key: deserialize(value) for key, value in config.items()})
@@ -458,21 +441,3 @@ class _RawMeta:
 
     def __hash__(self) -> int:
         return 0
-
-
-keras_from_config: classmethod[Any, [dict], Any] = classmethod(_keras_from_config)
-
-_KERAS_METHODS = {
-    "apply": keras_apply,
-    "weight_specs": keras_weight_specs,
-    "regularization_losses": keras_regularization_losses,
-    "constraints": keras_constraints,
-    "sublayers": keras_sublayers,
-    "_state_children": keras_state_children,
-    "get_config": keras_get_config,
-    "from_config": keras_from_config,
-    "_tree_flatten": keras_tree_flatten,
-}
-_INSTALLED = {id(f) for f in _KERAS_METHODS.values()} | {id(keras_build), id(infer_output_shape),
-                                                         id(keras_from_config.__func__)}
-

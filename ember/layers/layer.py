@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import types
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import optree
@@ -197,7 +198,6 @@ class Layer(metaclass=LayerType):
     # The style a subclass declares by its base: True here (Keras programs subclass keras.layers.Layer),
     # False in DeclarativeLayer (and so in every built-in layer); read by _declared_style.
     _keras_style: ClassVar[bool] = True
-    _user_build: ClassVar[Any] = None  # a Keras-style class's own build(input_shape)
     _call_takes_training: ClassVar[bool] = False
     _call_takes_rng: ClassVar[bool] = False
     _call_takes_mask: ClassVar[bool] = False
@@ -221,11 +221,7 @@ class Layer(metaclass=LayerType):
         super().__init_subclass__(**kwargs)
         keras = _declared_style(cls)
         _check_declaration(cls, keras)
-        cls._keras_style = keras  # in every class's own __dict__ (keras_object reads it there)
-        if keras:
-            _setup_keras_class(cls)
-        elif "build" in cls.__dict__ and not getattr(cls, "_owns_state", False):
-            cls.build = _keeping_build(cls.__dict__["build"])  # type: ignore[method-assign]  # Keras's build(shape)
+        cls._keras_style = keras  # in every class's own __dict__
         if not keras and cls._config_dataclass:
             dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
             # The frozen dataclass installs its own __setattr__; ours says what to do instead.
@@ -308,12 +304,17 @@ class Layer(metaclass=LayerType):
         return dataclasses.replace(self, **changes)
 
     def get_config(self) -> dict:
-        """Every config field (sub-layers as their own serialized configs)."""
+        """Every config field (sub-layers as their own serialized configs); a Keras-style layer's
+        plain constructor arguments."""
+        if self._keras_style:
+            return keras_object.keras_get_config(self)
         return {f.name: serialize(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_config(cls, config: dict) -> Layer:
         """Rebuild a layer from :meth:`get_config`'s output."""
+        if cls._keras_style:
+            return keras_object.keras_from_config(cls, config)
         return cls(**{key: deserialize(value) for key, value in config.items()})
 
     # --- state --------------------------------------------------------------------------
@@ -327,8 +328,10 @@ class Layer(metaclass=LayerType):
 
         The one place a layer declares its weights: the default :meth:`build` creates them, and
         :meth:`regularization_losses` / :meth:`constraints` follow from the declared regularizers
-        and constraints. None by default.
+        and constraints. None by default; a Keras-style layer's are its ``add_weight`` calls.
         """
+        if self._keras_style:
+            return keras_object.keras_weight_specs(self, input_shape)
         return []
 
     def _declared(self) -> list[WeightSpec]:
@@ -348,13 +351,17 @@ class Layer(metaclass=LayerType):
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         """Create this layer's variables for inputs of ``input_shape`` from :meth:`weight_specs`
-        (each seeded by ``derive_seed(seed, name)``); none by default.
+        (each seeded by ``derive_seed(seed, name)``); none by default. A Keras-style layer runs its
+        own ``build(input_shape)`` (its ``add_weight`` calls) and its sub-layers' builds
+        (:func:`~ember.layers.keras_object.keras_build`).
 
         Two uses, told apart by ``seed``: ``state = layer.build(shape, seed=0)`` (``seed`` given, None
         included) is the pure core's: it returns a fresh state and keeps nothing. ``layer.build(shape)``
         (no ``seed`` argument) is Keras's: the state, drawn from the global initializer stream, also
         becomes the layer's own weights (``layer.weights``, ``get_weights``, ``set_weights``, and a model
         built over the layer reuses them), unless a model or a Keras-style parent holds the layer."""
+        if self._keras_style:
+            return keras_object.keras_build(self, input_shape, seed)
         specs = self.weight_specs(input_shape)
         if not specs:
             self.compute_output_shape(input_shape)  # validates the shape
@@ -366,14 +373,29 @@ class Layer(metaclass=LayerType):
         """The forward computation given this layer's params."""
         raise NotImplementedError(f"{type(self).__name__} must implement call(params, inputs) or apply(...)")
 
-    def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
-        """Pure forward pass: ``(outputs, state)``; the default leaves the state unchanged.
+    if TYPE_CHECKING:  # a subclass's apply takes no call keywords: checked against this signature
+        def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
+            """Pure forward pass (see the definition below)."""
+    else:
+        def apply(self, state, inputs, *, training=False, rng=None, **kwargs):
+            """Pure forward pass: ``(outputs, state)``; the default leaves the state unchanged. A Keras-style
+            layer runs its ``call`` reading ``state`` through its variables (``mask=`` and the other call
+            keywords pass through to it); a declarative layer takes no other keywords.
 
-        Raises:
-            TypeError/ValueError: a state that is not ``{"params", "buffers"}``, or variables missing,
-                unexpected or mis-shaped for these inputs (named by path; see
-                :mod:`ember.layers.state_check`).
-        """
+            Raises:
+                TypeError/ValueError: a state that is not ``{"params", "buffers"}``, or variables missing,
+                    unexpected or mis-shaped for these inputs (named by path; see
+                    :mod:`ember.layers.state_check`).
+            """
+            if self._keras_style:
+                return keras_object.keras_apply(self, state, inputs, training=training, rng=rng, **kwargs)
+            if kwargs:
+                raise TypeError(f"layer {self.name!r} ({type(self).__name__}): apply() takes no keyword arguments "
+                                f"{sorted(kwargs)} (its call takes none of them)")
+            return self._declarative_apply(state, inputs, training, rng)
+
+    def _declarative_apply(self, state: dict, inputs: Any, training: bool, rng: Any) -> tuple[Any, dict]:
+        """:meth:`apply` of a declarative layer: ``call(params, inputs[, training][, rng])``."""
         check_state_dict(self, state)
         kwargs = {}
         if self._call_takes_training:
@@ -395,7 +417,10 @@ class Layer(metaclass=LayerType):
     compute_mask.passes_masks_only = True  # type: ignore[attr-defined]  # read by keras_mask.makes_mask
 
     def compute_output_shape(self, input_shape: Any) -> Any:
-        """Output shape for ``input_shape`` (``None`` for unknown dimensions)."""
+        """Output shape for ``input_shape`` (``None`` for unknown dimensions). A Keras-style layer that
+        does not define it infers it by running ``call`` on placeholders."""
+        if self._keras_style:
+            return keras_object.infer_output_shape(self, input_shape)
         raise NotImplementedError(f"{type(self).__name__} must implement compute_output_shape(input_shape)")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -424,6 +449,8 @@ class Layer(metaclass=LayerType):
     def regularization_losses(self, params: dict) -> list:
         """Weight penalties (``kernel_regularizer=`` ...) as scalars, from this layer's params:
         the regularizers its :meth:`weight_specs` declare (none for a frozen layer)."""
+        if self._keras_style:
+            return keras_object.keras_regularization_losses(self, params)
         declared = self._declared()
         return spec_penalties(self, declared, params) if declared else []
 
@@ -436,6 +463,8 @@ class Layer(metaclass=LayerType):
         :meth:`weight_specs`; empty for a frozen (``trainable=False``) layer, whose params are
         not updated.
         """
+        if self._keras_style:
+            return keras_object.keras_constraints(self)
         declared = self._declared()
         return spec_constraints(self, declared) if declared else {}
 
@@ -446,6 +475,20 @@ class Layer(metaclass=LayerType):
         return sum(ops.size(leaf) for leaf in optree.tree_leaves((state["params"], state["buffers"])))
 
     # --- the Keras object model: weights through the handle (see keras_object) --------------
+    def _bind_build(self) -> None:
+        """Bind this object's ``build`` when its class wrote its own (construction calls it once).
+
+        As Keras wraps a layer's ``build`` per object: a Keras-style author's ``build(input_shape)``
+        runs inside :func:`~ember.layers.keras_object.keras_build` (its ``add_weight`` calls make the
+        state); a declarative author's ``build(input_shape, seed)`` keeps a standalone, seedless
+        build as the layer's weights. Nothing is set on the class.
+        """
+        build = keras_object.own_build(type(self))
+        if build is None:
+            return
+        wrapper = keras_object.keras_build if self._keras_style else _keeping_build(build)
+        object.__setattr__(self, "build", types.MethodType(wrapper, self))
+
     def _handle(self) -> LayerHandle:
         handle = self.__dict__.get("_handle_slot")
         if handle is None:
@@ -468,6 +511,8 @@ class Layer(metaclass=LayerType):
 
     def _state_children(self) -> dict:
         """``{state key: sub-layer}`` for the sub-layers whose states nest in this layer's state."""
+        if self._keras_style:
+            return keras_object.keras_children(self)
         return {sub.name: sub for sub in self.sublayers()}
 
     # --- the symbolic surface (Keras's layer.input/output after a call on symbolic tensors) ----------
@@ -583,6 +628,8 @@ class Layer(metaclass=LayerType):
                                   f"Ember quantizes Dense and Embedding layers (mode 'int8')")
 
     def _tree_flatten(self) -> tuple[list, tuple, list]:
+        if self._keras_style:
+            return keras_object.keras_tree_flatten(self)
         return _flatten_layer(self)
 
     @classmethod
@@ -590,7 +637,9 @@ class Layer(metaclass=LayerType):
         return _unflatten_layer(cls, metadata, children)
 
     def sublayers(self) -> list[Layer]:
-        """Direct child layers (fields holding layers or lists of layers)."""
+        """Direct child layers (fields holding layers or lists of layers; a Keras-style layer's attributes)."""
+        if self._keras_style:
+            return list(keras_object.keras_children(self).values())
         children = []
         for f in dataclasses.fields(self):
             children.extend(_layers_in(getattr(self, f.name)))
@@ -682,6 +731,7 @@ def _immutable_delattr(self: Layer, key: str) -> None:
 
 
 Layer.build = _keeping_build(Layer.__dict__["build"])  # type: ignore[method-assign]  # (see __init_subclass__)
+Layer.build._ember_framework_build = True  # type: ignore[attr-defined]  # (see keras_object.own_build)
 Layer.__setattr__ = _layer_setattr  # type: ignore[method-assign,assignment]  # replaces the frozen dataclass's
 Layer.__delattr__ = _immutable_delattr  # type: ignore[method-assign,assignment]  # (same)
 
@@ -778,11 +828,6 @@ def _sees_rng(cls: type[Layer]) -> bool:
     if cls.__dict__.get("_apply_ignores_rng", False):
         return False
     return cls._keras_style or cls._call_takes_rng or cls.apply is not Layer.apply
-
-
-def _setup_keras_class(cls: type[Layer]) -> None:
-    """Install the Keras object model on a Keras-style subclass (see :mod:`keras_object`)."""
-    keras_object.setup_class(cls, Layer)
 
 
 class DeclarativeLayer(Layer):

@@ -29,7 +29,7 @@ import contextlib
 import json
 import weakref
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import optree
@@ -302,6 +302,8 @@ class Model(TrainingAPI, Layer):
         return optree.tree_map(lambda t: t.shape, self._inputs_struct, is_leaf=_is_symbolic_tensor)
 
     def compute_output_shape(self, input_shape: Any = None) -> Any:
+        if self._keras_style:  # a subclassed model: Layer's (inferred from call)
+            return Layer.compute_output_shape(self, input_shape)
         if input_shape is not None:
             self._check_input_shapes(input_shape)
         return optree.tree_map(lambda t: t.shape, self._outputs_struct, is_leaf=_is_symbolic_tensor)
@@ -322,12 +324,16 @@ class Model(TrainingAPI, Layer):
             input_shape: optional; checked against the model's inputs.
             seed: makes the initial weights reproducible (identical on every backend).
         """
+        if self._keras_style:  # a subclassed model: its own build and its layers' (keras_object.keras_build)
+            return keras_object.keras_build(self, input_shape, seed)
         if input_shape is not None:
             self._check_input_shapes(input_shape)
         state = self._built_state(None, seed, reuse=True)
         if not initializers.in_shapes_only():  # a template's placeholders are nobody's weights
             object.__setattr__(self, "state", state)
         return state
+
+    build._ember_framework_build = True  # type: ignore[attr-defined]  # not a user's (keras_object.own_build)
 
     def _built_state(self, input_shape: Any, seed: int | None, reuse: bool) -> dict:
         """The state of every layer: a layer that has weights keeps them when ``reuse`` (Keras: one
@@ -543,8 +549,21 @@ class Model(TrainingAPI, Layer):
             return self._handle().build_shape
         return self._input_shapes()
 
-    def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
-        """Pure forward pass: ``(outputs, new_state)``; ``state`` itself is not modified."""
+    if TYPE_CHECKING:  # a subclass's apply takes no call keywords: checked against this signature
+        def apply(self, state: dict, inputs: Any, *, training: bool = False, rng: Any = None) -> tuple[Any, dict]:
+            """Pure forward pass (see the definition below)."""
+    else:
+        def apply(self, state, inputs, *, training=False, rng=None, **kwargs):
+            """Pure forward pass: ``(outputs, new_state)``; ``state`` itself is not modified. A subclassed
+            model runs its ``call`` (the call keywords pass through to it)."""
+            if self._keras_style:  # a subclassed model: its call (keras_object.keras_apply)
+                return keras_object.keras_apply(self, state, inputs, training=training, rng=rng, **kwargs)
+            if kwargs:
+                raise TypeError(f"Model {self.name!r}: apply() takes no keyword arguments {sorted(kwargs)}")
+            return self._graph_apply(state, inputs, training, rng)
+
+    def _graph_apply(self, state: dict, inputs: Any, training: bool, rng: Any) -> tuple[Any, dict]:
+        """:meth:`apply` of a functional model: each node's layer in order."""
         check_state_dict(self, state)
         values = self._bind_inputs(inputs)
         params, buffers = state["params"], state["buffers"]
@@ -760,12 +779,16 @@ class Model(TrainingAPI, Layer):
 
     # --- config ---------------------------------------------------------------------------
     def get_config(self) -> dict:
+        if self._keras_style:  # a subclassed model: its constructor arguments
+            return keras_object.keras_get_config(self)
         return functional_config(self)
 
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> Model:
         """Rebuild a model from :meth:`get_config`; ``custom_objects`` resolves unregistered names."""
         with custom_object_scope(custom_objects):
+            if cls._keras_style:
+                return keras_object.keras_from_config(cls, config)
             return functional_from_config(cls, config)
 
     def to_json(self, **kwargs: Any) -> str:
@@ -822,17 +845,30 @@ class Model(TrainingAPI, Layer):
         return load_weights(self, filepath, skip_mismatch=skip_mismatch)
 
     def _tree_flatten(self) -> tuple[list, Any, list]:
+        if self._keras_style:
+            return keras_object.keras_tree_flatten(self)
         return [self._layers], (id(self), _Same(self)), ["layers"]
 
     @classmethod
     def _tree_unflatten(cls, metadata: Any, children: list) -> Model:
+        if cls._keras_style:
+            return Layer._tree_unflatten.__func__(cls, metadata, children)  # type: ignore[attr-defined]
         return metadata[1].model
 
     def sublayers(self) -> list[Layer]:
+        if self._keras_style:
+            return list(keras_object.keras_children(self).values())
         return list(self._layers)
+
+    def weight_specs(self, input_shape: Any = None) -> list:
+        """A functional model declares no weights of its own (its layers do); a subclassed model's
+        are its ``add_weight`` calls."""
+        return keras_object.keras_weight_specs(self, input_shape) if self._keras_style else []
 
     def regularization_losses(self, params: dict) -> list:
         """Every layer's weight penalties (each layer once, nested models included)."""
+        if self._keras_style:
+            return keras_object.keras_regularization_losses(self, params)
         losses = []
         for key, layer in self._state_children().items():
             if key in params:
@@ -847,6 +883,8 @@ class Model(TrainingAPI, Layer):
         ``params = ember.constraints.apply_constraints(model.constraints(), params)``.
         Layers without constraints are left out; a frozen model has none.
         """
+        if self._keras_style:
+            return keras_object.keras_constraints(self)
         if not self.trainable:
             return {}
         nested = {}

@@ -227,6 +227,8 @@ class Sequential(Model):
             object.__setattr__(self, "state", state)
         return state
 
+    build._ember_framework_build = True  # type: ignore[attr-defined]  # not a user's (keras_object.own_build)
+
     def _built_state(self, input_shape: Any, seed: int | None, reuse: bool) -> dict:
         return self._shaped_state(input_shape, seed, reuse)[1]
 

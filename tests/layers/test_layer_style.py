@@ -8,11 +8,15 @@ defined, with the base to use.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import ember
 from ember import layers, ops
+
+os.environ.setdefault("KERAS_BACKEND", "torch")  # Keras 3 is the reference where one is used
 
 
 def test_builtin_layers_are_declarative_and_layer_subclasses_keras_style():
@@ -95,3 +99,39 @@ def test_weight_specs_without_a_none_shape_is_named_when_the_options_are_read(ba
     with pytest.raises(TypeError, match=r"layer 'natural': Natural.weight_specs\(input_shape\) is also called with "
                                         r"input_shape=None.*fan_in = None if input_shape is None"):
         layer.regularization_losses(layer.build((None, 3), seed=0)["params"])
+
+
+def _extended_layer(lib):
+    """A Keras-style layer whose subclass extends its parent's ``build`` and ``call`` through super()."""
+    class Scaled(lib.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="w")
+
+        def call(self, inputs):
+            return inputs * self.w * 3.0
+
+    class Shifted(Scaled):
+        def build(self, input_shape):
+            super().build(input_shape)
+            self.b = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="b")
+
+        def call(self, inputs):
+            return super().call(inputs) + self.b
+
+    return Scaled, Shifted
+
+
+def test_a_keras_style_subclass_extends_its_parents_build_as_in_keras(backend):
+    keras = pytest.importorskip("keras")
+    Scaled, Shifted = _extended_layer(ember)
+    # Nothing is set on the user's classes: their dicts hold what their author wrote.
+    own = {name for name in vars(Shifted) if not name.startswith("__")}
+    assert {"build", "call"} <= own and not own & {"apply", "weight_specs", "get_config", "compute_output_shape"}
+    assert vars(Shifted)["build"].__qualname__.endswith("Shifted.build")
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    ours = Shifted()
+    got = ops.to_numpy(ours(x))
+    theirs = _extended_layer(keras)[1]()
+    np.testing.assert_array_equal(got, keras.ops.convert_to_numpy(theirs(x)))  # x * 3 + 1: exact
+    assert [w.path.rpartition("/")[2] for w in ours.weights] == ["w", "b"]
+    assert ours.build is not Shifted.build  # the object's own wrapper (Keras wraps build per object too)
