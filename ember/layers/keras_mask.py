@@ -46,7 +46,7 @@ _TABLE: dict[int, Any] = {}
 # Keras-style probe, ``keras_object._probe``); None when the symbolic inputs carry no mask.
 PROBE_MASK_SHAPES: contextvars.ContextVar[Any] = contextvars.ContextVar("probe_mask_shapes", default=None)
 
-_TAKES_MASK: dict[type, bool] = {}
+_TAKES_MASK: dict[type, tuple[bool, bool]] = {}  # class -> (apply takes mask=, apply takes **kwargs)
 _COMPUTE = object()  # compute_mask needs values: run it on placeholders
 
 
@@ -57,11 +57,10 @@ def takes_mask(layer: Any) -> bool:
     known = _TAKES_MASK.get(cls)
     if known is None:
         parameters = inspect.signature(cls.apply).parameters
-        # A Keras-style layer's apply (the base's) hands its keywords, mask= included, to its call.
-        keywords = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-        known = "mask" in parameters or (keywords and bool(getattr(cls, "_keras_style", False)))
+        known = ("mask" in parameters, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()))
         _TAKES_MASK[cls] = known
-    return known
+    # A Keras-style object's apply (the base's) hands its keywords, mask= included, to its call.
+    return known[0] or (known[1] and bool(getattr(layer, "_keras_style", False)))
 
 
 def makes_mask(layer: Any) -> bool:

@@ -104,14 +104,15 @@ def _declared_style(cls: type[Layer]) -> bool:
     ``Layer`` declares the Keras style (Keras programs subclass ``keras.layers.Layer``),
     :class:`DeclarativeLayer` the declarative one; a class inherits its base's declaration
     unless its own body sets ``_keras_style``. A ``Model`` subclass is a subclassed (Keras-style)
-    model unless its constructor builds a graph (see :func:`_subclassed_model_init`).
+    model unless it declares ``_graph_from_constructor`` (``Sequential``); as in Keras, an object
+    constructed with ``inputs``/``outputs`` is a functional model all the same (``Model.__init__``
+    records that on the object).
     """
     own = cls.__dict__.get("_keras_style")
     if own is not None:
         return bool(own)
     if getattr(cls, "_owns_state", False):
-        return bool(getattr(cls, "_keras_style", False)) or _subclassed_model_init(cls) or (
-            cls.call is not Layer.call)
+        return not getattr(cls, "_graph_from_constructor", False)
     return bool(getattr(cls, "_keras_style", False))
 
 
@@ -141,17 +142,6 @@ def _shadows_a_builtin(cls: type) -> bool:
     as before."""
     existing = registered_under(f"ember>{cls.__name__}")
     return isinstance(existing, LayerType) and existing.__module__ != cls.__module__
-
-
-def _subclassed_model_init(cls: type) -> bool:
-    """Whether a Model subclass's own ``__init__`` builds it from attributes (it takes neither
-    ``inputs``/``outputs`` nor ``*args``, so it cannot forward a functional graph; ``Sequential``
-    and its subclasses build a graph from their constructor's layers)."""
-    init = cls.__dict__.get("__init__")
-    if init is None or getattr(cls, "_graph_from_constructor", False):
-        return False
-    parameters = inspect.signature(init).parameters.values()
-    return not any(p.name in ("inputs", "outputs") or p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
 # For type checkers: every subclass is a frozen dataclass too (__init_subclass__ makes it one).

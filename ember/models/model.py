@@ -127,6 +127,8 @@ class Model(TrainingAPI, Layer):
     def __init__(self, inputs: Any = None, outputs: Any = None, name: str | None = None, trainable: bool = True,
                  **kwargs: Any) -> None:
         set_ = object.__setattr__
+        if inputs is not None or outputs is not None:  # a graph: a functional model, whatever its class (Keras)
+            set_(self, "_keras_style", False)
         if inputs is None and outputs is None and self._keras_style:
             # A Keras-style subclass (``class M(ember.Model)`` with ``call``): its architecture is
             # its attributes; Layer.__init__ validates name/trainable/dtype.
@@ -787,7 +789,7 @@ class Model(TrainingAPI, Layer):
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> Model:
         """Rebuild a model from :meth:`get_config`; ``custom_objects`` resolves unregistered names."""
         with custom_object_scope(custom_objects):
-            if cls._keras_style:
+            if cls._keras_style and "layers" not in config:  # a subclassed model's constructor arguments
                 return keras_object.keras_from_config(cls, config)
             return functional_from_config(cls, config)
 
