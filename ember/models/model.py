@@ -576,7 +576,9 @@ class Model(TrainingAPI, Layer):
         for node in self._nodes:
             layer = node.layer
             key = keys[id(layer)]
-            args = optree.tree_map(lambda t: values[t.uid], node.inputs, is_leaf=_is_symbolic_tensor)
+            node_inputs = node.inputs  # one tensor (most layers) or a structure of them
+            args = values[node_inputs.uid] if isinstance(node_inputs, SymbolicTensor) else optree.tree_map(
+                lambda t: values[t.uid], node_inputs, is_leaf=_is_symbolic_tensor)
             child_state = {"params": params.get(key, {}), "buffers": new_buffers.get(key, {})}
             child_rng = _layer_rng(layer, rng, key)
             # Call kwargs may hold symbolic tensors (attention_mask=...): bind their values.

@@ -109,10 +109,12 @@ def fused_batch_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, moving_mea
             # torch averages the unbiased batch variance v * n / (n - 1), Keras the biased v: from
             # r = m * old + (1 - m) * v * n / (n - 1), Keras's m * old + (1 - m) * v is
             # (1 - 1 / n) * (r + m / (n - 1) * old), exactly.
-            variance = torch.add(variance, old_var.to(t.dtype), alpha=float(momentum) / (count - 1))
+            old = old_var if old_var.dtype is t.dtype else old_var.to(t.dtype)
+            variance = torch.add(variance, old, alpha=float(momentum) / (count - 1))
             variance.mul_((count - 1) / count)
-            return (y if out_dtype is t.dtype else y.to(out_dtype)), mean.to(old_mean.dtype), \
-                variance.to(old_var.dtype)
+            if mean.dtype is not old_mean.dtype:  # the kernel ran in float32 for a half-precision average
+                mean, variance = mean.to(old_mean.dtype), variance.to(old_var.dtype)
+            return (y if out_dtype is t.dtype else y.to(out_dtype)), mean, variance
         variance = variance * ((count - 1) / count)
     if out_dtype is not t.dtype:
         y, mean, variance = y.to(out_dtype), mean.to(out_dtype), variance.to(out_dtype)

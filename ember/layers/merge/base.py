@@ -112,7 +112,10 @@ class Merge(DeclarativeLayer):
             )
         inputs = list(inputs)
         shapes = [tuple(ops.shape(x)) for x in inputs]
-        self.compute_output_shape(shapes)
+        first = shapes[0] if shapes else ()
+        if not first or not self.min_inputs <= len(shapes) <= (self.max_inputs or len(shapes)) or any(
+                shape != first for shape in shapes[1:]):
+            self.compute_output_shape(shapes)  # validates; equal shapes of a valid count always merge
         rank = max(len(s) for s in shapes)
         # Keras's rule: a lower-rank input gets its missing axes right after the batch axis.
         for i, shape in enumerate(shapes):
