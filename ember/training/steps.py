@@ -167,6 +167,10 @@ class _TrainableMask:
     mask: Any = None
     spec: Any = None
     all_trainable: bool = True
+    # Whether any layer declares a weight penalty (None: not yet known). Regularizers are config and the
+    # trainable flags change only at a compile (a new core): known once per parameter structure, so a
+    # model without penalties does not walk its layers in every step.
+    penalized: bool | None = None
 
 
 class StepCore:
@@ -202,6 +206,8 @@ class StepCore:
         if spec != masks.spec:
             mask = trainable_mask(self.model, params)
             masks.mask, masks.spec, masks.all_trainable = mask, spec, _all_true(mask)
+            regularization = getattr(self.model, "regularization_losses", None)
+            masks.penalized = None if regularization is None else bool(regularization(params))
 
     def split(self, params: dict) -> tuple[dict, dict]:
         masks = self._masks
@@ -234,7 +240,7 @@ class StepCore:
         total, per_output = self.compile_loss(self.flat(y, "y"), y_pred_flat, self.flat(sw, "sample_weight"))
         extra = list(activity)
         regularization = getattr(self.model, "regularization_losses", None)
-        if regularization is not None:
+        if regularization is not None and self._masks.penalized is not False:
             extra.extend(regularization(params))
         for value in extra:
             total = value if total is None else ops.add(total, value)
