@@ -479,6 +479,15 @@ class Layer(metaclass=LayerType):
         wrapper = keras_object.keras_build if self._keras_style else _keeping_build(build)
         object.__setattr__(self, "build", types.MethodType(wrapper, self))
 
+    def __copy__(self) -> Self:
+        """A shallow copy (the same configuration and weights); a ``build`` wrapped for this object is
+        wrapped again for the copy (a copied bound method would build the original)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        if new.__dict__.pop("build", None) is not None:
+            new._bind_build()
+        return new
+
     def _handle(self) -> LayerHandle:
         handle = self.__dict__.get("_handle_slot")
         if handle is None:

@@ -135,3 +135,13 @@ def test_a_keras_style_subclass_extends_its_parents_build_as_in_keras(backend):
     np.testing.assert_array_equal(got, keras.ops.convert_to_numpy(theirs(x)))  # x * 3 + 1: exact
     assert [w.path.rpartition("/")[2] for w in ours.weights] == ["w", "b"]
     assert ours.build is not Shifted.build  # the object's own wrapper (Keras wraps build per object too)
+
+
+def test_a_copied_layer_builds_itself(backend):
+    """The per-object build wrapper follows copies: copy.copy and copy.deepcopy build the copy."""
+    import copy
+
+    _, Shifted = _extended_layer(ember)
+    layer = Shifted()
+    for duplicate in (copy.copy(layer), copy.deepcopy(layer)):
+        assert duplicate.build.__self__ is duplicate
