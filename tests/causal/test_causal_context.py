@@ -318,3 +318,21 @@ def test_bad_arguments_raise_clear_errors(backend):
     assert isinstance(causal_context(layer, state, x, influence=()), CausalContext)
     for key, value in before.items():  # the state is read, never changed
         np.testing.assert_array_equal(state["params"][key], value)
+
+
+def test_a_recorder_that_misses_the_spike_ops_is_refused_naming_the_backends_that_record_them(backend,
+                                                                                               monkeypatch):
+    """The guard of ``op_steps.recorded_unroll``: a recorded graph without one spike op per step would give
+    every op a wrong step; it raises instead (simulated by a run that records no op)."""
+    from ember.causal import op_steps
+
+    def steps_only(cell, params, x, on_step):
+        for _ in range(3):
+            on_step(0)
+        on_step(0)
+
+    monkeypatch.setattr(op_steps, "unroll", steps_only)
+    layer, state, x = _toy()
+    with pytest.raises(NotImplementedError, match=r"recorded graph misses the spikes' ember.custom_gradient ops "
+                                                  r"\(0 recorded for 3 steps\).*numpy or mlx backend"):
+        causal_context(layer, state, x, influence=(), record_graph=True)

@@ -239,3 +239,27 @@ def test_policies_and_quantizers():
     assert np.allclose(ops.to_numpy(scale), keras.ops.convert_to_numpy(kscale))
     with pytest.raises(ValueError, match="value_range within"):
         quantizers.AbsMaxQuantizer(value_range=(-300, 300))
+
+
+def test_subclasses_are_refused_unless_type_check_is_off_and_abstract_parts_name_themselves(backend):
+    """As Keras: a Dense subclass is not quantized (its call may not read the quantized weights) unless
+    ``type_check=False``; the base config and quantizer say what to use instead."""
+    class Scaled(layers.Dense):
+        pass
+
+    layer = Scaled(5, name="scaled")
+    layer.build((None, 12))
+    weights = layer.get_weights()
+    with pytest.raises(NotImplementedError, match=r"subclasses of Dense are not quantized .*type_check=False"):
+        layer.quantize("int8")
+    assert layer.dtype is None and all(np.array_equal(a, b) for a, b in zip(weights, layer.get_weights()))
+    layer.quantize("int8", type_check=False)
+    assert layer.quantization_mode == "int8"
+    with pytest.raises(NotImplementedError, match="QuantizationConfig is a base class: use Int8QuantizationConfig"):
+        getattr(quantizers.QuantizationConfig(), "mode")  # noqa: B009 - the property raises
+    with pytest.raises(NotImplementedError, match="Quantizer does not implement get_config"):
+        quantizers.Quantizer().get_config()
+    from ember.layers.core.dense_adaptation import QuantizeLoRAMixin
+
+    with pytest.raises(NotImplementedError, match=r"Scaled must define _forward\(params, inputs, training\)"):
+        QuantizeLoRAMixin._forward(layer, {}, None, False)  # the mixin's hook a layer class must define

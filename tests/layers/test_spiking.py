@@ -420,3 +420,10 @@ def test_learned_beta_and_threshold_match_snntorch(backend):
     (torch.stack(spikes, 1) * torch.tensor(a) + torch.stack(mems, 1) * torch.tensor(b)).sum().backward()
     np.testing.assert_allclose(grads["beta"], neuron.beta.grad.numpy(), **FLOAT32_PAIR)
     np.testing.assert_allclose(grads["threshold"], neuron.threshold.grad.numpy(), **FLOAT32_PAIR)
+
+
+def test_a_spiking_cell_without_integrate_names_what_to_define():
+    from ember.layers.spiking.cell import SpikingCell
+
+    with pytest.raises(NotImplementedError, match="must implement integrate"):
+        SpikingCell.integrate(layers.LIFCell(2), {}, None, {}, None, {})
