@@ -113,13 +113,15 @@ def _target(namespace: str, name: str, value: object) -> str:
 
 
 def _op_target(namespace: str, name: str, value: object) -> str:
-    """Where an op's docstring lives: its protocol stub (the backends' functions, and the top-level
-    forwarders to ``ops.nn``/``ops.linalg``/``ops.stats`` ops, carry that docstring), else the
-    ``ember.ops.extra`` module that defines it."""
+    """Where an op's docstring lives: its protocol stub (the backends' functions, the composites of
+    ``ember.ops.extra.composites`` bound for a backend without a kernel, and the top-level forwarders
+    to ``ops.nn``/``ops.linalg``/``ops.stats`` ops carry that docstring), else the ``ember.ops.extra``
+    module that defines it."""
     from ember.backends._spec import op_names
+    from ember.ops.extra.composites import is_composite
 
     module = getattr(value, "__module__", None) or ""
-    if module.startswith("ember.ops.extra.") and module != "ember.ops.extra.forward":
+    if module.startswith("ember.ops.extra.") and module != "ember.ops.extra.forward" and not is_composite(value):
         qualname = getattr(value, "__qualname__", "")
         if "<" in qualname:  # made by a factory: the docs, which read the source, cannot find it
             raise ValueError(f"{namespace}.{name} is {module}.{qualname}: define it with `def` at the top level "

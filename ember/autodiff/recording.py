@@ -10,7 +10,7 @@ functions are bound again, so code outside a tape pays nothing.
 A recorded op's own implementation may call other ops (an activation written with
 ``ops.exp``); those inner calls are not recorded (the depth kept in
 :mod:`ember.recorded.calls` guards it): the tape sees the op the user called, and its
-VJP rule covers it. Composite ops (:mod:`ember.ops._composite`, e.g. ``nn.lstm`` on
+VJP rule covers it. Composite ops (:mod:`ember.ops.extra.composites`, e.g. ``nn.lstm`` on
 MLX) are the exception: ``ember.ops`` binds them for the backends that have no kernel of
 their own, they are in no backend's op tables, so they stay unwrapped and the ops they
 call are recorded (no rule of their own is needed).

@@ -1,7 +1,7 @@
 """Argument checks of ``nn.dot_product_attention``, shared by every backend and the composite.
 
 The fused kernels (torch's ``scaled_dot_product_attention``, MLX's
-``mx.fast.scaled_dot_product_attention``) and the composite of :mod:`ember.ops._attention` run
+``mx.fast.scaled_dot_product_attention``) and the composite of :mod:`ember.ops.extra.attention` run
 the same checks, so their errors read the same on every backend.
 
 Example:

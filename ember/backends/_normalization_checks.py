@@ -1,7 +1,7 @@
 """Argument checks of ``nn.layer_norm`` and ``nn.fused_batch_norm``, shared by the backends and the composites.
 
 The fused kernels (torch's ``F.layer_norm``/``torch.native_batch_norm``, MLX's
-``mx.fast.layer_norm``) and the composites of :mod:`ember.ops._normalization` run the same
+``mx.fast.layer_norm``) and the composites of :mod:`ember.ops.extra.normalization` run the same
 checks, so their errors read the same on every backend.
 
 Example:

@@ -1,6 +1,6 @@
 """Argument checks of the fused recurrent ops (``nn.lstm``, ``nn.gru``), shared by every backend.
 
-Native kernels (torch, NumPy's LSTM) and the composites of :mod:`ember.ops._composite` run
+Native kernels (torch, NumPy's LSTM) and the composites of :mod:`ember.ops.extra.composites` run
 the same checks, so their errors read the same on every backend.
 
 Example:

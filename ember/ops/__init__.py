@@ -23,7 +23,7 @@ import pkgutil
 import sys
 
 from ember import backends as _backends
-from ember.ops import _binding, _composite
+from ember.ops import _binding
 from ember.recorded.op_namespace import OPS as _OPS
 
 
@@ -65,15 +65,19 @@ def __getattr__(name: str):
 
 
 def _on_backend_change(backend) -> None:
-    _install(_binding.bind(backend, _composite.bound_tables(backend)))
+    _install(_binding.bind(backend, _composites.bound_tables(backend)))
 
 
 def _rebind(backend) -> None:
     """Bind ``backend``'s plain (unrecorded) functions again, e.g. after the last tape stops."""
-    _install(_binding.bind(backend, _composite.bound_tables(backend)))
+    _install(_binding.bind(backend, _composites.bound_tables(backend)))
 
 
+# The ops written once over the namespaces above (they call ``ember.ops`` at call time): the
+# composites of the protocol ops a backend may leave out, the top-level forwarders to ``nn``/
+# ``linalg``/``stats`` ops, and the Keras ops composed from the protocol.
 from ember.ops import extra as _extra  # noqa: E402
+from ember.ops.extra import composites as _composites  # noqa: E402
 from ember.ops.extra import forward as _forward  # noqa: E402
 
 vars(_THIS).update(_forward.forwarders())

@@ -24,7 +24,7 @@ from ember.autodiff import numpy_engine as _engine  # noqa: F401  (imports the r
 from ember.autodiff.recording import NOT_DIFFERENTIABLE
 from ember.autodiff.rules import RULES
 from ember.backends import _spec
-from ember.ops._composite import bound_tables, is_composite
+from ember.ops.extra.composites import bound_tables, is_composite
 from tests.tolerances import FLOAT32_PAIR, FLOAT64
 
 # torch is the reference of (nearly) every check here, its functions in the tables below: a
@@ -160,7 +160,7 @@ def test_every_differentiable_op_has_a_rule():
             continue  # dropout is recorded as a composite (mask * x); the rest carry no gradient
         for name in _spec.op_names(namespace):
             if name in NOT_DIFFERENTIABLE or is_composite(tables[namespace][name]):
-                continue  # a composite op (ember.ops._composite) is recorded op by op
+                continue  # a composite op (ember.ops.extra.composites) is recorded op by op
             qualified = name if namespace == "core" else f"{namespace}.{name}"
             if qualified not in RULES:
                 missing.append(qualified)

@@ -12,7 +12,7 @@ import pytest
 import ember
 from ember import backends, ops
 from ember.backends import _spec
-from ember.ops import _composite
+from ember.ops.extra import composites
 
 SPEC_OPS = [(namespace, name) for namespace in _spec.NAMESPACES for name in _spec.op_names(namespace)]
 
@@ -46,7 +46,7 @@ def test_backend_defines_op_with_spec_signature(backend, namespace, name):
     composed = function is None and name in _spec.COMPOSABLE.get(namespace, ())
     if composed:  # left out by the backend: ember.ops binds the composite
         assert name not in backends.current().op_tables()[namespace]
-        function = _composite.COMPOSITES[namespace][name]
+        function = composites.COMPOSITES[namespace][name]
     assert callable(function), f"ember.backends.{backend}.{namespace} does not define {name!r}"
     expected = _parameters(getattr(_spec.NAMESPACES[namespace], name))
     try:
@@ -55,12 +55,12 @@ def test_backend_defines_op_with_spec_signature(backend, namespace, name):
         pytest.fail(f"{backend}.{namespace}.{name} has no inspectable signature: {error}")
     assert actual == expected, f"{backend}.{namespace}.{name}{inspect.signature(function)} != spec {expected}"
     # The registry must bind exactly this function (not the NotImplementedError stand-in).
-    assert _composite.bound_tables(backends.current())[namespace][name] is function
+    assert composites.bound_tables(backends.current())[namespace][name] is function
 
 
 def test_the_composable_ops_are_the_composites():
     assert {ns: set(names) for ns, names in _spec.COMPOSABLE.items()} == {
-        ns: set(table) for ns, table in _composite.COMPOSITES.items()}
+        ns: set(table) for ns, table in composites.COMPOSITES.items()}
 
 
 @pytest.mark.parametrize(("namespace", "name"), SPEC_OPS, ids=[f"{ns}.{n}" for ns, n in SPEC_OPS])
@@ -68,7 +68,7 @@ def test_ember_ops_binds_active_backend_function(backend, namespace, name):
     bound_in = ops if namespace == "core" else getattr(ops, namespace)
     # ember.ops binds a copy of the backend's function (same code, closure and defaults; see
     # ember.ops._binding): as fast as the original, and forwarding once the backend changes.
-    bound, function = getattr(bound_in, name), _composite.bound_tables(backends.current())[namespace][name]
+    bound, function = getattr(bound_in, name), composites.bound_tables(backends.current())[namespace][name]
     assert bound.__wrapped__ is function
     assert bound.__code__ is function.__code__ and bound.__closure__ == function.__closure__
     assert bound.__defaults__ == function.__defaults__

@@ -7,7 +7,7 @@ References (independent of the code under test):
 
 The fused kernels (torch's ``F.scaled_dot_product_attention``, MLX's
 ``mx.fast.scaled_dot_product_attention``) are checked against the reference and against the
-composite (``ember.ops._attention``, the NumPy path) in values and gradients, and spied on so a
+composite (``ember.ops.extra.attention``, the NumPy path) in values and gradients, and spied on so a
 silent fallback to the composite would fail the test.
 """
 
@@ -20,7 +20,7 @@ import pytest
 
 import ember
 from ember import layers, ops
-from ember.ops._attention import dot_product_attention as composite_attention
+from ember.ops.extra.attention import dot_product_attention as composite_attention
 from tests.tolerances import FLOAT32_PAIR, FLOAT64
 
 B, T, S, N, K, H = 2, 5, 6, 4, 2, 3

@@ -7,7 +7,7 @@ differences of the float64 composite.
 
 The fused kernels (torch's ``F.layer_norm`` and ``torch.native_batch_norm``, MLX's
 ``mx.fast.layer_norm``) are checked against the reference and against the composites
-(``ember.ops._normalization``, the NumPy path) in values and gradients, and spied on so a silent
+(``ember.ops.extra.normalization``, the NumPy path) in values and gradients, and spied on so a silent
 fallback to the composite would fail the test.
 """
 
@@ -18,8 +18,8 @@ import pytest
 
 import ember
 from ember import layers, ops
-from ember.ops._normalization import fused_batch_norm as composite_batch_norm
-from ember.ops._normalization import layer_norm as composite_layer_norm
+from ember.ops.extra.normalization import fused_batch_norm as composite_batch_norm
+from ember.ops.extra.normalization import layer_norm as composite_layer_norm
 from tests.tolerances import FLOAT32_PAIR, FLOAT64
 
 EPSILON = 1e-3

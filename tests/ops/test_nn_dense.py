@@ -10,7 +10,7 @@ import pytest
 
 import ember
 from ember import ops
-from ember.ops import _composite
+from ember.ops.extra import composites
 from tests.helpers import float64_device
 from tests.tolerances import FLOAT32, FLOAT64
 
@@ -108,7 +108,7 @@ NATIVE = {"torch", "mlx"}
 
 
 def test_native_or_composite(backend):
-    assert _composite.is_composite(ops.nn.dense) != (backend in NATIVE)
+    assert composites.is_composite(ops.nn.dense) != (backend in NATIVE)
     if backend == "torch":
         x, kernel, bias = (_native(v) for v in _operands((5, 4)))
         kernel.requires_grad_(True)

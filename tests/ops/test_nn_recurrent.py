@@ -22,7 +22,7 @@ import pytest
 
 import ember
 from ember import ops
-from ember.ops import _composite
+from ember.ops.extra import composites
 from tests.helpers import assert_close_recurrent, float64_device
 
 torch = pytest.importorskip("torch")  # the gradient reference, not the code under test
@@ -157,7 +157,7 @@ def test_gradients_match_torch_autograd(backend, kind, go_backwards):
 
 
 # Where each op is native: torch has fused kernels for both, NumPy a native LSTM (with its
-# own VJP rule), everything else is the composite of ember.ops._composite.
+# own VJP rule), everything else is the composite of ember.ops.extra.composites.
 NATIVE = {("torch", "lstm"), ("torch", "gru"), ("numpy", "lstm")}
 
 
@@ -165,7 +165,7 @@ NATIVE = {("torch", "lstm"), ("torch", "gru"), ("numpy", "lstm")}
 def test_native_or_composite(backend, kind):
     op = getattr(ops.nn, kind)
     native = (backend, kind) in NATIVE
-    assert _composite.is_composite(op) != native
+    assert composites.is_composite(op) != native
     x, states, kernel, recurrent, bias = _operands(kind, 5)
     kernel = _native(kernel)
     with ember.GradientTape() as tape:
@@ -200,7 +200,7 @@ def test_numpy_lstm_rule_second_order_matches_composite(go_backwards):
         return grad, outer.gradient(projected, watched)
 
     native_grad, native_hvp = hvp(lambda *a, **k: ops.nn.lstm(*a, **k))  # looked up inside the tapes
-    composite_grad, composite_hvp = hvp(_composite.lstm)
+    composite_grad, composite_hvp = hvp(composites.lstm)
     assert_close_recurrent(native_grad, ops.to_numpy(composite_grad), rtol=1e-10, atol=1e-12, dtype="float64")
     assert_close_recurrent(native_hvp, ops.to_numpy(composite_hvp), rtol=1e-9, atol=1e-11, dtype="float64")
 

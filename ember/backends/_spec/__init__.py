@@ -40,7 +40,7 @@ from ember.backends._spec.stats import stats
 NAMESPACES = {"core": core, "linalg": linalg, "stats": stats, "nn": nn, "random": random}
 
 # Ops a backend may leave out. ``ember.ops`` has a composite of each, written with the other
-# ops (:mod:`ember.ops._composite`), and binds it for a backend without a kernel of its own;
+# ops (:mod:`ember.ops.extra.composites`), and binds it for a backend without a kernel of its own;
 # a backend with a fused kernel (torch's ``dense``/``lstm``/``gru``, MLX's ``dense``, NumPy's ``lstm``) defines
 # the op (torch's and MLX's ``dot_product_attention`` and ``layer_norm``, torch's ``fused_batch_norm``).
 COMPOSABLE = {"nn": frozenset({"dense", "lstm", "gru", "dot_product_attention", "layer_norm", "fused_batch_norm"})}

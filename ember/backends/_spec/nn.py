@@ -226,7 +226,7 @@ class nn:
 
         torch and MLX run one fused kernel (``torch.addmm``/``mx.addmm``: the product and the bias
         in one GEMM, one autograd node or compiled primitive) for floating operands of one dtype
-        (MLX: float32 and the half types); NumPy runs the composite of :mod:`ember.ops._composite`
+        (MLX: float32 and the half types); NumPy runs the composite of :mod:`ember.ops.extra.composites`
         (``matmul``, then ``add``), which its tape records op by op. The fused sum may round
         differently from the two ops in the last bit.
 
@@ -256,7 +256,7 @@ class nn:
 
         torch runs its fused LSTM kernel (``torch.lstm``: oneDNN on the CPU, cuDNN on
         CUDA); NumPy a NumPy loop with its own VJP rule; MLX the composite written
-        with ``ember.ops`` (:mod:`ember.ops._composite`), which tapes and
+        with ``ember.ops`` (:mod:`ember.ops.extra.composites`), which tapes and
         ``mx.compile`` see op by op.
 
         Example:
@@ -283,7 +283,7 @@ class nn:
         Differentiable with respect to every array argument.
 
         torch runs its fused GRU kernel (``torch.gru``; cuDNN on CUDA); NumPy and MLX run
-        the composite of :mod:`ember.ops._composite`.
+        the composite of :mod:`ember.ops.extra.composites`.
 
         Example:
             >>> from ember import ops
@@ -335,7 +335,7 @@ class nn:
 
         torch runs ``torch.nn.functional.layer_norm`` and MLX ``mx.fast.layer_norm`` (MLX
         float64: the unfused computation), the normalized axes moved to the end first when
-        they are not the trailing ones; NumPy the composite of :mod:`ember.ops._normalization`.
+        they are not the trailing ones; NumPy the composite of :mod:`ember.ops.extra.normalization`.
 
         Example:
             >>> from ember import ops
@@ -363,7 +363,7 @@ class nn:
 
         torch runs one ``torch.native_batch_norm`` call (the statistics and the normalization
         in one kernel, one autograd node), except when each feature has fewer than two values;
-        NumPy and MLX the composite of :mod:`ember.ops._normalization`.
+        NumPy and MLX the composite of :mod:`ember.ops.extra.normalization`.
 
         Example:
             >>> from ember import ops

@@ -1,7 +1,7 @@
 """Neural-network ops of the MLX backend: activations, dense (``mx.addmm``), convolution, pooling, moments.
 
 No ``lstm``/``gru``: MLX has no fused recurrent kernel, so ``ember.ops`` binds the
-composites of :mod:`ember.ops._composite` (traced op by op by the tapes and ``mx.compile``).
+composites of :mod:`ember.ops.extra.composites` (traced op by op by the tapes and ``mx.compile``).
 
 Layouts: Ember (like Keras) is channels-last with kernels ``(*spatial, in/groups, out)``;
 MLX's ``conv_general`` is channels-last too but wants weights ``(out, *spatial, in/groups)``,

@@ -1,6 +1,6 @@
 """NumPy backend, ``ember.ops.nn``: activations, softmax, moments, convolution, pooling,
 recurrent sequences (``lstm`` native in :mod:`._rnn`; no ``gru``: ``ember.ops`` binds the
-composite of :mod:`ember.ops._composite`).
+composite of :mod:`ember.ops.extra.composites`).
 
 Activations on integer or bool inputs compute in ``floatx()`` (``relu``/``relu6``
 keep integer dtypes, as they are exact there). float16/bfloat16 inputs compute in

@@ -1,7 +1,7 @@
 """``nn.layer_norm`` and ``nn.fused_batch_norm`` on torch: ``F.layer_norm`` and ``torch.native_batch_norm``.
 
 Each is one fused kernel and one autograd node, which saves fewer tensors for the backward pass
-than the composite (:mod:`ember.ops._normalization`).
+than the composite (:mod:`ember.ops.extra.normalization`).
 
 * ``layer_norm``: ``F.layer_norm`` normalizes trailing axes; other axes are moved to the end
   first (``movedim``, a view) and back after.

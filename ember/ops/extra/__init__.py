@@ -1,14 +1,22 @@
-"""Keras-compatible ops written once over the op protocol (``ember.ops.extra``).
+"""The ops written once over the op protocol (``ember.ops.extra``): every composed op has its home here.
 
-These are the names of ``keras.ops`` that Ember builds from protocol ops instead of
-asking every backend for a native kernel: NumPy-compatible math and array helpers
-(:mod:`.math`, :mod:`.arrays`), host-side integer/index ops (:mod:`.host`), activations and
-other ``nn`` ops (:mod:`.nn`), linear algebra (:mod:`.linalg`), window functions
-(:mod:`.windows`), eager control flow (:mod:`.control_flow`) and, for ``ember.random``,
-``SeedGenerator`` with the gamma, beta and binomial distributions (:mod:`.distributions`). Each function calls
-``ember.ops`` at call time, so it runs on the active backend and, inside a
-:class:`~ember.GradientTape`, is differentiated through the protocol ops it calls.
-:mod:`ember.ops` binds every name listed in :data:`EXPORTS` at its top level.
+Each function calls ``ember.ops`` at call time, so it runs on the active backend and, inside a
+:class:`~ember.GradientTape`, is differentiated through the protocol ops it calls. Two kinds:
+
+* The names of ``keras.ops`` that Ember builds from protocol ops instead of asking every
+  backend for a native kernel: NumPy-compatible math and array helpers (:mod:`.math`,
+  :mod:`.arrays`), host-side integer/index ops (:mod:`.host`), activations and other ``nn`` ops
+  (:mod:`.nn`, :mod:`.ctc`), linear algebra (:mod:`.linalg`), window functions (:mod:`.windows`),
+  eager control flow (:mod:`.control_flow`) and, for ``ember.random``, ``SeedGenerator`` with the
+  gamma, beta and binomial distributions (:mod:`.distributions`). :mod:`ember.ops` binds every
+  name listed in :data:`EXPORTS` at its top level and those of :data:`RANDOM_EXPORTS` in
+  ``ember.ops.random``; :mod:`.forward` gives the top level its forwarders to ``nn``, ``linalg``
+  and ``stats`` protocol ops.
+* The composites of the protocol ops a backend may leave out (``_spec.COMPOSABLE``):
+  ``nn.dense``, ``nn.lstm``, ``nn.gru`` (:mod:`.composites`, which also binds them:
+  :func:`~ember.ops.extra.composites.bound_tables`), ``nn.dot_product_attention``
+  (:mod:`.attention`), ``nn.layer_norm`` and ``nn.fused_batch_norm`` (:mod:`.normalization`).
+  ``ember.ops.nn`` holds the composite only on a backend without a kernel of its own.
 
 Example:
     >>> import ember

@@ -2,13 +2,13 @@
 
 NumPy binds it (it has no fused kernel); torch and MLX define their own op with the fused
 kernel and keep this as the reference their tests compare with. Like every composite
-(:mod:`ember.ops._composite`), it calls ``ember.ops`` at call time, so a recording tape sees
+(:mod:`ember.ops.extra.composites`), it calls ``ember.ops`` at call time, so a recording tape sees
 the ops it calls one by one and needs no rule of its own.
 
 Example:
     >>> import ember
     >>> from ember import ops
-    >>> from ember.ops._attention import dot_product_attention
+    >>> from ember.ops.extra.attention import dot_product_attention
     >>> with ember.using_backend("numpy"):
     ...     x = ops.ones((1, 3, 2, 4))
     ...     ops.shape(dot_product_attention(x, x, x, is_causal=True))
@@ -27,7 +27,7 @@ def _array(x):
 
 def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, is_causal=False,
                           flash_attention=None, attn_logits_soft_cap=None):
-    # (Docstring: _spec.nn.dot_product_attention's, set by ember.ops._composite.)
+    # (Docstring: _spec.nn.dot_product_attention's, set by ember.ops.extra.composites.)
     q, k, v, bias, mask = (_array(a) for a in (query, key, value, bias, mask))
     heads, kv_heads, scale = check_attention(
         ops.shape(q), ops.shape(k), ops.shape(v), None if bias is None else ops.shape(bias),

@@ -1,9 +1,9 @@
 """Composite ops: protocol ops written once with ``ember.ops``, for backends without a native kernel.
 
 Composites here: ``nn.dense`` (a projection and its bias), ``nn.lstm`` and ``nn.gru`` (whole
-recurrent sequences), ``nn.dot_product_attention`` (:mod:`ember.ops._attention`; torch and MLX
+recurrent sequences), ``nn.dot_product_attention`` (:mod:`ember.ops.extra.attention`; torch and MLX
 have fused kernels, NumPy binds the composite), ``nn.layer_norm`` and ``nn.fused_batch_norm``
-(:mod:`ember.ops._normalization`; torch fuses both, MLX the layer norm), the ops of
+(:mod:`ember.ops.extra.normalization`; torch fuses both, MLX the layer norm), the ops of
 ``ember.backends._spec.COMPOSABLE``. torch has native fused kernels for all three, MLX a
 native dense and NumPy a native LSTM; MLX gets the LSTM and GRU composites, NumPy the dense and
 the GRU.
@@ -22,9 +22,9 @@ marked with ``__ember_composite__`` (:func:`is_composite`). A native version (to
 Example:
     >>> import ember
     >>> from ember import ops
-    >>> from ember.ops import _composite
+    >>> from ember.ops.extra import composites
     >>> with ember.using_backend("numpy"):
-    ...     _composite.is_composite(ops.nn.gru), _composite.is_composite(ops.nn.lstm)
+    ...     composites.is_composite(ops.nn.gru), composites.is_composite(ops.nn.lstm)
     (True, False)
 """
 
@@ -37,8 +37,8 @@ from ember import ops
 from ember.backends import _spec
 from ember.backends._common import check_dense_shapes
 from ember.backends._rnn_checks import check_rnn_dtypes, check_rnn_shapes
-from ember.ops._attention import dot_product_attention
-from ember.ops._normalization import fused_batch_norm, layer_norm
+from ember.ops.extra.attention import dot_product_attention
+from ember.ops.extra.normalization import fused_batch_norm, layer_norm
 
 
 def composite(function: Callable) -> Callable:

@@ -2,7 +2,7 @@
 
 NumPy binds both (it has no fused kernels), MLX binds ``fused_batch_norm`` (``mx.fast`` has a
 layer norm, no batch norm); torch defines both with its fused kernels, and MLX its layer norm,
-and their tests compare them with these. Like every composite (:mod:`ember.ops._composite`),
+and their tests compare them with these. Like every composite (:mod:`ember.ops.extra.composites`),
 they call ``ember.ops`` at call time, so a recording tape sees the ops they call one by one
 and needs no rule of its own. Both compute ``x * inv + offset`` with ``inv = gamma /
 sqrt(variance + epsilon)`` and ``offset = beta - mean * inv``: two passes over ``x``, the rest
@@ -11,7 +11,7 @@ on the (small) statistics.
 Example:
     >>> import ember
     >>> from ember import ops
-    >>> from ember.ops._normalization import layer_norm
+    >>> from ember.ops.extra.normalization import layer_norm
     >>> with ember.using_backend("numpy"):
     ...     ops.to_numpy(layer_norm(ops.convert_to_tensor([[1.0, 3.0]]), epsilon=0.0)).tolist()
     [[-1.0, 1.0]]
@@ -53,7 +53,7 @@ def _normalize(x: Any, mean: Any, variance: Any, gamma: Any, beta: Any, epsilon:
 
 
 def layer_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
-    # (Docstring: _spec.nn.layer_norm's, set by ember.ops._composite.)
+    # (Docstring: _spec.nn.layer_norm's, set by ember.ops.extra.composites.)
     x, gamma, beta = _array(x), _array(gamma), _array(beta)
     shape, dtype = tuple(ops.shape(x)), ops.dtype(x)
     axes = check_layer_norm(shape, axis, _shape(gamma), _shape(beta), epsilon, dtype)
@@ -64,7 +64,7 @@ def layer_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
 
 def fused_batch_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, moving_mean=None, moving_variance=None,
                      momentum=0.99):
-    # (Docstring: _spec.nn.fused_batch_norm's, set by ember.ops._composite.)
+    # (Docstring: _spec.nn.fused_batch_norm's, set by ember.ops.extra.composites.)
     x, gamma, beta = _array(x), _array(gamma), _array(beta)
     moving_mean, moving_variance = _array(moving_mean), _array(moving_variance)
     shape, dtype = tuple(ops.shape(x)), ops.dtype(x)
