@@ -19,8 +19,8 @@ Example:
 
 from __future__ import annotations
 
-import pkgutil
-import sys
+import pkgutil as _pkgutil
+import sys as _sys
 
 from ember import backends as _backends
 from ember.ops import _binding
@@ -35,7 +35,7 @@ def _install(tables: dict) -> None:
 
 # The sub-modules of ``ember.ops``: ``from ember.ops import extra`` asks this module for ``extra`` before
 # importing it, which must not select a backend (that would import torch on ``import ember``).
-_SUBMODULES = frozenset(info.name for info in pkgutil.iter_modules(__path__))
+_SUBMODULES = frozenset(info.name for info in _pkgutil.iter_modules(__path__))
 
 
 def _select_on_first_use(namespace: str, name: str):
@@ -55,7 +55,7 @@ def _select_on_first_use(namespace: str, name: str):
 # module ``__getattr__`` comes after them, so importing them selects no backend.
 from ember.ops import linalg, nn, random, stats  # noqa: E402  (namespaces filled below)
 
-_THIS = sys.modules[__name__]
+_THIS = _sys.modules[__name__]
 _MODULES = {"core": _THIS, "linalg": linalg, "nn": nn, "stats": stats, "random": random}
 _binding.set_namespaces(_MODULES)
 

@@ -3,7 +3,7 @@
 Keras's ``keras.ops.linalg`` names whose Ember op lives in :mod:`ember.ops` itself are read from
 there when asked for here.
 """
-import sys
+import sys as _sys
 
 from ember.ops import _select_on_first_use
 
@@ -13,5 +13,5 @@ FROM_CORE = frozenset({"cholesky_inverse", "lu_factor", "matrix_rank", "solve_tr
 
 def __getattr__(name: str):
     if name in FROM_CORE:
-        return getattr(sys.modules["ember.ops"], name)
+        return getattr(_sys.modules["ember.ops"], name)
     return _select_on_first_use("linalg", name)

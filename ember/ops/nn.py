@@ -3,7 +3,7 @@
 Keras's ``keras.ops.nn`` also holds ops that Ember keeps in :mod:`ember.ops` itself (``one_hot``,
 ``swish``, ``depthwise_conv`` ...): those names are read from ``ember.ops`` when asked for here.
 """
-import sys
+import sys as _sys
 
 from ember.ops import _select_on_first_use
 
@@ -20,5 +20,5 @@ FROM_CORE = frozenset({
 
 def __getattr__(name: str):
     if name in FROM_CORE:
-        return getattr(sys.modules["ember.ops"], name)
+        return getattr(_sys.modules["ember.ops"], name)
     return _select_on_first_use("nn", name)
