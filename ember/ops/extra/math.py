@@ -769,7 +769,7 @@ def array(x, dtype=None):
     return ops.convert_to_tensor(x, dtype=dtype)
 
 
-def copy(x):
+def copy(x: Any) -> Any:
     """A new array equal to ``x`` (gradients flow through).
 
     Example:
@@ -827,7 +827,7 @@ def is_tensor(x):
     return ops.is_array(x)
 
 
-def convert_to_numpy(x):
+def convert_to_numpy(x: Any) -> np.ndarray:
     """Alias of ``ops.to_numpy``.
 
     Example:
