@@ -1,9 +1,6 @@
 """``ember.models``: symbolic inputs, the functional ``Model`` and ``Sequential``, ``clone_model``,
 ``model_from_json`` and Keras's ``load_model``/``save_model`` (from :mod:`ember.saving`).
 
-Names are loaded on first use (an eager import here would import the layers and the
-training package with it; nothing below the models imports this package).
-
 Example:
     >>> from ember.models import Model, Sequential
     >>> Sequential.__name__
@@ -12,22 +9,13 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+# Re-exported names (``as`` marks them public for linters and type checkers).
+from ember.layers.core.input_layer import Input as Input
+from ember.models.cloning import clone_model as clone_model
+from ember.models.json_config import model_from_json as model_from_json
+from ember.models.model import Model as Model
+from ember.models.sequential import Sequential as Sequential
+from ember.saving.model_io import load_model as load_model
+from ember.saving.model_io import save_model as save_model
 
-_EXPORTS = {
-    "Input": "ember.layers.core.input_layer",
-    "Model": "ember.models.model",
-    "Sequential": "ember.models.sequential",
-    "clone_model": "ember.models.cloning",
-    "model_from_json": "ember.models.json_config",
-    "load_model": "ember.saving.model_io",
-    "save_model": "ember.saving.model_io",
-}
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'ember.models' has no attribute {name!r}")
+__all__ = sorted(["Input", "Model", "Sequential", "clone_model", "model_from_json", "load_model", "save_model"])

@@ -21,10 +21,6 @@ Writes are atomic (temporary file + rename) and every read is checked (format, c
 per-block XXH3-64 checksums), so a failed save never damages the previous file and a damaged file is
 never partially loaded. ``python -m ember inspect FILE.h5`` prints a checkpoint's contents.
 
-The checkpoint functions load on first use: the layers import ``ember.saving.keras_format``'s
-helpers, and that import runs this ``__init__``; importing the model and weight code eagerly
-here would import the layers while they are being imported.
-
 Example:
     >>> import os, tempfile
     >>> import ember
@@ -40,11 +36,20 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 # Re-exported names (``as`` marks them public for linters and type checkers).
 from ember.saving.format import CheckpointError as CheckpointError
+from ember.saving.keras_objects import deserialize_keras_object as deserialize_keras_object
+from ember.saving.keras_objects import serialize_keras_object as serialize_keras_object
+from ember.saving.model_io import load_model as load_model
+from ember.saving.model_io import save_model as save_model
+from ember.saving.objects import load_object as load_object
+from ember.saving.objects import save_object as save_object
+from ember.saving.sharded import export_sharded as export_sharded
+from ember.saving.sharded import load_sharded as load_sharded
+from ember.saving.sharded import save_sharded as save_sharded
+from ember.saving.weights import LoadReport as LoadReport
+from ember.saving.weights import load_weights as load_weights
+from ember.saving.weights import save_weights as save_weights
 from ember.serialization import CustomObjectScope as CustomObjectScope
 from ember.serialization import custom_object_scope as custom_object_scope
 from ember.serialization import get_custom_objects as get_custom_objects
@@ -53,31 +58,9 @@ from ember.serialization import get_registered_object as get_registered_object
 from ember.serialization import register_keras_serializable as register_keras_serializable
 from ember.serialization import register_serializable as register_serializable
 
-_EXPORTS = {
-    "LoadReport": "ember.saving.weights",
-    "deserialize_keras_object": "ember.saving.keras_objects",
-    "serialize_keras_object": "ember.saving.keras_objects",
-    "load_model": "ember.saving.model_io",
-    "load_object": "ember.saving.objects",
-    "load_weights": "ember.saving.weights",
-    "save_model": "ember.saving.model_io",
-    "save_object": "ember.saving.objects",
-    "save_weights": "ember.saving.weights",
-    "export_sharded": "ember.saving.sharded",
-    "load_sharded": "ember.saving.sharded",
-    "save_sharded": "ember.saving.sharded",
-}
-
-__all__ = sorted(["CheckpointError", "CustomObjectScope", "custom_object_scope", "get_custom_objects",
-                  "get_registered_name", "get_registered_object", "register_keras_serializable",
-                  "register_serializable", *_EXPORTS])
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'ember.saving' has no attribute {name!r}")
-
-
-def __dir__() -> list:
-    return sorted(set(globals()) | set(_EXPORTS))
+__all__ = sorted([
+    "CheckpointError", "CustomObjectScope", "LoadReport", "custom_object_scope", "deserialize_keras_object",
+    "export_sharded", "get_custom_objects", "get_registered_name", "get_registered_object", "load_model",
+    "load_object", "load_sharded", "load_weights", "register_keras_serializable", "register_serializable",
+    "save_model", "save_object", "save_sharded", "save_weights", "serialize_keras_object",
+])
