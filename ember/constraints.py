@@ -34,8 +34,8 @@ import numbers
 from typing import Any
 
 from ember import global_settings, ops
+from ember.serialization import add_keras_names, register_serializable, resolve
 from ember.serialization import deserialize as _deserialize
-from ember.serialization import register_serializable, resolve
 from ember.serialization import serialize as _serialize
 from ember.validation import did_you_mean as _did_you_mean
 
@@ -250,6 +250,7 @@ def _config_axis(axis: Any) -> Any:
 
 
 _CLASSES = (MaxNorm, MinMaxNorm, NonNeg, UnitNorm)
+add_keras_names("keras.constraints", _CLASSES)
 _NAMES = {"max_norm": MaxNorm, "min_max_norm": MinMaxNorm, "non_neg": NonNeg, "unit_norm": UnitNorm}
 _NAMES.update({cls.__name__: cls for cls in _CLASSES})
 

@@ -35,8 +35,8 @@ import numpy as np
 
 from ember import backends, dtypes, ops
 from ember.seeds import derive_seed, is_seed_array, sub_seed  # noqa: F401 (public here too)
+from ember.serialization import add_keras_names, register_serializable
 from ember.serialization import deserialize as _deserialize
-from ember.serialization import register_serializable
 from ember.serialization import serialize as _serialize
 from ember.validation import did_you_mean as _did_you_mean
 
@@ -492,7 +492,9 @@ class Orthogonal(Initializer):
         return self.gain * q.reshape(shape)
 
 
-@register_serializable("ember")
+# Registered apart from Ember's other initializers: "ember>Identity" is the Identity layer (saved
+# models name it so), as the metrics that share a loss's name live under "ember.metrics".
+@register_serializable("ember.initializers")
 @dataclasses.dataclass(frozen=True)
 class Identity(Initializer):
     """``gain`` times the identity (rectangular allowed); 2-D shapes only.
@@ -596,6 +598,8 @@ _ALIASES = {
     "lecun_uniform": LecunUniform, "lecun_normal": LecunNormal, "orthogonal": Orthogonal,
     "identity": Identity, "stft": STFT,
 }
+
+add_keras_names("keras.initializers", dict.fromkeys(_ALIASES.values()))  # Keras's names of these classes
 
 
 def get(identifier: Any) -> Initializer:

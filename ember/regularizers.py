@@ -31,8 +31,8 @@ import numbers
 from typing import Any
 
 from ember import ops
+from ember.serialization import add_keras_names, register_serializable, resolve
 from ember.serialization import deserialize as _deserialize
-from ember.serialization import register_serializable, resolve
 from ember.serialization import serialize as _serialize
 from ember.validation import did_you_mean as _did_you_mean
 
@@ -251,6 +251,7 @@ _NAMES = {
     "L1L2": L1L2,
     "OrthogonalRegularizer": OrthogonalRegularizer,
 }
+add_keras_names("keras.regularizers", (L1, L2, L1L2, OrthogonalRegularizer))
 
 
 def serialize(regularizer: Any) -> Any:

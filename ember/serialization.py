@@ -22,6 +22,13 @@ Example:
     >>> serialization.deserialize(data).size
     3
 
+Every file format resolves a saved name through the one lookup here, :func:`lookup`: Ember's ``.h5``
+configs by registry key, Keras's ``.keras`` files through :func:`keras_key`, which turns Keras's
+reference (``module``, ``class_name``, ``registered_name``) into a registry key: Keras's own objects by
+the alias table of Keras's names (:func:`add_keras_names`: ``keras.metrics>AUC`` is ``ember.metrics>AUC``),
+a custom object by its registered name. An unknown name raises :class:`UnknownNameError`, whose message
+names the class and how to register it, whichever format asked.
+
 Keras's names for the same registry: :func:`register_keras_serializable`, :func:`get_custom_objects`
 (a live view of the user's registrations), :class:`CustomObjectScope` / :func:`custom_object_scope`,
 :func:`get_registered_name` and :func:`get_registered_object`, with Keras's semantics: Ember's own
@@ -31,10 +38,28 @@ objects), everything registered under another package is a custom object.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping
+import sys
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
-_REGISTRY: dict[str, type] = {}
+_REGISTRY: dict[str, Any] = {}
+# Keras's names of Ember's built-ins, the alias table inside the registry: "keras.metrics>AUC" ->
+# "ember.metrics>AUC" (filled by add_keras_names), and each built-in's Keras name the other way.
+_KERAS_ALIASES: dict[str, str] = {}
+_KERAS_NAMES: dict[str, tuple[str, str]] = {}
+_KERAS_NAMESPACES: set[str] = set()
+
+# The package of a custom object registered without one (Keras's default too), and of a class saved
+# unregistered (``"Custom>MyLayer"``; Keras writes its bare class name, ``"MyLayer"``: the same name).
+DEFAULT_PACKAGE = "Custom"
+
+
+class UnknownNameError(ValueError):
+    """A saved name that resolves to nothing: the message names it and says how to make it loadable.
+
+    Raised by :func:`get_registered_class` and :func:`keras_key` for every file format alike, so a
+    ``.h5`` checkpoint and a ``.keras`` archive that name the same missing class fail with the same words.
+    """
 
 
 def registered_name(cls: type) -> str:
@@ -44,10 +69,25 @@ def registered_name(cls: type) -> str:
     class is ``Custom>Subclass`` (and loading it asks for registration) instead of
     silently coming back as its parent.
     """
-    return vars(cls).get("_ember_registered_name", f"Custom>{cls.__name__}")
+    return vars(cls).get("_ember_registered_name", f"{DEFAULT_PACKAGE}>{cls.__name__}")
 
 
-def register_serializable(package: str = "Custom", name: str | None = None) -> Callable[[Any], Any]:
+def _origin(obj: Any) -> Any:
+    """Where ``obj`` was defined: its module's file (one file imported under two module names is one
+    origin), else its module's name (``__main__``)."""
+    module = getattr(obj, "__module__", None)
+    if not isinstance(module, str):
+        return module
+    return getattr(sys.modules.get(module), "__file__", None) or module
+
+
+def _same_definition(first: Any, second: Any) -> bool:
+    """Whether two objects are one definition run again (a module reloaded, a notebook cell re-run)."""
+    return (getattr(first, "__qualname__", None) == getattr(second, "__qualname__", None)
+            and _origin(first) == _origin(second))
+
+
+def register_serializable(package: str = DEFAULT_PACKAGE, name: str | None = None) -> Callable[[Any], Any]:
     """Decorator: make a class or a function serializable under ``package>name``.
 
     ``name`` defaults to the class's or function's ``__name__``. A class needs
@@ -59,8 +99,8 @@ def register_serializable(package: str = "Custom", name: str | None = None) -> C
     Raises:
         TypeError: ``obj`` is neither a class nor a function.
         ValueError: a class without ``get_config()`` (as Keras refuses it), the name is already
-            taken by another object, or a function without a usable name (a ``lambda``) is
-            registered without ``name``.
+            taken by another object (one defined elsewhere: the same definition run again replaces
+            its entry), or a function without a usable name (a ``lambda``) is registered without ``name``.
 
     Example:
         >>> from ember import serialization
@@ -82,10 +122,9 @@ def register_serializable(package: str = "Custom", name: str | None = None) -> C
             raise ValueError(f"register_serializable: give a name for {obj!r}, e.g. register_serializable(name=...)")
         key = f"{package}>{base}"
         existing = _REGISTRY.get(key)
-        if existing is not None and existing is not obj and (
-            getattr(existing, "__qualname__", None) != getattr(obj, "__qualname__", None)
-        ):
-            raise ValueError(f"register_serializable: {key!r} is already registered to {existing!r}")
+        if existing is not None and existing is not obj and not _same_definition(existing, obj):
+            raise ValueError(f"register_serializable: {key!r} is already registered to {existing!r}; register "
+                             f"{obj!r} under another package or name")
         _REGISTRY[key] = obj
         obj._ember_registered_name = key
         return obj
@@ -240,64 +279,235 @@ class CustomObjectScope:
 custom_object_scope = CustomObjectScope
 
 
-def _scoped(key: str) -> Any:
-    bare = key.split(">", 1)[-1]
+def _custom_names(key: str) -> tuple[str, ...]:
+    """The names a custom object's saved name is looked up by: ``"pkg>Name"`` and its bare ``"Name"``;
+    a bare ``"Name"`` and ``"Custom>Name"`` (the default package: Ember saves an unregistered class as
+    ``"Custom>Name"``, Keras as ``"Name"``; either finds it)."""
+    package, separator, name = key.partition(">")
+    if not separator:
+        return (key, f"{DEFAULT_PACKAGE}>{key}")
+    return (key, name)
+
+
+def _builtins_named(name: str) -> list[str]:
+    """The keys of Ember's own objects whose name (after the package) is ``name``."""
+    return [key for key in _REGISTRY if is_builtin_key(key) and key.partition(">")[2] == name]
+
+
+def lookup(key: str, namespace: str | None = None) -> Any:
+    """The class or function a saved name resolves to, or None: the one lookup of every file format.
+
+    * Ember's own names (``"ember>Dense"``, ``"ember.metrics>AUC"``) resolve to Ember's own objects
+      only: neither a :func:`custom_object_scope` nor :func:`get_custom_objects` replaces a built-in
+      (Keras's rule for its own objects).
+    * A custom name (``"my_package>Scale"``, or ``"Custom>Scale"`` for a class saved unregistered)
+      resolves through the active scopes (innermost first), then the registry: the name, then its
+      bare ``"Scale"`` (a scope entry, or one added through :func:`get_custom_objects`). A custom
+      name never falls back to another package's class of the same bare name, nor to Ember's.
+    * A bare name (``"Dense"``, as Keras-style configs write Ember's classes) resolves as a custom
+      name first, then to Ember's own object of that name: Keras's ``namespace`` one when given
+      (``"keras.metrics"``), else the only built-in of that name.
+
+    Example:
+        >>> import ember
+        >>> from ember import serialization
+        >>> serialization.lookup("ember>Dense") is ember.layers.Dense
+        True
+        >>> serialization.lookup("MeanSquaredError", namespace="keras.metrics") is ember.metrics.MeanSquaredError
+        True
+        >>> serialization.lookup("no_such_package>Scale") is None
+        True
+    """
+    if not isinstance(key, str):
+        return None
+    if is_builtin_key(key):
+        return _REGISTRY.get(key)
+    names = _custom_names(key)
     for scope in reversed(_SCOPES):
-        for name in (key, bare):
+        for name in names:
             if name in scope:
                 return scope[name]
-    return None
+    for name in names:
+        if name in _REGISTRY and not is_builtin_key(name):
+            return _REGISTRY[name]
+    if ">" in key:
+        return None
+    if namespace is not None:
+        alias = _KERAS_ALIASES.get(f"{namespace}>{key}")
+        if alias is not None:
+            return _REGISTRY.get(alias)
+    candidates = _builtins_named(key)
+    return _REGISTRY[candidates[0]] if len(candidates) == 1 else None
+
+
+def unknown_name_error(key: str) -> UnknownNameError:
+    """The error for a saved name :func:`lookup` does not resolve: what the name is, and how to make it
+    loadable (the same words for every file format).
+
+    Example:
+        >>> from ember import serialization
+        >>> print(serialization.unknown_name_error("my_package>Scale"))  # doctest: +NORMALIZE_WHITESPACE
+        unknown class or function 'my_package>Scale': it is not registered (no code is ever loaded from a
+        file). Register it with @ember.saving.register_keras_serializable(package='my_package', name='Scale')
+        before loading, or pass custom_objects={'my_package>Scale': Scale} to load_model
+        >>> print(serialization.unknown_name_error("Custom>Scale"))  # doctest: +NORMALIZE_WHITESPACE
+        unknown class or function 'Scale': it is not registered (no code is ever loaded from a file). Register
+        it with @ember.saving.register_keras_serializable() before loading, or pass custom_objects={'Scale':
+        Scale} to load_model
+    """
+    if is_builtin_key(key):
+        return UnknownNameError(f"unknown class or function {key!r}: Ember has no built-in of that name (the "
+                                "file may come from a newer Ember)")
+    package, separator, name = key.partition(">")
+    if not separator:
+        package, name = DEFAULT_PACKAGE, key
+        candidates = _builtins_named(name)
+        if len(candidates) > 1:
+            return UnknownNameError(f"the bare name {key!r} is ambiguous: Ember has {sorted(candidates)}; save or "
+                                    "write the full registered name")
+    shown = name if package == DEFAULT_PACKAGE else key
+    arguments = "" if package == DEFAULT_PACKAGE else f"package={package!r}, name={name!r}"
+    return UnknownNameError(
+        f"unknown class or function {shown!r}: it is not registered (no code is ever loaded from a file). "
+        f"Register it with @ember.saving.register_keras_serializable({arguments}) before loading, or pass "
+        f"custom_objects={{{shown!r}: {name}}} to load_model")
 
 
 def get_registered_class(key: str) -> Any:
-    """The class (or function) registered as ``key`` (``"ember>Dense"``; a bare ``"Dense"`` also resolves).
+    """The class (or function) saved as ``key``: :func:`lookup`, which every format uses, or its error.
 
-    Looks in the active :func:`custom_object_scope` dicts (``key``, then its bare name), then the
-    registry (``key``, then its bare name as added through :func:`get_custom_objects`, then a
-    bare ``key`` as the one registered name ending in it).
-    """
-    scoped = _scoped(key) if _SCOPES else None
-    if scoped is not None:
-        return scoped
-    bare = key.split(">", 1)[-1]
-    for name in (key, bare):
-        if name in _REGISTRY:
-            return _REGISTRY[name]
-    matches = [cls for k, cls in _REGISTRY.items() if k.split(">", 1)[-1] == key]
-    if len(matches) == 1:
-        return matches[0]
-    raise ValueError(
-        f"unknown class {key!r} in a saved config: register it with "
-        f"@ember.saving.register_serializable() before loading (no code is ever loaded from files)"
-    )
-
-
-def find_custom_object(key: str) -> Any:
-    """The class or function a custom object's saved name resolves to (Keras's ``registered_name``:
-    ``"package>Name"``, or a bare ``"Name"`` for a class Keras saved unregistered), or None.
-
-    Looks in the active :func:`custom_object_scope` dicts (``key``, then its bare name), then the
-    registry: ``key`` exactly, then its bare name as added through :func:`get_custom_objects`. A
-    bare name is never matched against the classes registered under a package (another package's
-    class, or one of Ember's own, of the same name): that would load a different class.
+    Raises:
+        UnknownNameError: (a ``ValueError``) nothing resolves ``key``; the message says what to register.
 
     Example:
-        >>> from ember import layers, serialization
-        >>> @serialization.register_keras_serializable(package="demo_find")
-        ... class Twice(layers.Layer):
-        ...     pass
-        >>> serialization.find_custom_object("demo_find>Twice") is Twice
+        >>> import ember
+        >>> from ember import serialization
+        >>> serialization.get_registered_class("ember>Dense") is serialization.get_registered_class("Dense")
         True
-        >>> serialization.find_custom_object("Twice"), serialization.find_custom_object("Dense")
-        (None, None)
     """
-    scoped = _scoped(key) if _SCOPES else None
-    if scoped is not None:
-        return scoped
-    for name in (key, key.split(">", 1)[-1]):
-        if name in _REGISTRY:
-            return _REGISTRY[name]
-    return None
+    found = lookup(key)
+    if found is None:
+        raise unknown_name_error(key)
+    return found
+
+
+# ------------------------------------------------------------------------------ Keras's names
+def add_keras_names(namespace: str, objects: Iterable[Any]) -> None:
+    """Declare Ember's registered built-ins ``objects`` to be Keras's ``namespace.<Name>`` (the alias table).
+
+    Each namespace module of Ember declares its own (``ember.initializers`` is ``keras.initializers``,
+    every built-in layer is ``keras.layers``), so a ``.keras`` file's ``{"module": "keras.metrics",
+    "class_name": "AUC"}`` resolves through :func:`keras_key` to the very key an ``.h5`` file saves.
+    An object keeps the first namespace declared for it (a loss function Keras also lists as a metric).
+
+    Raises:
+        ValueError: ``namespace`` is not one of Keras's (``keras.<...>``), or an object is not registered
+            under one of Ember's own keys.
+
+    Example:
+        >>> import ember
+        >>> from ember import serialization
+        >>> serialization.keras_name("ember.metrics>AUC")
+        ('keras.metrics', 'AUC')
+    """
+    if not isinstance(namespace, str) or not namespace.startswith("keras."):
+        raise ValueError(f"add_keras_names: namespace must be a Keras module name ('keras.layers'), "
+                         f"received {namespace!r}")
+    for obj in objects:
+        key = vars(obj).get("_ember_registered_name") if isinstance(obj, type) else \
+            getattr(obj, "_ember_registered_name", None)
+        if not isinstance(key, str) or _REGISTRY.get(key) is not obj or not is_builtin_key(key):
+            raise ValueError(f"add_keras_names: {obj!r} is not registered under one of Ember's own names")
+        name = key.partition(">")[2]
+        _KERAS_ALIASES[f"{namespace}>{name}"] = key
+        _KERAS_NAMES.setdefault(key, (namespace, name))
+        _KERAS_NAMESPACES.add(namespace)
+
+
+def keras_name(key: str) -> tuple[str, str] | None:
+    """``(Keras namespace, class name)`` of Ember's built-in saved as ``key``; None when Keras has none.
+
+    Example:
+        >>> from ember import serialization
+        >>> serialization.keras_name("ember>Dense"), serialization.keras_name("ember>FullyConnected")
+        (('keras.layers', 'Dense'), None)
+    """
+    return _KERAS_NAMES.get(key)
+
+
+def keras_namespace(module: str) -> str:
+    """Keras's public namespace of a ``.keras`` file's ``module`` field: ``"keras.layers"`` stays, a
+    private module maps to its namespace (``"keras.src.backend.torch.optimizers.torch_adam"`` is
+    ``"keras.optimizers"``, ``"keras.src.optimizers.schedules.learning_rate_schedule"``
+    ``"keras.optimizers.schedules"``).
+
+    Example:
+        >>> from ember import serialization
+        >>> serialization.keras_namespace("keras.src.backend.torch.optimizers.torch_adam")
+        'keras.optimizers'
+    """
+    parts = module.split(".")
+    if parts[:2] == ["keras", "src"]:
+        parts = parts[2:]
+        if parts[:1] == ["backend"]:
+            parts = parts[2:]
+        parts = ["keras", *parts]
+    path = ".".join(parts)
+    known = [ns for ns in _KERAS_NAMESPACES if path == ns or path.startswith(ns + ".")]
+    return max(known, key=len) if known else path
+
+
+def is_keras_own(module: Any, registered_name: Any) -> bool:
+    """Whether a Keras reference names one of Keras's own objects (no ``registered_name``, or a module
+    of Keras's: its private classes, such as a backend's ``Adam``, carry their class name), rather
+    than a custom object."""
+    return not registered_name or (isinstance(module, str) and (module == "keras" or module.startswith("keras.")))
+
+
+def keras_key(module: Any, class_name: str, registered_name: Any = None, namespace: str | None = None) -> str:
+    """The registry key a Keras reference resolves by: one of Keras's own objects through the alias
+    table (in ``namespace``, else its ``module``'s; without either, its bare class name), a custom object
+    by its registered name (a bare one, as Keras writes an unregistered class, in the default package
+    ``Custom``). Look it up with :func:`lookup` / :func:`get_registered_class`, as an ``.h5`` file's key.
+
+    Raises:
+        UnknownNameError: one of Keras's own objects Ember has no equivalent of (named).
+
+    Example:
+        >>> from ember import serialization
+        >>> serialization.keras_key("keras.metrics", "AUC")
+        'ember.metrics>AUC'
+        >>> serialization.keras_key("__main__", "Scale", "my_package>Scale")
+        'my_package>Scale'
+        >>> serialization.keras_key("__main__", "Scale", "Scale")  # Keras's name of an unregistered class
+        'Custom>Scale'
+    """
+    if is_keras_own(module, registered_name):
+        if namespace is None and not isinstance(module, str):
+            return class_name  # no namespace to go by: the bare name (lookup's rule for bare names)
+        where = namespace or keras_namespace(module)
+        key = _KERAS_ALIASES.get(f"{where}>{class_name}")
+        if key is None:
+            raise UnknownNameError(f"Keras's {where}.{class_name} has no Ember equivalent")
+        return key
+    name = str(registered_name)
+    return name if ">" in name else f"{DEFAULT_PACKAGE}>{name}"
+
+
+def keras_registered_name(key: str) -> str:
+    """The ``registered_name`` Keras writes for the custom object saved as ``key``: ``key`` when it is
+    registered (or in a scope) under it, else its bare class name (``custom_objects={"Name": ...}``
+    loads it, in Keras and in Ember).
+
+    Example:
+        >>> from ember import serialization
+        >>> serialization.keras_registered_name("Custom>NotRegistered")
+        'NotRegistered'
+    """
+    package, _, name = key.partition(">")
+    if package == DEFAULT_PACKAGE and get_registered_object(key) is None:
+        return name
+    return key
 
 
 def get_registered_name(obj: Any) -> str:

@@ -54,7 +54,7 @@ from ember.layers.loss_collection import add_loss
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.layers.variable import Variable
 from ember.layers.weights import WeightSpec, create_weights, empty_state, spec_constraints, spec_penalties
-from ember.serialization import deserialize, register_serializable, registered_under, serialize
+from ember.serialization import add_keras_names, deserialize, register_serializable, registered_under, serialize
 from ember.symbolic import call_symbolic, is_symbolic, node_shapes, node_tensors
 from ember.utils.naming import to_snake_case
 
@@ -138,8 +138,8 @@ def _shadows_a_builtin(cls: type) -> bool:
     """Whether ``cls``, defined in an Ember module, takes the name of a built-in layer of another module:
     a class of a docstring example (``class Model(ember.Model)`` in ``ember.training.custom_steps``),
     which must not replace the built-in under ``ember>Model`` (a module reloaded re-registers its own).
-    A layer named like a built-in of another kind (the ``Identity`` layer and initializer) registers
-    as before."""
+    A built-in of another kind does not hold ``ember>`` names of layers (the ``Identity`` initializer
+    is ``ember.initializers>Identity``); one that did would make registering the layer raise."""
     existing = registered_under(f"ember>{cls.__name__}")
     return isinstance(existing, LayerType) and existing.__module__ != cls.__module__
 
@@ -225,6 +225,7 @@ class Layer(metaclass=LayerType):
         cls._uses_rng = _sees_rng(cls)
         if cls.__module__.startswith("ember.") and not _shadows_a_builtin(cls):
             register_serializable("ember")(cls)
+            add_keras_names("keras.layers", (cls,))  # a .keras file's {"module": "keras.layers", ...}
         optree.register_pytree_node(
             cls, lambda layer: layer._tree_flatten(),
             lambda meta, children, cls=cls: cls._tree_unflatten(meta, children),

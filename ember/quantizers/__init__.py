@@ -27,6 +27,9 @@ from ember.quantizers.quantizers import (
     get,
     serialize,
 )
+from ember.serialization import add_keras_names
+
+add_keras_names("keras.quantizers", (Quantizer, AbsMaxQuantizer, QuantizationConfig, Int8QuantizationConfig))
 
 __all__ = ["EPSILON", "AbsMaxQuantizer", "Int8QuantizationConfig", "QuantizationConfig", "Quantizer",
            "abs_max_quantize", "deserialize", "get", "serialize", "validate_and_resolve_config"]

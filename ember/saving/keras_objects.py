@@ -36,6 +36,7 @@ from ember.serialization import custom_object_scope as custom_object_scope
 from ember.serialization import get_custom_objects as get_custom_objects
 from ember.serialization import get_registered_name as get_registered_name
 from ember.serialization import get_registered_object as get_registered_object
+from ember.serialization import is_keras_own
 from ember.serialization import register_keras_serializable as register_keras_serializable
 from ember.serialization import register_serializable as register_serializable
 
@@ -59,8 +60,8 @@ def _is_keras_layer(config: dict) -> bool:
     """A Keras-form config of a layer: one of Keras's, or a custom class Ember knows as a layer."""
     if str(config.get("module", "")).startswith("keras.layers"):
         return True
-    registered = config.get("registered_name")
-    return bool(registered) and ember_layer_class(config["class_name"], registered) is not None
+    return not is_keras_own(config.get("module"), config.get("registered_name")) and \
+        ember_layer_class(config) is not None
 
 
 def deserialize_keras_object(config: Any, custom_objects: dict | None = None, safe_mode: bool = True,

@@ -112,12 +112,12 @@ def test_unknown_class_error_says_what_to_register(tmp_path):
     with pytest.raises(CheckpointError) as info:
         ember.load_model(path)
     message = str(info.value)
-    assert "mystery.h5" in message and "'Custom>Unregistered'" in message
-    assert "@ember.saving.register_serializable()" in message
+    assert "mystery.h5" in message and "unknown class or function 'Unregistered'" in message
+    assert "@ember.saving.register_keras_serializable()" in message and "custom_objects={'Unregistered'" in message
     # custom_objects resolves it for one call, without registering it globally.
     loaded = ember.load_model(path, custom_objects={"Unregistered": Unregistered})
     assert type(loaded.layers[0]) is Unregistered
-    with pytest.raises(CheckpointError, match="register_serializable"):
+    with pytest.raises(CheckpointError, match="register_keras_serializable"):
         ember.load_model(path)
 
 

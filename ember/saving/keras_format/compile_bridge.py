@@ -29,10 +29,18 @@ from ember.saving.keras_format.objects import (
     accepted_arguments,
     drop_unknown,
     from_keras,
+    function_reference,
+    resolve_key,
 )
 from ember.saving.keras_format.weights_layout import model_paths
 from ember.saving.weights import match_state
-from ember.serialization import deserialize, get_registered_class, registered_name
+from ember.serialization import (
+    deserialize,
+    is_builtin_key,
+    keras_registered_name,
+    registered_function_name,
+    registered_name,
+)
 
 # Keras's slot groups (Ember's slot names) of the optimizers whose state is carried; optional groups
 # are kept only when the optimizer has that slot (SGD/RMSprop momentum, centered RMSprop).
@@ -62,12 +70,19 @@ COMPILE_KEYS = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metric
 
 
 # ------------------------------------------------------------------------------ Keras -> Ember
-# Registry packages of Ember's optimizers, losses and metrics (``ember.saving`` is below ``ember.training``).
-PACKAGES = {"optimizer": "ember", "loss": "ember", "metric": "ember.metrics"}
+# Keras's namespace of each compile slot: its own objects there resolve through the registry's aliases
+# (``keras.metrics>MeanSquaredError`` is the metric, ``keras.losses>MeanSquaredError`` the loss).
+NAMESPACES = {"optimizer": "keras.optimizers", "loss": "keras.losses", "metric": "keras.metrics"}
+
+
+def _is_builtin(value: Any) -> bool:
+    key = vars(value).get("_ember_registered_name") if isinstance(value, type) else registered_function_name(value)
+    return isinstance(key, str) and is_builtin_key(key)
 
 
 def _namespace_object(value: Any, kind: str) -> Any:
-    """A Keras loss/metric/optimizer (a name or a serialized object) as an Ember object or name."""
+    """A Keras loss/metric/optimizer (a name or a serialized object) as an Ember object or name, resolved
+    as an ``.h5`` file's compile configuration is (the one lookup, the same rebuild)."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):
@@ -75,18 +90,17 @@ def _namespace_object(value: Any, kind: str) -> Any:
     if isinstance(value, dict) and "class_name" not in value:
         return {k: _namespace_object(v, kind) for k, v in value.items()}
     class_name = value["class_name"]
+    where = f"compile: {kind} {class_name}"
     if class_name == "function":
-        return value["config"]  # a built-in loss/metric function by name
-    try:
-        cls = get_registered_class(f"{PACKAGES[kind]}>{class_name}")
-    except ValueError:
-        cls = None
+        function = function_reference(str(value["config"]), f"compile: {kind}", NAMESPACES[kind])
+        return value["config"] if _is_builtin(function) else function  # Ember's own by name, as compile takes it
+    key, cls = resolve_key(value, where, NAMESPACES[kind])
     if not isinstance(cls, type):
-        raise KerasFormatError(f"compile: Keras's {kind} {class_name} has no Ember equivalent")
+        raise KerasFormatError(f"{where}: {key!r} is a function, not a {kind} class")
     config = from_keras(value.get("config") or {}, f"{kind} {class_name}")
     config = drop_unknown(config, accepted_arguments(cls), f"{kind} {class_name}",
                           {"ema_momentum": 0.99, "reduction": "sum_over_batch_size"})
-    return cls(**{k: deserialize(v) for k, v in config.items()})
+    return deserialize({"class_name": key, "config": config})
 
 
 def compile_arguments(config: dict) -> dict:
@@ -169,6 +183,9 @@ def compile_from_keras(model: Any, config: dict, handle: Any, label: str) -> Non
 
 # ------------------------------------------------------------------------------ Ember -> Keras
 def _keras_object(value: Any, module: str) -> Any:
+    """A compile argument in Keras's form: Ember's own functions and classes by name, Ember's objects in
+    the slot's Keras namespace, custom ones (registered, or loadable through ``custom_objects``) under
+    Keras's ``registered_name``, as Keras writes them."""
     if value is None or isinstance(value, (str, int, float)):
         return value
     if isinstance(value, (list, tuple)):
@@ -176,17 +193,22 @@ def _keras_object(value: Any, module: str) -> Any:
     if isinstance(value, dict):
         return {k: _keras_object(v, module) for k, v in value.items()}
     if callable(value) and not hasattr(value, "get_config"):
-        name = registered_name(value) if isinstance(value, type) else getattr(value, "__name__", None)
-        if name and name.isidentifier():
-            return name
-        raise KerasFormatError(f"compile: cannot write {value!r} to a Keras file")
+        if _is_builtin(value):
+            return value.__name__
+        key = None if isinstance(value, type) else registered_function_name(value)
+        if key is None:
+            raise KerasFormatError(f"compile: cannot write {value!r} to a Keras file: only Ember's own functions "
+                                   "and ones registered with @ember.saving.register_keras_serializable() are saved "
+                                   "(by name)")
+        return {"module": "builtins", "class_name": "function", "config": key, "registered_name": "function"}
     key = registered_name(type(value))
-    if key.split(">")[0] not in ("ember", "ember.metrics"):
-        raise KerasFormatError(f"compile: the custom object {key} cannot be written to a Keras file")
     config = value.get_config()
     inner = getattr(value, "inner_optimizer", None)  # LossScaleOptimizer: its inner optimizer in Keras's form too
     if inner is not None:
         config = {**config, "inner_optimizer": _keras_object(inner, module)}
+    if not is_builtin_key(key):
+        return {"module": type(value).__module__, "class_name": type(value).__name__, "config": config,
+                "registered_name": keras_registered_name(key)}
     return {"module": module, "class_name": type(value).__name__, "config": config, "registered_name": None}
 
 

@@ -3,6 +3,9 @@
 Ember's layers take Keras's argument names, so a layer translates argument for argument:
 nested objects through :mod:`ember.saving.keras_format.objects`, sub-layers
 (``Bidirectional``, ``TimeDistributed``) recursively, dtype policies to dtype names.
+A layer entry resolves as every saved name does (:func:`ember.serialization.keras_key`, then
+:func:`ember.serialization.lookup`): one of Keras's layers by the alias table (``keras.layers>Dense``
+is ``ember>Dense``), a custom one by its registered name, the same lookup as an ``.h5`` checkpoint's.
 Keras layers without an Ember class, and ``Lambda`` layers (their Python bytecode is never
 run), are refused with an error naming them.
 
@@ -37,11 +40,15 @@ from ember.saving.keras_format.objects import (
     to_keras,
 )
 from ember.serialization import (
+    UnknownNameError,
     deserialize,
-    find_custom_object,
-    get_registered_class,
-    get_registered_object,
+    is_builtin_key,
+    keras_key,
+    keras_name,
+    keras_registered_name,
+    lookup,
     registered_name,
+    unknown_name_error,
 )
 
 # Keras arguments Ember's layers lack, with the value that means "feature off" (besides None/False).
@@ -57,84 +64,90 @@ MODEL_CLASSES = ("Sequential", "Functional", "Model")
 SUBLAYER_KEYS = ("layer", "backward_layer")
 
 
-def keras_layer_classes(entry: dict) -> list[tuple[Any, Any]]:
-    """Every Keras layer class a layer entry uses (itself, sub-layers, nested models' layers), as the
-    file's JSON gives them: ``(class_name, registered_name)`` pairs (None where an entry has none;
-    Keras writes ``registered_name`` for custom classes only, ``"package>Name"`` when registered)."""
-    classes = [(entry.get("class_name"), entry.get("registered_name"))]
+def keras_layer_entries(entry: dict) -> list[dict]:
+    """Every Keras layer entry a layer entry holds: itself, its sub-layers, a nested model's layers."""
+    entries = [entry]
     config = entry.get("config") or {}
     for key in SUBLAYER_KEYS:
         if isinstance(config.get(key), dict):
-            classes.extend(keras_layer_classes(config[key]))
+            entries.extend(keras_layer_entries(config[key]))
     for child in config.get("layers", []) if entry.get("class_name") in MODEL_CLASSES else []:
-        classes.extend(keras_layer_classes(child))
-    return classes
+        entries.extend(keras_layer_entries(child))
+    return entries
 
 
-def _custom_key(class_name: Any, registered: Any) -> str | None:
-    """The name a custom layer resolves by (its ``registered_name``: ``"package>Name"``, or the class
-    name of a class Keras saved unregistered); None for Keras's own layers, which write none."""
-    if not registered or class_name in MODEL_CLASSES:
-        return None
-    return str(registered)
+def layer_key(entry: dict) -> str:
+    """The registry key a Keras layer entry resolves by: one of Keras's layers (no ``registered_name``)
+    through the ``keras.layers`` aliases, a custom one by its registered name.
+
+    Raises:
+        UnknownNameError: one of Keras's layers Ember has no class for.
+
+    Example:
+        >>> from ember.saving.keras_format.layer_config import layer_key
+        >>> layer_key({"module": "keras.layers", "class_name": "Dense", "registered_name": None})
+        'ember>Dense'
+        >>> layer_key({"module": "custom", "class_name": "Scale", "registered_name": "my_package>Scale"})
+        'my_package>Scale'
+    """
+    return keras_key(entry.get("module"), str(entry.get("class_name")), entry.get("registered_name"),
+                     namespace="keras.layers")
 
 
-def _resolve(key: str) -> Any:
-    try:
-        return get_registered_class(key)
-    except ValueError:
-        return None
+def _layer_class(key: str) -> type | None:
+    found = lookup(key)
+    return found if isinstance(found, type) and issubclass(found, Layer) else None
 
 
-def ember_layer_class(class_name: str, registered: Any = None) -> type | None:
-    """The Ember layer class for a Keras layer: a custom one by its registered name (through the
-    registry, :func:`ember.saving.custom_object_scope` and ``custom_objects``), one of Keras's by its
-    class name. None when Ember has none.
+def ember_layer_class(entry: dict) -> type | None:
+    """The Ember layer class of a Keras layer entry (through the registry, the active
+    :func:`ember.saving.custom_object_scope` and ``custom_objects``); None when nothing resolves it to
+    a layer.
 
     Example:
         >>> from ember.saving.keras_format.layer_config import ember_layer_class
-        >>> ember_layer_class("Dense").__name__, ember_layer_class("Scale", "no_such_package>Scale")
-        ('Dense', None)
+        >>> ember_layer_class({"module": "keras.layers", "class_name": "Dense"}).__name__
+        'Dense'
+        >>> ember_layer_class({"module": "custom", "class_name": "Scale", "registered_name": "no_such_package>Scale"})
     """
-    custom = _custom_key(class_name, registered)
-    cls = _resolve(f"ember>{class_name}") if custom is None else find_custom_object(custom)
-    return cls if isinstance(cls, type) and issubclass(cls, Layer) else None
+    try:
+        return _layer_class(layer_key(entry))
+    except UnknownNameError:
+        return None
 
 
-def _config_key(cls: type, class_name: str, registered: Any) -> str:
-    """The name Ember's registry dict gives ``cls`` so that it deserializes back to ``cls``: its
-    registered name, else the name it was found by (a ``custom_objects`` entry)."""
-    own = registered_name(cls)
-    if _resolve(own) is cls:
-        return own
-    return _custom_key(class_name, registered) or f"ember>{class_name}"
+def _why_not_a_layer(key: str) -> str:
+    """Why ``key`` gives no layer: the lookup's error, or what it resolves to instead."""
+    found = lookup(key)
+    return str(unknown_name_error(key)) if found is None else f"{key!r} resolves to {found!r}, which is not a layer"
 
 
 def check_supported(entries: list[dict]) -> None:
     """Raise one error naming every Keras layer class Ember cannot rebuild.
 
     Raises:
-        KerasFormatError: ``Lambda`` layers (bytecode is never executed) or classes Ember lacks: Keras's
-            own by class name, custom ones by the registered name to give an Ember class.
+        KerasFormatError: ``Lambda`` layers (bytecode is never executed), Keras's layers Ember lacks (by
+            class name), custom ones that resolve to no layer (the lookup's error for each: what to register).
     """
-    used = [pair for entry in entries for pair in keras_layer_classes(entry)]
-    if any(name == "Lambda" for name, _ in used):
+    used = [e for entry in entries for e in keras_layer_entries(entry) if e.get("class_name") not in MODEL_CLASSES]
+    if any(e.get("class_name") == "Lambda" for e in used):
         raise KerasFormatError("the file holds a Lambda layer, whose function is stored as Python bytecode: "
                                "Ember never executes code from a file (Keras's safe_mode semantics); "
                                "replace it with a registered custom layer")
-    unknown = [(name, registered) for name, registered in used
-               if name not in MODEL_CLASSES and ember_layer_class(name, registered) is None]
-    custom = sorted({str(_custom_key(n, r)) for n, r in unknown if _custom_key(n, r) is not None})
-    missing = sorted({str(n) for n, r in unknown if _custom_key(n, r) is None})
-    problems = []
+    missing: list[str] = []
+    problems: list[str] = []
+    for entry in used:
+        try:
+            key = layer_key(entry)
+        except UnknownNameError:
+            missing.append(str(entry.get("class_name")))
+            continue
+        if _layer_class(key) is None:
+            problems.append(_why_not_a_layer(key))
     if missing:
-        problems.append(f"the file uses Keras layer(s) Ember does not have: {missing}")
-    if custom:
-        problems.append(f"the file uses custom layer(s) {custom} that resolve to no Ember layer: register an Ember "
-                        "layer class under each of these names (@ember.saving.register_keras_serializable("
-                        "package=..., name=...)) or pass custom_objects={name: class} to load it")
+        problems.insert(0, f"the file uses Keras layer(s) Ember does not have: {sorted(set(missing))}")
     if problems:
-        raise KerasFormatError("; ".join(problems))
+        raise KerasFormatError("; ".join(dict.fromkeys(problems)))
 
 
 def _input_layer_config(config: dict, where: str) -> dict:
@@ -154,14 +167,13 @@ def ember_layer_config(entry: dict) -> dict:
     class_name = entry["class_name"]
     config = dict(entry.get("config") or {})
     where = f"layer {config.get('name')!r} ({class_name})"
-    registered = entry.get("registered_name")
-    cls = ember_layer_class(class_name, registered)
+    try:
+        saved_as = layer_key(entry)
+    except UnknownNameError as error:
+        raise KerasFormatError(f"{where}: {error}") from None
+    cls = _layer_class(saved_as)
     if cls is None:
-        custom = _custom_key(class_name, registered)
-        raise KerasFormatError(f"{where}: Ember has no {class_name} layer" if custom is None else
-                               f"{where}: the custom layer {custom!r} resolves to no Ember layer: register one "
-                               "under that name (@ember.saving.register_keras_serializable) or pass custom_objects")
-    saved_as = _config_key(cls, class_name, registered)
+        raise KerasFormatError(f"{where}: {_why_not_a_layer(saved_as)}")
     if issubclass(cls, InputLayer):
         return {"class_name": saved_as, "config": _input_layer_config(config, where)}
     converted: dict[str, Any] = {}
@@ -209,25 +221,23 @@ def _keras_config(layer_entry: dict, where: str) -> dict:
 
 
 def keras_layer_entry(layer_entry: dict) -> dict:
-    """An Ember layer's registry dict as a Keras layer dict (``module``/``class_name``/``config``)."""
-    package, _, class_name = layer_entry["class_name"].rpartition(">")
+    """An Ember layer's registry dict as a Keras layer dict (``module``/``class_name``/``config``): one of
+    Ember's layers under its Keras name (``keras.layers``), a custom one under Keras's ``registered_name``
+    for it (:func:`ember.serialization.keras_registered_name`)."""
+    key = layer_entry["class_name"]
+    class_name = key.rpartition(">")[2]
     where = f"layer {layer_entry['config'].get('name')!r} ({class_name})"
     if class_name == "Lambda":
         raise KerasFormatError(f"{where}: Lambda layers cannot be written to a .keras file (Keras would need the "
                                "function's bytecode); use Ember's .h5 format")
-    return {"module": "keras.layers" if package == "ember" else "custom", "class_name": class_name,
-            "config": _keras_config(layer_entry, where),
-            "registered_name": None if package == "ember" else _keras_registered_name(layer_entry["class_name"])}
-
-
-def _keras_registered_name(key: str) -> str:
-    """The ``registered_name`` Keras writes for a custom layer: its ``package>Name`` key when it is
-    registered (or in a scope under that key), else its class name (``custom_objects={"Name": ...}``
-    loads it, in Keras and in Ember)."""
-    package, _, class_name = key.rpartition(">")
-    if package == "Custom" and get_registered_object(key) is None:  # "Custom>Name": an unregistered class
-        return class_name
-    return key
+    if not is_builtin_key(key):
+        return {"module": "custom", "class_name": class_name, "config": _keras_config(layer_entry, where),
+                "registered_name": keras_registered_name(key)}
+    names = keras_name(key)
+    if names is None or names[0] != "keras.layers":
+        raise KerasFormatError(f"{where}: Ember's {key!r} is not a layer Keras names; use Ember's .h5 format")
+    return {"module": names[0], "class_name": names[1], "config": _keras_config(layer_entry, where),
+            "registered_name": None}
 
 
 def layer_to_keras(layer: Layer) -> dict:

@@ -50,7 +50,7 @@ from ember.saving.keras_format.objects import (
     keras_dtype_policy,
     to_keras,
 )
-from ember.serialization import registered_name
+from ember.serialization import is_builtin_key, registered_name
 from ember.symbolic import SymbolicTensor
 
 KERAS_TENSOR = "__keras_tensor__"
@@ -205,8 +205,9 @@ def model_to_keras(model: Any) -> dict:
     """
     if is_sequential(model):
         return _sequential_to_keras(model)
-    if type(model) is not model_class() and registered_name(type(model)).startswith("Custom>"):
-        raise KerasFormatError(f"model {model.name!r}: a custom Model subclass cannot be written to a .keras file")
+    if type(model) is not model_class() and not is_builtin_key(registered_name(type(model))):
+        raise KerasFormatError(f"model {model.name!r}: a custom Model subclass ({type(model).__name__}) cannot be "
+                               "written to a .keras file (it would come back as a plain Model); save it as .h5")
     return _functional_to_keras(model)
 
 

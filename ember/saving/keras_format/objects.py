@@ -6,8 +6,10 @@ Keras writes a nested object as ``{"module": "keras.initializers", "class_name":
 ``{"class_name": "ember>GlorotUniform", "config": {...}}``. Arguments Keras has and Ember
 does not are dropped only when they hold Keras's "off" value (``None``/``False``); any other
 value raises, naming the object and the argument, so nothing is silently ignored.
-Custom objects (``registered_name`` set) resolve through Ember's registry or
-``custom_objects``: the name is looked up, no code is ever read from the file.
+Every reference resolves as an ``.h5`` checkpoint's names do: :func:`ember.serialization.keras_key`
+turns it into a registry key (Keras's own objects through the alias table, custom objects by their
+``registered_name``) and :func:`ember.serialization.lookup` finds it (the registry, the scopes,
+``custom_objects``): the name is looked up, no code is ever read from the file.
 
 Example:
     >>> from ember.saving.keras_format import objects
@@ -25,14 +27,17 @@ import inspect
 from typing import Any
 
 from ember import activations, dtype_policies
-from ember.serialization import get_registered_class
+from ember.serialization import (
+    UnknownNameError,
+    get_registered_class,
+    is_builtin_key,
+    keras_key,
+    keras_name,
+    keras_registered_name,
+    lookup,
+    unknown_name_error,
+)
 
-# Keras module of each Ember namespace whose objects appear inside layer configs.
-KERAS_MODULES = {
-    "ember.initializers": "keras.initializers",
-    "ember.regularizers": "keras.regularizers",
-    "ember.constraints": "keras.constraints",
-}
 _OFF_VALUES = (None, False)
 
 
@@ -82,21 +87,39 @@ def drop_unknown(config: dict, accepted: set[str] | None, where: str, ignorable:
     return kept
 
 
-def _ember_class(class_name: str, registered_name: Any, where: str) -> Any:
-    """The Ember class for a Keras object: built-ins by class name, custom ones by registered name."""
-    # A custom object resolves by its exact registered name only (or through custom_objects), never
-    # by a bare name that another package's object may also carry.
-    names = [registered_name] if registered_name else [f"ember>{class_name}"]
-    for name in names:
-        try:
-            return get_registered_class(name)
-        except ValueError:
-            continue
-    if registered_name:
-        raise KerasFormatError(f"{where}: the custom object {registered_name!r} is not registered: register the "
-                               "equivalent Ember class or function with @ember.saving.register_keras_serializable() "
-                               "or pass custom_objects={...} (no code is ever loaded from a file)")
-    raise KerasFormatError(f"{where}: Keras's {class_name} has no Ember equivalent")
+def resolve_key(value: dict, where: str, namespace: str | None = None) -> tuple[str, Any]:
+    """``(registry key, class or function)`` of a Keras serialized object, by the one lookup.
+
+    Args:
+        value: the Keras object dict (``module``, ``class_name``, ``registered_name``).
+        where: the object's label for messages.
+        namespace: Keras's namespace it must belong to (a compile slot's), else its ``module``'s.
+
+    Raises:
+        KerasFormatError: nothing resolves it (the lookup's error: what to register), or Keras's object
+            has no Ember equivalent.
+    """
+    try:
+        key = keras_key(value.get("module"), str(value["class_name"]), value.get("registered_name"), namespace)
+    except UnknownNameError as error:
+        raise KerasFormatError(f"{where}: {error}") from None
+    found = lookup(key)
+    if found is None:
+        raise KerasFormatError(f"{where}: {unknown_name_error(key)}")
+    return key, found
+
+
+def function_reference(name: str, where: str, namespace: str | None = None) -> Any:
+    """The function a Keras function reference names (``"my_package>my_fn"``, a bare ``"my_fn"``, or
+    Ember's own ``"mean_squared_error"``), by the one lookup.
+
+    Raises:
+        KerasFormatError: nothing resolves it (the lookup's error: what to register).
+    """
+    found = lookup(name, namespace)
+    if found is None:
+        raise KerasFormatError(f"{where}: {unknown_name_error(name)}")
+    return found
 
 
 def from_keras(value: Any, where: str) -> Any:
@@ -117,15 +140,15 @@ def from_keras(value: Any, where: str) -> Any:
         name = config if isinstance(config, str) else class_name
         if name in activations.NAMES:
             return name  # a built-in activation, by name
-        function = _ember_class(name.rpartition(">")[2], name, where)
+        function = function_reference(name, where)
         return {"class_name": getattr(function, "_ember_registered_name", name), "config": None}
     if str(value.get("module", "")).startswith("keras.layers") or value.get("module") in ("keras", "keras.models"):
         raise KerasFormatError(f"{where}: a nested {class_name} here is translated by the layer converter")
-    cls = _ember_class(class_name, value.get("registered_name"), where)
+    key, cls = resolve_key(value, where)
     label = f"{where} ({class_name})"
     config = {k: from_keras(v, label) for k, v in (config or {}).items()}
     config = drop_unknown(config, accepted_arguments(cls), label)
-    return {"class_name": getattr(cls, "_ember_registered_name", f"Custom>{class_name}"), "config": config}
+    return {"class_name": key, "config": config}
 
 
 def dtype_from_policy(value: Any, where: str) -> str | None:
@@ -159,15 +182,15 @@ def to_keras(value: Any, where: str) -> Any:
     if set(value) != {"class_name", "config"}:
         return {k: to_keras(v, f"{where}.{k}") for k, v in value.items()}
     key = value["class_name"]
-    package, _, class_name = key.rpartition(">")
+    class_name = key.rpartition(">")[2]
     cls = get_registered_class(key)
     if value["config"] is None and not isinstance(cls, type):  # a registered function
         return {"module": "builtins", "class_name": "function", "config": key, "registered_name": "function"}
-    module = KERAS_MODULES.get(getattr(cls, "__module__", ""))
-    if package != "ember":
+    if not is_builtin_key(key):
         return {"module": getattr(cls, "__module__", None), "class_name": class_name,
-                "config": to_keras(value["config"], where), "registered_name": key}
-    if module is None:
+                "config": to_keras(value["config"], where), "registered_name": keras_registered_name(key)}
+    names = keras_name(key)
+    if names is None or names[0] == "keras.layers":  # layers nest through the layer converter only
         raise KerasFormatError(f"{where}: Ember's {class_name} has no Keras counterpart in a .keras file")
-    return {"module": module, "class_name": class_name, "config": to_keras(value["config"], where),
+    return {"module": names[0], "class_name": names[1], "config": to_keras(value["config"], where),
             "registered_name": None}

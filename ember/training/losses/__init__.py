@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ember.serialization import add_keras_names
 from ember.serialization import deserialize as _deserialize
 from ember.serialization import serialize as _serialize
 from ember.training.losses.base import (
@@ -101,6 +102,7 @@ _FUNCTIONS = (
     kl_divergence, poisson, hinge, squared_hinge, categorical_hinge, binary_focal_crossentropy,
     categorical_focal_crossentropy, dice, tversky, categorical_generalized_cross_entropy, circle, ctc,
 )
+add_keras_names("keras.losses", (Loss, LossFunctionWrapper, *_CLASSES, *_FUNCTIONS))
 # Keras's lookup table: class names give instances, function names and aliases functions.
 ALL_OBJECTS: dict[str, Any] = {cls.__name__: cls for cls in _CLASSES}
 ALL_OBJECTS.update({fn.__name__: fn for fn in _FUNCTIONS})

@@ -23,6 +23,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ember.serialization import add_keras_names
 from ember.serialization import deserialize as _deserialize
 from ember.serialization import serialize as _serialize
 from ember.training import losses
@@ -123,6 +124,7 @@ _FUNCTIONS = (
     mean_absolute_error, mean_absolute_percentage_error, mean_squared_error, mean_squared_logarithmic_error,
     binary_focal_crossentropy, categorical_focal_crossentropy, huber, pearson_correlation, concordance_correlation,
 )
+add_keras_names("keras.metrics", (*_CLASSES, *_FUNCTIONS))
 # Keras's lookup table: class names and their snake_case forms (and a few aliases) give classes.
 ALL_OBJECTS: dict[str, type] = {cls.__name__: cls for cls in _CLASSES if cls is not MeanMetricWrapper}
 ALL_OBJECTS.update({to_snake_case(name): cls for name, cls in list(ALL_OBJECTS.items())})

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, overload
 
+from ember.serialization import add_keras_names
 from ember.serialization import deserialize as _deserialize
 from ember.serialization import serialize as _serialize
 from ember.training.optimizers import schedules
@@ -34,6 +35,7 @@ from ember.validation import did_you_mean as _did_you_mean
 
 ALL_OPTIMIZERS = (SGD, Adam, AdamW, Adamax, Nadam, Lamb, RMSprop, Adagrad, Adadelta, Lion, Adafactor, Ftrl)
 _BY_NAME = {cls.__name__.lower(): cls for cls in ALL_OPTIMIZERS}
+add_keras_names("keras.optimizers", (*ALL_OPTIMIZERS, LossScaleOptimizer))
 
 
 @overload

@@ -21,8 +21,8 @@ import math
 from typing import Any
 
 from ember import dtypes, ops
+from ember.serialization import add_keras_names, register_serializable
 from ember.serialization import deserialize as _deserialize
-from ember.serialization import register_serializable
 from ember.serialization import serialize as _serialize
 from ember.training.optimizers._math import check_number, is_number, power
 
@@ -401,6 +401,9 @@ class CosineDecayRestarts(LearningRateSchedule):
         return {"initial_learning_rate": self.initial_learning_rate, "first_decay_steps": self.first_decay_steps,
                 "t_mul": self.t_mul, "m_mul": self.m_mul, "alpha": self.alpha, "name": self.name}
 
+
+add_keras_names("keras.optimizers.schedules", (LearningRateSchedule, ExponentialDecay, PiecewiseConstantDecay,
+                                               PolynomialDecay, InverseTimeDecay, CosineDecay, CosineDecayRestarts))
 
 def serialize(schedule: LearningRateSchedule) -> dict:
     """``{"class_name": "ember>CosineDecay", "config": {...}}`` for a registered schedule.
