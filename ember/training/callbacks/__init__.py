@@ -1,4 +1,14 @@
-"""``ember.callbacks``: hooks into ``fit``/``evaluate``/``predict`` (Keras names and arguments)."""
+"""``ember.callbacks``: hooks into ``fit``/``evaluate``/``predict`` (Keras names and arguments).
+
+This package is the namespace's one home: ``ember.callbacks`` is this module object (see
+:mod:`ember._namespaces`).
+
+Example:
+    >>> import ember
+    >>> stop = ember.callbacks.EarlyStopping(monitor="val_loss", patience=3, restore_best_weights=True)
+    >>> stop.patience, stop.mode
+    (3, 'min')
+"""
 
 from ember.training.callbacks.backup_and_restore import BackupAndRestore
 from ember.training.callbacks.callback import Callback
