@@ -173,14 +173,27 @@ def _page(namespace: str) -> str | None:
     return next((page for page, ns, _ in NAMESPACES if ns == namespace), None)
 
 
+def _home(namespace: str) -> str:
+    """The module a namespace is (``ember.losses`` is the module ``ember.training.losses``): where
+    mkdocstrings reads the namespace's own docstring, and its anchor."""
+    return importlib.import_module(namespace).__name__
+
+
+def _namespace_of(module: types.ModuleType) -> str | None:
+    """The namespace with a page of its own that ``module`` is (by identity: ``ember.training.losses``
+    is ``ember.losses``), or None."""
+    return next((ns for _, ns, _ in NAMESPACES if importlib.import_module(ns) is module), None)
+
+
 def _block(namespace: str, name: str, homes: dict[str, str]) -> str:
     value = _value(namespace, name)
     target = _target(namespace, name, value)
     home = homes.get(target, f"{namespace}.{name}")
-    if isinstance(value, types.ModuleType) and _page(value.__name__) and value.__name__ != namespace:
+    own = _namespace_of(value) if isinstance(value, types.ModuleType) else None
+    if own is not None and own != namespace:
         # A namespace with a page of its own (ember.layers on the top-level page): one anchor, there.
-        return (f"## `{namespace}.{name}`\n\nThe namespace [`{value.__name__}`]({_page(value.__name__)}.md"
-                f"#{value.__name__}); documented on its own page.")
+        return (f"## `{namespace}.{name}`\n\nThe namespace [`{own}`]({_page(own)}.md#{value.__name__}); "
+                "documented on its own page.")
     if home != f"{namespace}.{name}":
         home_namespace, home_name = home.rsplit(".", 1)
         same = _value(home_namespace, home_name) is value
@@ -230,7 +243,7 @@ def api_pages() -> dict[str, str]:
         homes = _home_pages()
         for page, namespace, title in NAMESPACES:
             names = public_names(namespace)
-            body = [f"# {title}: `{namespace}`", "", f"::: {namespace}", "    options:", "      members: false",
+            body = [f"# {title}: `{namespace}`", "", f"::: {_home(namespace)}", "    options:", "      members: false",
                     "      show_root_heading: false", ""]
             body += [_block(namespace, name, homes) + "\n" for name in names]
             if namespace == "ember.backends":

@@ -11,25 +11,21 @@ Example:
 from __future__ import annotations
 
 from ember import (
+    _namespaces,
     activations,
     applications,
     backend,
     backends,
-    callbacks,
     config,
     constraints,
-    data,
     distribute,
     dtype_policies,
     dtypes,
     features,
     initializers,
     layers,
-    losses,
-    metrics,
     mixed_precision,
     ops,
-    optimizers,
     quantizers,
     regularizers,
     saving,
@@ -69,10 +65,15 @@ from ember.quantizers import Quantizer
 from ember.regularizers import Regularizer
 from ember.saving import load_model
 from ember.symbolic import SymbolicTensor as KerasTensor
+from ember.training import callbacks, data, losses, metrics, optimizers
 from ember.training.losses import Loss
 from ember.training.metrics import Metric
 from ember.training.optimizers import Optimizer
 from ember.training.trainer import Trainer
+
+# Keras's namespaces ember.losses, ember.metrics, ember.optimizers, ember.callbacks and ember.data are the
+# modules of ember.training themselves, importable under those names too (one home each).
+_namespaces.install()
 
 __all__ = [
     "BackendNotAvailableError",

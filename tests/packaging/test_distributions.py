@@ -80,7 +80,8 @@ def test_wheel_holds_the_package_its_license_and_marker_and_publishable_metadata
         names = set(archive.namelist())
         dist_info = f"ember-{ember.__version__}.dist-info"
         metadata = email.message_from_bytes(archive.read(f"{dist_info}/METADATA"))
-    package = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ember").rglob("*.py") if "__pycache__" not in p.parts}
+    package = {p.relative_to(ROOT).as_posix() for pattern in ("*.py", "*.pyi") for p in (ROOT / "ember").rglob(pattern)
+               if "__pycache__" not in p.parts}  # the stubs too (ember/losses.pyi: what type checkers read)
     assert package <= names, sorted(package - names)[:10]
     assert "ember/py.typed" in names
     assert f"{dist_info}/licenses/LICENSE" in names
