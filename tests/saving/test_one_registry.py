@@ -173,6 +173,20 @@ def test_registered_custom_objects_come_back_the_same_from_both_formats(tmp_path
     assert kinds[0] == kinds[1] == expected
 
 
+@ember.saving.register_keras_serializable(package=PACKAGE)
+def absolute_error(y_true, y_pred):
+    return ops.mean(ops.abs(ops.subtract(y_true, y_pred)), axis=-1)
+
+
+def test_registered_functions_in_compile_come_back_the_same_from_both_formats(tmp_path, backend):
+    model = _model(Scale(name="scale"))
+    model.compile(optimizer="sgd", loss=absolute_error, metrics=[absolute_error, "mae"])
+    for suffix in ("h5", "keras"):
+        arguments = _reload(model, tmp_path / f"functions.{suffix}")._training.compile_config
+        assert arguments["loss"] is absolute_error, suffix
+        assert arguments["metrics"][0] is absolute_error and arguments["metrics"][1] == "mae", suffix
+
+
 @pytest.mark.parametrize("how", ["custom_object_scope", "custom_objects"])
 def test_scoped_objects_come_back_the_same_from_both_formats(tmp_path, backend, how):
     model = _model(Scoped(name="scoped"))

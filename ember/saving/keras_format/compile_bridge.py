@@ -192,14 +192,14 @@ def _keras_object(value: Any, module: str) -> Any:
         return [_keras_object(v, module) for v in value]
     if isinstance(value, dict):
         return {k: _keras_object(v, module) for k, v in value.items()}
-    if callable(value) and not hasattr(value, "get_config"):
+    if isinstance(value, type) or (callable(value) and not hasattr(value, "get_config")):  # given by reference
         if _is_builtin(value):
             return value.__name__
         key = None if isinstance(value, type) else registered_function_name(value)
         if key is None:
-            raise KerasFormatError(f"compile: cannot write {value!r} to a Keras file: only Ember's own functions "
-                                   "and ones registered with @ember.saving.register_keras_serializable() are saved "
-                                   "(by name)")
+            raise KerasFormatError(f"compile: cannot write {value!r} to a Keras file: only Ember's own classes and "
+                                   "functions, functions registered with @ember.saving.register_keras_serializable() "
+                                   "(by name) and objects are saved")
         return {"module": "builtins", "class_name": "function", "config": key, "registered_name": "function"}
     key = registered_name(type(value))
     config = value.get_config()
