@@ -117,6 +117,10 @@ class TapeEngine:
             graph.source_slots[key] = slot
             graph.watched.append(native)
 
+    def tracks(self, native: Any) -> bool:
+        """True if ``native`` is a watched source or an output of an op this tape recorded."""
+        return id(native) in self._graph.source_slots or self._graph.is_tracked(native)
+
     def record(self, name: str, function: Callable, args: tuple, kwargs: dict, out: Any) -> bool:
         if self._paused:
             return False

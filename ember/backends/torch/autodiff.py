@@ -39,8 +39,10 @@ code inside a tape are differentiated alike, and code outside a tape pays nothin
   is recorded out of place while a tape records (Python rebinds the name to the result),
   as on NumPy and MLX: torch's own in-place update would otherwise break the backward of
   the op that made ``h`` (tanh, exp, sigmoid save their outputs) or refuse a watched
-  leaf. ``torch.Tensor``'s in-place operators are re-bound only while a tape records;
-  tensors that do not require grad keep torch's in-place behaviour.
+  leaf. ``torch.Tensor``'s in-place operators are re-bound only while a tape records, and
+  the re-bound operator acts only in a thread whose own tape records, on a tensor that
+  requires grad: other threads, code outside the tape and tensors that do not require grad
+  keep torch's in-place behaviour.
 * ``reset`` un-watches (restores the flags it flipped); results computed before it keep
   their autograd history, so unlike TensorFlow they can still be differentiated.
 """
@@ -82,9 +84,18 @@ _recording_depth = [0]  # tapes recording in any thread (torch's grad mode itsel
 _depth_lock = threading.Lock()  # taken by a tape's begin/end only, never per op
 
 
+class _ThreadRecording(threading.local):
+    depth = 0  # this thread's tapes between begin() and end()
+
+
+_this_thread = _ThreadRecording()
+
+
 def _out_of_place(name: str, operator: Any) -> Any:
     def update(self: torch.Tensor, other: Any) -> Any:
-        if self.requires_grad and torch.is_grad_enabled():
+        # Out of place only for this thread's tapes, and only on values in an autograd graph: another
+        # thread (or this one outside its tapes) keeps torch's own in-place operator.
+        if _this_thread.depth and self.requires_grad and torch.is_grad_enabled():
             return operator(self, other)
         return _in_place[name](self, other)
 
@@ -104,9 +115,11 @@ def _enter_recording() -> None:
                     _own.add(name)
                 _in_place[name] = getattr(torch.Tensor, name)
                 setattr(torch.Tensor, name, replacement)
+    _this_thread.depth += 1  # last (and first out in _leave_recording): an interrupt leaves torch's behaviour
 
 
 def _leave_recording() -> None:
+    _this_thread.depth -= 1
     with _depth_lock:
         _recording_depth[0] -= 1
         if _recording_depth[0] == 0:
