@@ -1,37 +1,18 @@
-"""The pure pieces of a training step, shared by every backend's step builder.
+"""The pure pieces of a training step: :class:`StepCore`, which the trainer hands the backend's steps.
 
 :class:`StepCore` knows the model, the optimizer and the compiled losses/metrics, and
 offers pure functions over native arrays: the objective (forward pass, losses,
 regularization and activity losses), the metric updates, the split of params into
-trainable and frozen parts, and the step RNG. Each backend's
-``ember/backends/<name>/training.py`` turns them into steps through one small interface,
-``make_steps(core, kit, jit) -> Steps``, where ``kit`` (:data:`STEP_KIT`, a :class:`StepKit`)
-hands the backend the trainer's building blocks: a backend imports nothing above the op
-protocol, the trainer gives it what it builds on.
-
-* ``train_step(state, batch) -> state``: pure (the input state is never modified);
-* ``fit_step(state, batch) -> state``: what ``fit`` calls; may update the arrays of a state
-  made by ``own`` in place (torch: fused optimizer kernels);
-* ``test_step(state, batch) -> state`` (metrics only) and ``predict_step(state, x) -> y_pred``;
-* ``own(state)``: a private copy ``fit_step`` may update in place; ``release(model_state)``:
-  the model state to show users (torch: views without ``requires_grad``);
-* ``rng(seed)``: the step-RNG value for an int seed (an int, or an integer array on MLX so
-  that a compiled step does not retrace for every new seed).
-
-:class:`GenericSteps` builds all of them from a ``value_and_grad`` transform; NumPy uses it
-with Ember's engine and MLX with ``mx.value_and_grad`` under ``mx.compile``.
-
-TrainState layout::
-
-    {"model": {"params", "buffers"}, "optimizer": opt_state,
-     "metrics": {"loss": {"total", "count"}, "output_losses": [...], "metrics": [...]},
-     "rng": seed (int, or a 0-d int64 array on MLX)}
+trainable and frozen parts, Ember's gradient tape (the NumPy steps' gradients) and which
+losses a backend may fuse. The steps themselves are the active backend's
+(``ember/backends/<name>/training.py``, on :mod:`ember.backends._steps`): the trainer calls
+``backends.current().training.make_steps(core, jit)`` with a ``StepCore``, and the steps call
+the core's functions; a backend imports nothing above the op protocol.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import optree
@@ -45,25 +26,6 @@ from ember.training.losses import MeanSquaredError, SparseCategoricalCrossentrop
 from ember.training.losses.base import LossFunctionWrapper
 from ember.training.losses.regression import mean_squared_error
 from ember.training.optimizers.loss_scale import LossScaleOptimizer
-from ember.training.step_buffers import StepBuffers
-from ember.validation import unchecked_values
-
-# Park-Miller "minimal standard" generator: the step seeds s_{k+1} = 48271 s_k mod (2^31 - 1).
-_RNG_MULTIPLIER = 48271
-_RNG_MODULUS = 2147483647
-
-
-def initial_rng(seed: int) -> int:
-    """The first step seed for an int ``seed`` (in [1, 2^31 - 2], never the fixed point 0)."""
-    return int(seed) % (_RNG_MODULUS - 1) + 1
-
-
-def advance_rng(rng: Any) -> Any:
-    """The next step seed (ints with Python arithmetic, arrays with int64 ops: no host sync)."""
-    if isinstance(rng, int):
-        return rng * _RNG_MULTIPLIER % _RNG_MODULUS
-
-    return ops.mod(ops.multiply(rng, _RNG_MULTIPLIER), _RNG_MODULUS)
 
 
 # ------------------------------------------------------------------------ trainable split
@@ -190,6 +152,14 @@ class StepCore:
         self.constraints = constraints() if callable(constraints) else {}
         # A LossScaleOptimizer's dynamic scale lives in its state: the steps pass it to objective.
         self.loss_scaled = isinstance(optimizer, LossScaleOptimizer)
+        # The compiled losses a backend may run as one fused kernel (its steps read these flags).
+        self.fusable_sparse_crossentropy = fusable_sparse_crossentropy(compile_loss)
+        self.fusable_mean_squared_error = fusable_mean_squared_error(compile_loss)
+
+    @staticmethod
+    def gradient_tape() -> GradientTape:
+        """A new :class:`~ember.autodiff.GradientTape`: the NumPy steps' gradients come from Ember's own engine."""
+        return GradientTape()
 
     # --- params ------------------------------------------------------------------------
     @property
@@ -320,142 +290,3 @@ class StepCore:
             return None, [], y_pred_flat
         total, per_output = self.total_loss(params, y, y_pred_flat, sw, activity)
         return total, per_output, y_pred_flat
-
-
-# ------------------------------------------------------------------------ generic steps
-class GenericSteps:
-    """Steps built from a ``value_and_grad(fn) -> f(trainable, *rest) -> ((value, aux), grads)``.
-
-    Used as is on NumPy (Ember's engine); MLX wraps these functions in ``mx.compile``.
-    """
-
-    fit_step_is_pure = True  # fit_step never modifies its input (torch's does: it updates in place)
-    # Set by the Trainer under ember.distribute: a ShardedBatch's step then sums gradients and
-    # metric states over the ranks (ember.training.distributed.StepSync) before the update.
-    sync: Any = None
-    buffers: StepBuffers | None = None  # of steps that update in place (NumPy, torch): cleared after fit
-
-    def __init__(self, core: StepCore, value_and_grad: Callable, detach: Callable = lambda x: x) -> None:
-        self.core = core
-        self._grad_objective = value_and_grad(core.objective)
-        self._detach = detach
-
-    def rng(self, seed: int) -> Any:
-        return initial_rng(seed)
-
-    def own(self, state: dict, donated: frozenset = frozenset()) -> dict:
-        """The state ``fit_step`` may update (pure steps update nothing: ``state`` itself).
-
-        ``donated``: ``id()`` of arrays of ``state`` that nothing else reaches
-        (:func:`ember.training.ownership.unshared_leaves`): steps that update in place adopt them
-        instead of copying them, where no other array shares their memory.
-        """
-        return state
-
-    def finish_fit(self) -> None:
-        """``fit`` ended: drop what its steps kept between steps (spare arrays, cached views)."""
-        if self.buffers is not None:
-            self.buffers.clear()
-
-    def release(self, model_state: dict) -> dict:
-        return model_state
-
-    def settle(self, state: dict) -> None:
-        """Compute a lazy ``state`` that ``fit_step`` returned, once ``fit`` holds nothing but it (a
-        no-op for eager steps). Called after the loop published the step, so the arrays of the
-        state before it are referenced by the pending computation alone and can give it their memory."""
-
-    def train_step(self, state: dict, batch: tuple) -> dict:
-        core = self.core
-        x, y, sw = batch
-        model_state = state["model"]
-        trainable, frozen = core.split(model_state["params"])
-        rng = state["rng"]
-        scale = core.loss_scale_of(state["optimizer"])
-        scaling = () if scale is None else (scale,)  # no None argument for mx.compile to see
-        if self.sync is not None and getattr(batch, "window", None) is not None:
-            def gradients() -> tuple:
-                (_, aux), grads = self._grad_objective(trainable, frozen, model_state["buffers"], x, y, sw, rng,
-                                                       *scaling)
-                return self._detach(aux), grads
-
-            grads, new_buffers, metrics = self.sync.train(core, gradients, state, batch, trainable)
-            new_trainable, opt_state = core.optimizer.apply_gradients(grads, state["optimizer"], trainable)
-            params = core.apply_constraints(core.merge(new_trainable, frozen))
-            return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
-                    "rng": advance_rng(rng)}
-        if not optree.tree_leaves(trainable):  # everything frozen: the loss is computed, nothing is updated
-            _, aux = core.objective(trainable, frozen, model_state["buffers"], x, y, sw, rng)
-            total, per_output, y_pred_flat, new_buffers = self._detach(aux)
-            new_trainable, opt_state = trainable, state["optimizer"]
-        else:
-            (_, aux), grads = self._grad_objective(trainable, frozen, model_state["buffers"], x, y, sw, rng, *scaling)
-            total, per_output, y_pred_flat, new_buffers = self._detach(aux)
-            new_trainable, opt_state = core.optimizer.apply_gradients(grads, state["optimizer"], trainable)
-        params = core.apply_constraints(core.merge(new_trainable, frozen))
-        metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
-        return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
-                "rng": advance_rng(rng)}
-
-    fit_step = train_step
-
-    def test_step(self, state: dict, batch: tuple) -> dict:
-        core = self.core
-        if self.sync is not None and getattr(batch, "window", None) is not None:
-            new = dict(state)
-            new["metrics"] = self.sync.test(core, state, batch)
-            return new
-        x, y, sw = batch
-        total, per_output, y_pred_flat = core.eval_loss(state["model"]["params"], state["model"]["buffers"], x, y, sw)
-        metrics = state["metrics"]
-        if total is not None:
-            metrics = core.update_metrics(metrics, x, y, y_pred_flat, sw, total, per_output)
-        new = dict(state)
-        new["metrics"] = metrics
-        return new
-
-    def predict_step(self, state: dict, x: Any) -> Any:
-        y_pred, _, _ = self.core.forward(state["model"]["params"], state["model"]["buffers"], x, False, None)
-        return y_pred
-
-
-# ------------------------------------------------------------------- the backends' kit
-@dataclasses.dataclass(frozen=True)
-class StepKit:
-    """What the trainer hands a backend's ``make_steps(core, kit, jit)``.
-
-    The backends sit below the trainer in the import graph (ARCHITECTURE.md): their step
-    builders get the trainer's building blocks from this object instead of importing them.
-
-    Attributes:
-        GenericSteps: the pure steps a backend's steps class extends (:class:`GenericSteps`).
-        StepBuffers: the second set of arrays of in-place fit steps (:mod:`ember.training.step_buffers`).
-        GradientTape: Ember's own reverse-mode tape (the NumPy engine's gradients).
-        advance_rng: the next step seed (:func:`advance_rng`).
-        initial_rng: the first step seed for an int seed (:func:`initial_rng`).
-        fusable_sparse_crossentropy: whether the compiled loss is the one a backend may fuse
-            (:func:`fusable_sparse_crossentropy`).
-        fusable_mean_squared_error: the same for mean squared error (:func:`fusable_mean_squared_error`).
-        unchecked_values: a context in which the losses skip their host-side label value checks
-            (:func:`ember.validation.unchecked_values`; a compiled step runs in it).
-
-    Example:
-        >>> from ember.training.steps import STEP_KIT
-        >>> STEP_KIT.advance_rng(STEP_KIT.initial_rng(0))
-        48271
-    """
-
-    GenericSteps: type
-    StepBuffers: type
-    GradientTape: type
-    advance_rng: Callable[[Any], Any]
-    initial_rng: Callable[[int], int]
-    fusable_sparse_crossentropy: Callable[[Any], bool]
-    fusable_mean_squared_error: Callable[[Any], bool]
-    unchecked_values: Callable[[], Any]
-
-
-STEP_KIT = StepKit(GenericSteps=GenericSteps, StepBuffers=StepBuffers, GradientTape=GradientTape,
-                   advance_rng=advance_rng, initial_rng=initial_rng,
-                   fusable_sparse_crossentropy=fusable_sparse_crossentropy,
-                   fusable_mean_squared_error=fusable_mean_squared_error, unchecked_values=unchecked_values)

@@ -53,7 +53,6 @@ The same loop with the Trainer (one call per step, metrics included)::
 
 from __future__ import annotations
 
-import importlib
 import numbers
 import warnings
 from typing import Any
@@ -69,7 +68,7 @@ from ember.training.data.convert import to_native
 from ember.training.distributed import StepSync
 from ember.training.first_batch import FirstBatchCheck, eager_first_step
 from ember.training.label_check import SparseLabelCheck
-from ember.training.steps import STEP_KIT, StepCore
+from ember.training.steps import StepCore
 
 
 def _output_shapes(model: Any, names: list[str]) -> list | None:
@@ -220,16 +219,16 @@ class Trainer:
         key = name if strategy is None else (name, strategy, shard)
         steps: Any = self._steps.get(key)
         if steps is None:
-            module = importlib.import_module(f"ember.backends.{name}.training")
+            backend = backends.current()
             # shard_optimizer: the steps' optimizer keeps and updates this rank's variables only (zero_optimizer)
             core = zero_optimizer.sharded_core(self.core, strategy) if shard else self.core
-            steps = module.make_steps(core, STEP_KIT, jit=self.jit_compile)  # the backend imports no trainer
+            steps = backend.training.make_steps(core, jit=self.jit_compile)  # the backend imports no trainer
             if strategy is not None:  # sharded batches sum gradients and metric states over the ranks
                 steps.sync = StepSync(strategy.all_sum, strategy.world_size)
             if self.cuda_graphs:  # fit's step replayed from a CUDA graph (the torch steps only)
                 check_cuda_graphs(name, backends.default_device(), distributed=strategy is not None,
                                   loss_scaled=isinstance(self.optimizer, optimizers.LossScaleOptimizer))
-                importlib.import_module(f"ember.backends.{name}.cuda_graphs").install(steps, STEP_KIT)
+                backend.cuda_graphs.install(steps)
             self._steps[key] = steps
         return steps
 

@@ -17,7 +17,6 @@ import pytest
 
 import ember
 from ember import layers
-from ember.training.steps import STEP_KIT
 from ember.training.trainer import check_cuda_graphs
 
 torch = pytest.importorskip("torch")  # torch's own feature: a core-only install skips the file
@@ -111,7 +110,7 @@ class ReplayingRuntime:
 
 def _graphed(model, runtime):
     """Install the graphed fit step on the CPU (compile refuses cuda_graphs=True off CUDA)."""
-    graphed = cuda_graphs.install(model._training.trainer.steps, STEP_KIT)
+    graphed = cuda_graphs.install(model._training.trainer.steps)
     graphed.runtime = runtime
     return graphed
 

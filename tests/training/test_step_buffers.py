@@ -9,7 +9,7 @@ import pytest
 
 import ember
 from ember import ops
-from ember.training.step_buffers import StepBuffers
+from ember.backends._step_buffers import StepBuffers
 
 
 @pytest.mark.parametrize("name", ["numpy", "torch"])  # the backends whose fit steps update arrays in place

@@ -10,9 +10,9 @@ import pytest
 
 import ember
 from ember import layers, ops, seeds
+from ember.backends._steps import advance_rng, initial_rng
 from ember.initializers import derive_seed, is_seed_array
 from ember.models.model import _child_rng
-from ember.training.steps import advance_rng, initial_rng
 
 
 def _dropout_model():

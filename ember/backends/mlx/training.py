@@ -34,16 +34,12 @@ Example:
 from __future__ import annotations
 
 import copy
-import functools
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mlx.core as mx
 
-if TYPE_CHECKING:
-    from ember.backends._steps_base import GenericStepsBase as _StepsBase
-else:
-    _StepsBase = object  # the real base, the kit's GenericSteps, is mixed in by _steps_class
+from ember.backends._steps import GenericSteps, initial_rng
 
 _LABEL_DTYPES = (mx.int32, mx.int64, mx.uint8, mx.int8, mx.int16, mx.uint16, mx.uint32, mx.uint64)
 
@@ -93,15 +89,13 @@ class _ThreadCompiled(threading.local):
         return _ThreadCompiled, ()  # a copy (copy.deepcopy of a model) starts empty: compiled functions aren't copied
 
 
-class _MLXSteps(_StepsBase):
-    """The generic pure steps, compiled with ``mx.compile`` (see the module docstring), on the
-    trainer's ``GenericSteps`` (given in the kit: :func:`make_steps`)."""
+class MLXSteps(GenericSteps):
+    """The generic pure steps, compiled with ``mx.compile`` (see the module docstring)."""
 
-    def __init__(self, core: Any, kit: Any, jit: bool = True) -> None:
+    def __init__(self, core: Any, jit: Any = True) -> None:
         core = copy.copy(core)  # this backend's own view, with the fused loss
-        core.compile_loss = _FusedLoss(core.compile_loss, kit.fusable_sparse_crossentropy(core.compile_loss))
+        core.compile_loss = _FusedLoss(core.compile_loss, core.fusable_sparse_crossentropy)
         super().__init__(core, mx.value_and_grad)
-        self.kit = kit
         self.jit = jit
         train = super().train_step
         test = super().test_step
@@ -130,8 +124,7 @@ class _MLXSteps(_StepsBase):
         key = (kind, window)
         step = self._by_window.get(key)
         if step is None:
-            base = self.kit.GenericSteps
-            generic = base.train_step if kind == "train" else base.test_step
+            generic = GenericSteps.train_step if kind == "train" else GenericSteps.test_step
 
             def step_fn(state: dict, batch: tuple) -> dict:
                 return generic(self, state, batch_type(batch, window))
@@ -140,7 +133,7 @@ class _MLXSteps(_StepsBase):
         return step
 
     def rng(self, seed: int) -> Any:
-        return mx.array(self.kit.initial_rng(seed), dtype=mx.int64)
+        return mx.array(initial_rng(seed), dtype=mx.int64)
 
     def train_step(self, state: dict, batch: tuple) -> dict:
         window = getattr(batch, "window", None)
@@ -180,12 +173,6 @@ class _MLXSteps(_StepsBase):
         return self._predict(state, x)
 
 
-@functools.cache
-def _steps_class(generic: type) -> type:
-    """The MLX steps class on the trainer's ``GenericSteps`` (one class per base)."""
-    return type("MLXSteps", (_MLXSteps, generic), {"__module__": __name__, "__doc__": _MLXSteps.__doc__})
-
-
-def make_steps(core: Any, kit: Any, jit: bool = True) -> Any:
-    """The MLX steps for ``core`` (a ``StepCore``), built on the trainer's ``kit`` (a ``StepKit``)."""
-    return _steps_class(kit.GenericSteps)(core, kit, jit=jit)
+def make_steps(core: Any, jit: Any = True) -> MLXSteps:
+    """The MLX steps for ``core`` (the trainer's ``StepCore``); ``jit`` (True or ``"auto"``) compiles them."""
+    return MLXSteps(core, jit=bool(jit))

@@ -6,7 +6,7 @@ formulas as NumPy ``out=`` ufuncs over each parameter, in two forms with the sam
 
 * out of place (:func:`apply_gradients_into`): the new params and slots are computed from the
   current ones straight into arrays the caller provides (spare arrays, see
-  :mod:`ember.training.step_buffers`), with no temporaries beyond one scratch array per parameter;
+  :mod:`ember.backends._step_buffers`), with no temporaries beyond one scratch array per parameter;
 * in place, all or nothing (:func:`plan_in_place`, then :func:`write_in_place`): everything the
   update needs is computed first, then params, slots and the step counter are written in place
   by NumPy ufuncs only (C code: no Python function is entered from the first write to the last),

@@ -18,7 +18,7 @@
   (:meth:`release`) delivers a Ctrl-C (or reports a floating-point error) that arrived meanwhile.
   So ``fit`` holds one copy of the params and slots, plus one scratch array the size of the
   largest parameter. Otherwise the update goes into a second set of arrays
-  (:mod:`ember.training.step_buffers`, out of place for these optimizers) and the given state
+  (:mod:`ember.backends._step_buffers`, out of place for these optimizers) and the given state
   stays intact; other optimizers take the pure path.
 
 The pure ``train_step`` writes into new arrays, so its input is never modified.
@@ -39,14 +39,15 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import optree
 
 from ember.backends._held_signals import HeldSignals
+from ember.backends._step_buffers import StepBuffers
+from ember.backends._steps import GenericSteps, advance_rng
 from ember.backends.numpy import optim
 from ember.backends.numpy.float_errors import DeferredFloatErrors
 
@@ -83,8 +84,8 @@ def _copy_into(targets: list, sources: list) -> None:
         np.copyto(target, source)
 
 
-def _buffers(kit: Any) -> Any:
-    return kit.StepBuffers(_copy, _fits, _copy_into)
+def _buffers() -> StepBuffers:
+    return StepBuffers(_copy, _fits, _copy_into)
 
 
 # fit's update for SGD/Adam/AdamW: written in place under held signals (False: into spare arrays).
@@ -131,23 +132,16 @@ def sparse_crossentropy_from_logits(labels: Any, logits: Any) -> tuple[Any, Any]
     return loss, grad
 
 
-if TYPE_CHECKING:
-    from ember.backends._steps_base import GenericStepsBase as _StepsBase
-else:
-    _StepsBase = object  # the real base, the kit's GenericSteps, is mixed in by _steps_class
-
-
-class _NumpySteps(_StepsBase):
+class NumpySteps(GenericSteps):
     """Ember-engine gradients with a fused loss and in-place updates (see the module docstring)."""
 
     fit_step_is_pure = False
 
-    def __init__(self, core: Any, kit: Any, jit: bool = True) -> None:
+    def __init__(self, core: Any, jit: Any = False) -> None:
         super().__init__(core, lambda fn: fn, detach=_detach)
-        self.kit = kit
-        self._fused_loss = kit.fusable_sparse_crossentropy(core.compile_loss)
+        self._fused_loss = core.fusable_sparse_crossentropy
         self._regularized: bool | None = None
-        self.buffers = _buffers(kit)
+        self.buffers = _buffers()
         self._held = HeldSignals()  # held from an in-place write until the loop publishes its result
         self._float_errors = DeferredFloatErrors()  # logged during an in-place write, reported at its publish
 
@@ -188,7 +182,7 @@ class _NumpySteps(_StepsBase):
         """``((total, per-output losses, y_pred_flat, new_buffers), grads)``, the gradients of the loss
         times the dynamic ``scale`` of a ``LossScaleOptimizer`` when given."""
         core = self.core
-        with self.kit.GradientTape() as tape:
+        with core.gradient_tape() as tape:
             tape.watch(trainable)
             params = core.merge(trainable, frozen)
             y_pred, new_buffers, activity = core.forward(params, buffers, x, True, rng)
@@ -218,7 +212,7 @@ class _NumpySteps(_StepsBase):
         return self._step(state, batch, self.buffers)
 
     def train_step(self, state: dict, batch: tuple) -> dict:
-        return self._step(state, batch, _buffers(self.kit))  # new arrays for the new state
+        return self._step(state, batch, _buffers())  # new arrays for the new state
 
     def _step(self, state: dict, batch: tuple, buffers: Any) -> dict:
         """A step. With fit's own ``buffers`` the fused update is written into ``state``'s arrays under held
@@ -268,7 +262,7 @@ class _NumpySteps(_StepsBase):
         if in_place:  # the last action: the step is taken
             buffers.commit(model_state["params"], state["optimizer"], params, opt_state)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
-                "rng": self.kit.advance_rng(rng)}
+                "rng": advance_rng(rng)}
 
     def _write_in_place(self, state: dict, batch: tuple, aux: tuple, grads: dict, trainable: dict,
                         leaves: list) -> dict:
@@ -291,21 +285,15 @@ class _NumpySteps(_StepsBase):
         plan = core.optimizer.plan_in_place(grads, state["optimizer"], trainable,
                                             optree.tree_structure(trainable).unflatten(scratch))
         new = {"model": {"params": state["model"]["params"], "buffers": new_buffers}, "optimizer": state["optimizer"],
-               "metrics": metrics, "rng": self.kit.advance_rng(state["rng"])}
+               "metrics": metrics, "rng": advance_rng(state["rng"])}
         self._float_errors.defer()
         self._held.hold()
         optim.write_in_place(plan)
         return new
 
 
-@functools.cache
-def _steps_class(generic: type) -> type:
-    """The NumPy steps class on the trainer's ``GenericSteps`` (one class per base)."""
-    return type("NumpySteps", (_NumpySteps, generic), {"__module__": __name__, "__doc__": _NumpySteps.__doc__})
-
-
-def make_steps(core: Any, kit: Any, jit: Any = "auto") -> Any:
-    """The NumPy steps for ``core`` (a ``StepCore``), built on the trainer's ``kit`` (a ``StepKit``).
+def make_steps(core: Any, jit: Any = "auto") -> NumpySteps:
+    """The NumPy steps for ``core`` (the trainer's ``StepCore``).
 
     NumPy has no compiler: ``jit=True`` runs the eager step with a warning (as Keras proceeds with
     ``jit_compile=False`` on a backend that cannot compile); ``"auto"`` and False run it silently.
@@ -313,4 +301,4 @@ def make_steps(core: Any, kit: Any, jit: Any = "auto") -> Any:
     if jit is True:
         warnings.warn("jit_compile=True: the NumPy backend has no compiler; proceeding with the eager step "
                       "(jit_compile compiles on torch and MLX)", UserWarning, stacklevel=4)
-    return _steps_class(kit.GenericSteps)(core, kit, jit=jit)
+    return NumpySteps(core, jit=jit)

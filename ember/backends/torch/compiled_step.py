@@ -60,8 +60,10 @@ from typing import Any
 import optree
 import torch
 
+from ember.backends._steps import advance_rng, initial_rng
 from ember.backends.torch._base import DEVICE
 from ember.backends.torch.random import counter_draws
+from ember.validation import unchecked_values
 
 # Inductor with the whole step as one graph (a graph break is an error, reported by the fallback).
 _BACKEND: Any = "inductor"
@@ -115,9 +117,8 @@ class CompiledSteps:
     core: Any  # the StepCore (set by the eager steps' __init__)
     sync: Any  # ember.distribute's StepSync (set by the Trainer), or None
 
-    def __init__(self, core: Any, kit: Any, jit: Any = True) -> None:
-        super().__init__(core, kit, jit)  # type: ignore[call-arg]
-        self.kit = kit
+    def __init__(self, core: Any, jit: Any = True) -> None:
+        super().__init__(core, jit)  # type: ignore[call-arg]  # the eager TorchSteps after this mixin
         self.buffers = None  # no spare arrays: nothing is updated in place
         self.compile_seconds: float | None = None  # the first (compiling) call's wall time
         self.fallback_reason: str | None = None  # why the step runs eagerly, once it does
@@ -127,7 +128,7 @@ class CompiledSteps:
     # --- state -------------------------------------------------------------------------------
     def rng(self, seed: int) -> Any:
         """The step seed as a 0-d int64 tensor on the device: new seeds do not recompile."""
-        return torch.tensor(self.kit.initial_rng(seed), dtype=torch.int64, device=DEVICE.torch)
+        return torch.tensor(initial_rng(seed), dtype=torch.int64, device=DEVICE.torch)
 
     def own(self, state: dict, donated: frozenset = frozenset()) -> dict:
         """The state as it is (never written, so ``donated`` changes nothing; the step seed as a tensor):
@@ -163,7 +164,7 @@ class CompiledSteps:
         params = core.apply_constraints(core.merge(new_trainable, frozen))
         metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
-                "rng": self.kit.advance_rng(rng)}
+                "rng": advance_rng(rng)}
 
     def frozen_step(self, state: dict, x: Any, y: Any, sw: Any) -> dict:
         """The step of a model with nothing to train: the loss and metrics, no update (eager)."""
@@ -175,7 +176,7 @@ class CompiledSteps:
             total, per_output, y_pred_flat, new_buffers = aux
             metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
         return {"model": {"params": model_state["params"], "buffers": new_buffers}, "optimizer": state["optimizer"],
-                "metrics": metrics, "rng": self.kit.advance_rng(state["rng"])}
+                "metrics": metrics, "rng": advance_rng(state["rng"])}
 
     def fit_step(self, state: dict, batch: tuple) -> dict:
         """One step of ``fit`` (pure: the loop swaps the returned state in whole)."""
@@ -190,7 +191,7 @@ class CompiledSteps:
         if not optree.tree_leaves(core.split(state["model"]["params"])[0]):
             return self.frozen_step(state, x, y, sw)
         # Label values are not read on the host inside a compiled step; dropout draws from the step seed tensor.
-        with self.kit.unchecked_values(), counter_draws():
+        with unchecked_values(), counter_draws():
             if self.fallback_reason is not None:
                 return self._eager(state, x, y, sw)
             _mark_batch_dynamic((x, y, sw))

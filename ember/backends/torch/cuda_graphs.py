@@ -41,6 +41,8 @@ from typing import Any
 import optree
 import torch
 
+from ember.backends._steps import advance_rng
+
 # Eager steps on the side stream before the capture (torch's examples use a few: lazy
 # initialisation such as cuBLAS handles and autograd's streams must happen outside the capture).
 WARMUP_STEPS = 3
@@ -80,10 +82,10 @@ def _own_storage(leaves: list) -> list:
     return owned
 
 
-def install(steps: Any, kit: Any) -> GraphedFitStep:
+def install(steps: Any) -> GraphedFitStep:
     """Make ``steps.fit_step`` (the torch steps') a :class:`GraphedFitStep`, released when each ``fit``
     ends (``steps.finish_fit``)."""
-    graphed = GraphedFitStep(steps, kit)
+    graphed = GraphedFitStep(steps)
     finish = steps.finish_fit
 
     def finish_fit() -> None:
@@ -128,13 +130,11 @@ class GraphedFitStep:
 
     Args:
         steps: the torch backend's steps (``ember.backends.torch.training``).
-        kit: the trainer's step kit (for ``advance_rng``).
         runtime: the CUDA calls (:class:`CudaRuntime`).
     """
 
-    def __init__(self, steps: Any, kit: Any, runtime: Any = None) -> None:
+    def __init__(self, steps: Any, runtime: Any = None) -> None:
         self.steps = steps
-        self.kit = kit
         self.runtime = CudaRuntime() if runtime is None else runtime
         self.graph: Any = None
         self.warmups_left = WARMUP_STEPS
@@ -203,7 +203,7 @@ class GraphedFitStep:
             self._capture(batch_leaves, batch_spec, batch_signature)
             self._replay(batch_leaves)
         new = self._spec.unflatten(list(self._static))
-        new["rng"] = self.kit.advance_rng(self._rng)
+        new["rng"] = advance_rng(self._rng)
         return new
 
     def release(self) -> None:

@@ -12,7 +12,7 @@ everything it needs is computed first (the optimizer's plan, metrics, the next s
 with the signals held (:mod:`ember.backends._held_signals`), C kernels write params, slots and
 the step counter without entering any Python function, and the step returns to the loop, whose
 publish (:meth:`release`) delivers a Ctrl-C that arrived meanwhile. Otherwise the update goes
-into a second set of tensors (:mod:`ember.training.step_buffers`), so the given state stays
+into a second set of tensors (:mod:`ember.backends._step_buffers`), so the given state stays
 intact: written out of place by ``optimizer.apply_gradients_into`` (large CPU tensors), or
 into copies refilled with one ``torch._foreach_copy_`` and updated in place. Nothing in a
 step reads a value on the host, so a CUDA step never synchronises (the progress bar reads the
@@ -38,13 +38,15 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import optree
 import torch
 import torch.nn.functional as F
 
 from ember.backends._held_signals import HeldSignals
+from ember.backends._step_buffers import StepBuffers
+from ember.backends._steps import GenericSteps, advance_rng
 from ember.backends.torch import _base, optim
 from ember.backends.torch.compiled_step import CompiledSteps
 
@@ -262,27 +264,19 @@ def _copy_into(targets: list, sources: list) -> None:
         torch._foreach_copy_(targets, sources)
 
 
-if TYPE_CHECKING:
-    from ember.backends._steps_base import GenericStepsBase as _StepsBase
-else:
-    _StepsBase = object  # the real base, the kit's GenericSteps, is mixed in by _steps_class
-
-
-class _TorchSteps(_StepsBase):
-    """Autograd + fused in-place optimizer steps (see the module docstring), on the trainer's
-    ``GenericSteps`` (given in the kit: :func:`make_steps`)."""
+class TorchSteps(GenericSteps):
+    """Autograd + fused in-place optimizer steps (see the module docstring)."""
 
     fit_step_is_pure = False
 
-    def __init__(self, core: Any, kit: Any, jit: bool = True) -> None:
+    def __init__(self, core: Any, jit: Any = False) -> None:
         core = copy.copy(core)  # this backend's own view, with the fused loss
-        core.compile_loss = _FusedLoss(core.compile_loss, kit.fusable_sparse_crossentropy(core.compile_loss),
-                                       kit.fusable_mean_squared_error(core.compile_loss))
+        core.compile_loss = _FusedLoss(core.compile_loss, core.fusable_sparse_crossentropy,
+                                       core.fusable_mean_squared_error)
         core.accumulate = functools.partial(_accumulate, core.accumulate)
         super().__init__(core, lambda fn: fn)
-        self.kit = kit
         self._released: tuple | None = None
-        self.buffers = kit.StepBuffers(_clone_leaf, _fits, _copy_into)
+        self.buffers = StepBuffers(_clone_leaf, _fits, _copy_into)
         self._held = HeldSignals()  # held from an in-place write until the loop publishes its result
         self._step_counter = _StepCounter()
         self._layout: _UpdateLayout | None = None  # the flat views of the state fit updates in place
@@ -357,7 +351,7 @@ class _TorchSteps(_StepsBase):
                 total, per_output, y_pred_flat, new_buffers = aux
                 metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
             return {"model": {"params": params, "buffers": new_buffers}, "optimizer": state["optimizer"],
-                    "metrics": metrics, "rng": self.kit.advance_rng(rng)}
+                    "metrics": metrics, "rng": advance_rng(rng)}
         if len([leaf for leaf in leaves if leaf.requires_grad]) != len(leaves):
             raise RuntimeError("TorchSteps.fit_step needs a state made by own(state); use train_step for "
                                "a state you hold")
@@ -411,7 +405,7 @@ class _TorchSteps(_StepsBase):
         if buffers is not None:  # the last action: the step is taken
             buffers.commit(model_state["params"], state["optimizer"], params, opt_state)
         return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
-                "rng": self.kit.advance_rng(rng)}
+                "rng": advance_rng(rng)}
 
     def _write_in_place(self, state: dict, batch: tuple, aux: tuple, grads: list, trainable: dict,
                         leaves: list) -> dict:
@@ -438,7 +432,7 @@ class _TorchSteps(_StepsBase):
         step = None if core.optimizer.kernel_name == "sgd" else self._step_counter.next(iterations)
         plan = self._plan(grads, opt_state, trainable, leaves, iterations, step)
         new = {"model": {"params": state["model"]["params"], "buffers": new_buffers}, "optimizer": opt_state,
-               "metrics": metrics, "rng": self.kit.advance_rng(state["rng"])}
+               "metrics": metrics, "rng": advance_rng(state["rng"])}
         counter = self._step_counter
         self._held.hold()
         optim.write_in_place(plan)
@@ -507,26 +501,17 @@ class _TorchSteps(_StepsBase):
             return super().predict_step(state, x)
 
 
-@functools.cache
-def _steps_class(generic: type) -> type:
-    """The torch steps class on the trainer's ``GenericSteps`` (one class per base)."""
-    return type("TorchSteps", (_TorchSteps, generic), {"__module__": __name__, "__doc__": _TorchSteps.__doc__})
-
-
-@functools.cache
-def _compiled_steps_class(generic: type) -> type:
+class CompiledTorchSteps(CompiledSteps, TorchSteps):
     """The torch steps with the train step under ``torch.compile`` (:mod:`.compiled_step`)."""
-    return type("CompiledTorchSteps", (CompiledSteps, _steps_class(generic)),
-                {"__module__": __name__, "__doc__": CompiledSteps.__doc__})
 
 
-def make_steps(core: Any, kit: Any, jit: Any = "auto") -> Any:
-    """The torch steps for ``core`` (a ``StepCore``), built on the trainer's ``kit`` (a ``StepKit``).
+def make_steps(core: Any, jit: Any = "auto") -> TorchSteps:
+    """The torch steps for ``core`` (the trainer's ``StepCore``).
 
     ``jit=True`` compiles the train step with ``torch.compile`` (:mod:`.compiled_step`); ``"auto"``
     and False run the fused eager step (compiling costs seconds to tens of seconds before the first
     step, which only long runs win back).
     """
     if jit is True:
-        return _compiled_steps_class(kit.GenericSteps)(core, kit, jit=jit)
-    return _steps_class(kit.GenericSteps)(core, kit, jit=jit)
+        return CompiledTorchSteps(core, jit=jit)
+    return TorchSteps(core, jit=jit)
