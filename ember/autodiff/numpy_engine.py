@@ -38,6 +38,7 @@ user's code drops it, as in a hand-written backward pass.
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,7 @@ import numpy as np
 from ember import ops
 from ember.autodiff import recording
 from ember.autodiff import rules as _rules
+from ember.autodiff.engines import register_own_engine
 from ember.autodiff.rules import batched as _batched
 from ember.autodiff.traced import TracedArray, traced_view
 from ember.backends._common import UntrackedTargetError
@@ -610,3 +612,5 @@ def call_custom_gradient(forward: Any, backward: Any, args: tuple, kwargs: dict)
 
 
 __all__ = ["TapeEngine", "call_custom_gradient", "prepare_args", "wrap_output"]
+
+register_own_engine("numpy", sys.modules[__name__])

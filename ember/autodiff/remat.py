@@ -36,7 +36,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import importlib
 import threading
 from collections import namedtuple
 from collections.abc import Callable
@@ -48,8 +47,6 @@ from ember import backends, dtypes, ops
 from ember.autodiff.custom_gradient import custom_gradient
 from ember.autodiff.tape import GradientTape
 
-# The backends with a native rematerialization (looked up by name, imported on first use).
-NATIVE = {"torch": "ember.backends.torch.remat", "mlx": "ember.backends.mlx.remat"}
 MODES = ("full", "activations", "larger_than", "list_of_layers", None)
 
 RematMode = namedtuple("RematMode", ["mode", "output_size_threshold", "layer_names"])
@@ -93,9 +90,9 @@ def remat(f: Callable) -> Callable:
                 full[i] = array
             return f(*optree.tree_unflatten(treedef, full))
 
-        name = backends.current().name
-        if name in NATIVE:
-            return importlib.import_module(NATIVE[name]).call_remat(of_arrays, arrays)
+        native = backends.current().remat  # torch's checkpoint, MLX's own; None on NumPy
+        if native is not None:
+            return native.call_remat(of_arrays, arrays)
         return _recomputed(of_arrays)(*arrays)
 
     return rematerialized

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib
 import os
 import sys
 import threading
@@ -141,8 +140,8 @@ class DataParallel:
             raise NotImplementedError(fully_shard_unsupported(self.backend))
         self.timeout = float(timeout)
         self.shard_optimizer = shard_optimizer
-        module = importlib.import_module(f"ember.backends.{self.backend}.distributed")
-        self.engine = module.make_engine(os.environ if environ is None else environ, self.timeout)
+        environ = os.environ if environ is None else environ
+        self.engine = backends.current().distributed.make_engine(environ, self.timeout)
         self.rank = int(self.engine.rank)
         self.world_size = int(self.engine.world_size)
         self._watchdog = None if self.engine.has_timeout else _Watchdog(self.timeout, self.rank)

@@ -34,7 +34,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import types
 from collections.abc import Callable, Iterator
@@ -219,8 +218,7 @@ def _torch_on_cpu() -> Iterator[None]:
 
 def _export_torch(model: Any, path: str, fmt: str, forward: Callable[..., tuple], state: dict, specs: list[Spec],
                   opset_version: int | None = None, **export_kwargs: Any) -> None:
-    backends.load("torch")  # not installed: BackendNotAvailableError naming the extra
-    exporter = importlib.import_module("ember.backends.torch.export")
+    exporter = backends.load("torch").export  # not installed: BackendNotAvailableError naming the extra
     torch_specs = [exporter.InputSpec(*spec) for spec in specs]
     with backends.using_backend("torch"), _torch_on_cpu():
         torch_state = tree_to_active(state)
@@ -254,8 +252,7 @@ def _fixed_error(model: Any, specs: list[Spec], error: BaseException) -> ValueEr
 def _export_mlx(model: Any, path: str, forward: Callable[..., tuple], state: dict, specs: list[Spec],
                 batch_sizes: Any = (1,), shapeless: bool = False, metadata: str | None = None) -> None:
     sizes = _checked_batch_sizes(model, batch_sizes, specs, shapeless)  # bad arguments first, installed or not
-    backends.load("mlx")
-    exporter = importlib.import_module("ember.backends.mlx.export")
+    exporter = backends.load("mlx").export
     with backends.using_backend("mlx"):
         mlx_state = tree_to_active(state)
         run = lambda *flat: forward(mlx_state, *flat)

@@ -142,7 +142,7 @@ def test_fast_path_only_on_torch(backend, monkeypatch):
     new, state = opt.apply_gradients_inplace({"w": ops.ones((2,))}, opt.init(params), params)
     np.testing.assert_allclose(ops.to_numpy(new["w"]), [0.9, 0.9], rtol=0, atol=adam_step_atol(0.1))
     assert len(calls) == (1 if backend == "torch" else 0)
-    fast = base._fast_path(backend)  # NumPy's kernels are out of place only; MLX compiles the generic path
+    fast = base._fast_path()  # NumPy's kernels are out of place only; MLX compiles the generic path
     assert (fast is not None and fast.supports(opt)) == (backend == "torch")
     assert (fast is None) == (backend == "mlx")
     if backend != "torch":  # the pure path: the caller's arrays are untouched
@@ -360,7 +360,7 @@ def test_numpy_plan_in_place_checks_its_scratch_arrays():
 def test_fused_kernels_follow_the_optimizer_class_not_its_subclasses(name, torch_on_cpu):  # written_slots: CPU
     """Backends find kernels by ``kernel_name`` (no import of the classes); a subclass runs the generic path."""
     ember.set_backend(name)
-    fast = base._fast_path(name)
+    fast = base._fast_path()
 
     class MyAdam(optimizers.Adam):
         pass

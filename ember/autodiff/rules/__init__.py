@@ -31,7 +31,6 @@ The rules are the NumPy engine's: they may read NumPy metadata (``x.shape``,
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -232,11 +231,15 @@ def as_dtype(mask: np.ndarray, like: Any) -> np.ndarray:
     return np.asarray(mask, dtype=plain(like).dtype)
 
 
-def _load_rule_modules() -> None:
-    for family in ("elementwise", "reductions", "shape", "indexing", "linalg", "nn", "rnn", "batched"):
-        importlib.import_module(f"{__name__}.{family}")  # each registers its rules
+# Each family registers its rules on import; they use the helpers above, so they come last.
+from ember.autodiff.rules import batched as batched_rules  # noqa: E402
+from ember.autodiff.rules import elementwise as elementwise_rules  # noqa: E402
+from ember.autodiff.rules import indexing as indexing_rules  # noqa: E402
+from ember.autodiff.rules import linalg as linalg_rules  # noqa: E402
+from ember.autodiff.rules import nn as nn_rules  # noqa: E402
+from ember.autodiff.rules import reductions as reduction_rules  # noqa: E402
+from ember.autodiff.rules import rnn as rnn_rules  # noqa: E402
+from ember.autodiff.rules import shape as shape_rules  # noqa: E402
 
-
-_load_rule_modules()
-
-__all__ = ["RULES", "register", "needs", "unbroadcast", "fill_zeros"]
+RULE_FAMILIES = (elementwise_rules, reduction_rules, shape_rules, indexing_rules, linalg_rules, nn_rules, rnn_rules,
+                 batched_rules)

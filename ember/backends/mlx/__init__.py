@@ -6,11 +6,21 @@ import mlx.core as mx
 import numpy as np
 
 from ember.backends._common import build_op_tables
+from ember.backends.mlx import autodiff as autodiff
 from ember.backends.mlx import core, linalg, nn, random, stats
+from ember.backends.mlx import distributed as distributed
+from ember.backends.mlx import export as export
+from ember.backends.mlx import remat as remat
+from ember.backends.mlx import training as training
 
 name = "mlx"
 version = getattr(mx, "__version__", "unknown")
 array_types = (mx.array,)
+
+# The parts every backend package names (ARCHITECTURE.md, "Backend parts"): training (make_steps),
+# autodiff (the tape engine), optim (fused updates), distributed, remat, export, cuda_graphs. Callers
+# ask the loaded backend for them; None where this backend has no such part.
+cuda_graphs = optim = None
 
 
 def devices() -> list[str]:

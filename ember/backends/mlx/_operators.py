@@ -6,22 +6,25 @@ current ``ember.ops`` function (looked up at call time, so the recorder is what 
 ``ember.ops`` is found through the hook it installs at import,
 :data:`ember.recorded.op_namespace.OPS`, as a backend imports nothing above the op protocol):
 ``x * w + b``, ``x @ w``, ``-x``, ``abs(x)``, ``x[1:]``, iteration, the in-place forms
-(``x += y`` gives the out-of-place result inside a tape) and the common methods
+(``x += y`` gives the out-of-place result inside a tape when ``x`` or ``y`` is a value the tape
+tracks; MLX's own in-place update otherwise) and the common methods
 (``sum mean max min prod var std logsumexp reshape transpose flatten squeeze swapaxes
 moveaxis split cumsum cumprod diagonal diag astype square sqrt rsqrt exp log log1p log2
 log10 sin cos reciprocal conj`` and the ``T``, ``mT``, ``real``, ``imag`` properties).
 Comparisons stay native (no gradient). :func:`unpatch` puts MLX's originals back.
 
-A patched attribute calls MLX's original directly when nothing would record it: inside
-a recorded op (``ember.recorded.calls._local.state.depth > 0``, so a backend function that uses operators never
-recurses), during a tape's replay, when no tape records, or when another backend is
-active. Calls with an MLX-only argument (``stream=``, ``reverse=``) also run the original.
+Recording changes nothing for code outside the tape: the patched attributes are MLX's own
+behaviour for every thread without a recording tape of its own, and a recorded call computes
+the same values with the same MLX op. A patched attribute calls MLX's original directly when
+nothing would record it: inside a recorded op (``ember.recorded.calls._local.state.depth > 0``,
+so a backend function that uses operators never recurses), during a tape's replay, when no
+tape of this thread records, or when another backend is active. Calls with an MLX-only
+argument (``stream=``, ``reverse=``) also run the original.
 Patching is idempotent and exception-safe: a failure half-way restores what was patched.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable
 from typing import Any
@@ -30,37 +33,39 @@ import mlx.core as mx
 import numpy as np
 
 from ember import backends as _backends
+from ember.backends import mlx as _MLX  # this backend's package (importing it: this module loads with it)
 from ember.recorded import calls
 from ember.recorded.op_namespace import OPS
 
 _ARRAY = mx.array
 
 _ORIGINALS: dict[str, Any] = {}  # attribute name -> MLX's own descriptor, while patched
-_BACKEND: Any = None
 _ops: Any = None  # the ember.ops module, from the OPS hook on the first patch()
 
 
-def _mlx_backend() -> Any:
-    global _BACKEND
-    if _BACKEND is None:
-        _BACKEND = importlib.import_module("ember.backends.mlx")
-    return _BACKEND
 
 
 def _raw() -> bool:
     """True when a patched operator must run MLX's original (no tape would see it)."""
     state = calls._local.state  # per thread: another thread's tape never records this one's operators
-    return bool(state.depth) or not state.engines or _backends._active is not _BACKEND
+    return bool(state.depth) or not state.engines or _backends._active is not _MLX
 
 
 _PLAIN_OPERANDS = (int, float, bool, complex, np.ndarray, np.generic, list, tuple)
 
 
+def _tracked(*values: Any) -> bool:
+    """True when one of this thread's recording tapes tracks one of ``values`` (watched, or recorded)."""
+    return any(type(value) is _ARRAY and engine.tracks(value)
+               for engine in calls._local.state.engines for value in values)
+
+
 def _binary(name: str, op: str, reflected: bool) -> Callable:
     original = vars(_ARRAY)[name]
+    in_place = name.startswith("__i")
 
     def method(self: Any, other: Any) -> Any:
-        if _raw():
+        if _raw() or (in_place and not _tracked(self, other)):  # MLX's own update on values no tape tracks
             return original(self, other)
         if type(other) is not _ARRAY and not isinstance(other, _PLAIN_OPERANDS):
             if getattr(type(other), "__ember_tensor__", False):
@@ -260,7 +265,6 @@ def patch() -> None:
     global _ops
     if _ORIGINALS:
         return
-    _mlx_backend()
     _ops = OPS.module()
     if not _REPLACEMENTS:
         _REPLACEMENTS.update(_replacements())

@@ -10,10 +10,19 @@ import numpy as np
 
 from ember.backends._common import build_op_tables
 from ember.backends.numpy import core, linalg, nn, random, stats
+from ember.backends.numpy import distributed as distributed
+from ember.backends.numpy import optim as optim
+from ember.backends.numpy import training as training
 
 name = "numpy"
 version = np.__version__
 array_types = (np.ndarray,)
+
+# The parts every backend package names (ARCHITECTURE.md, "Backend parts"): training (make_steps),
+# autodiff (the tape engine), optim (fused updates), distributed, remat, export, cuda_graphs. Callers
+# ask the loaded backend for them; None where this backend has no such part.
+autodiff = None  # Ember's own engine differentiates NumPy (ember.autodiff.numpy_engine)
+cuda_graphs = export = remat = None
 
 
 def devices() -> list[str]:

@@ -9,11 +9,22 @@ import numpy as np
 import torch
 
 from ember.backends._common import build_op_tables
+from ember.backends.torch import autodiff as autodiff
 from ember.backends.torch import core, linalg, nn, random, stats, threads, transfer
+from ember.backends.torch import cuda_graphs as cuda_graphs
+from ember.backends.torch import distributed as distributed
+from ember.backends.torch import export as export
+from ember.backends.torch import optim as optim
+from ember.backends.torch import remat as remat
+from ember.backends.torch import training as training
 
 name = "torch"
 version = torch.__version__
 array_types = (torch.Tensor,)
+
+# The parts every backend package names (ARCHITECTURE.md, "Backend parts"): training (make_steps),
+# autodiff (the tape engine), optim (fused updates), distributed, remat, export, cuda_graphs. Callers
+# ask the loaded backend for them: torch has them all.
 
 threads.configure()
 

@@ -39,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 import re
@@ -529,7 +528,7 @@ class Optimizer:
             >>> ops.to_numpy(params["w"]).tolist()
             [0.0, 0.0]
         """
-        fast = _fast_path(backends.get_backend())
+        fast = _fast_path()
         if fast is None or not fast.supports(self):
             return self.apply_gradients(grads, opt_state, params)
         leaves, treedef, grad_leaves, slots, active = self._prepare(grads, opt_state, params)
@@ -571,7 +570,7 @@ class Optimizer:
             >>> new["w"] is spare["w"], ops.to_numpy(params["w"]).tolist(), ops.to_numpy(new["w"]).tolist()
             (True, [1.0, 1.0], [0.0, 0.0])
         """
-        fast = _fast_path(backends.get_backend())
+        fast = _fast_path()
         written = getattr(fast, "written_slots", None)
         leaves, treedef, grad_leaves, slots, active = self._prepare(grads, opt_state, params)
         if written is None or written(self, leaves) is None:
@@ -623,7 +622,7 @@ class Optimizer:
             >>> ops.to_numpy(params["w"]).tolist(), int(state["iterations"])
             ([0.5, 0.5], 1)
         """
-        fast = _fast_path(backends.get_backend())
+        fast = _fast_path()
         plan = getattr(fast, "plan_in_place", None)
         leaves, treedef, grad_leaves, slots, active = self._prepare(grads, opt_state, params)
         slots_written = getattr(fast, "in_place_slots", None) or getattr(fast, "written_slots", None)
@@ -668,16 +667,6 @@ class Optimizer:
         return f"{type(self).__name__}(name={self.name!r}, learning_rate={self._learning_rate!r})"
 
 
-_FAST_PATHS: dict[str, Any] = {}
-
-
-def _fast_path(backend: str) -> Any:
-    """``ember.backends.<backend>.optim`` when that backend provides one, else None."""
-    if backend not in _FAST_PATHS:
-        try:
-            _FAST_PATHS[backend] = importlib.import_module(f"ember.backends.{backend}.optim")
-        except ModuleNotFoundError as error:
-            if error.name != f"ember.backends.{backend}.optim":
-                raise
-            _FAST_PATHS[backend] = None
-    return _FAST_PATHS[backend]
+def _fast_path() -> Any:
+    """The active backend's fused update kernels (its ``optim`` part), or None where it has none."""
+    return backends.current().optim
