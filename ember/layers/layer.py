@@ -54,9 +54,9 @@ from ember.layers.loss_collection import add_loss
 from ember.layers.state_check import check_state_dict, input_shapes, raise_if_mismatched
 from ember.layers.variable import Variable
 from ember.layers.weights import WeightSpec, create_weights, empty_state, spec_constraints, spec_penalties
+from ember.naming import to_snake_case
 from ember.serialization import add_keras_names, deserialize, register_serializable, registered_under, serialize
 from ember.symbolic import call_symbolic, is_symbolic, node_shapes, node_tensors
-from ember.utils.naming import to_snake_case
 
 if TYPE_CHECKING:
     from typing_extensions import Self, dataclass_transform

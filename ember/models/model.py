@@ -46,6 +46,7 @@ from ember.models.config import functional_config, functional_from_config
 from ember.models.export import export_model
 from ember.models.quantize import quantize_model
 from ember.models.summary import summary
+from ember.naming import to_snake_case
 from ember.saving import keras_format
 from ember.saving.model_io import model_config, save_model
 from ember.saving.weights import load_weights, save_weights
@@ -57,7 +58,6 @@ from ember.training.backend_check import move_model
 from ember.training.handle import TrainingHandle
 from ember.training.input_check import refuse_empty
 from ember.training.model_api import TrainingAPI, is_compiling
-from ember.utils.naming import to_snake_case
 
 # Attributes of the handle that may be replaced after construction.
 _HANDLE_ATTRIBUTES = frozenset({"state", "_training", "stop_training", "history"})

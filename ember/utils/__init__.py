@@ -22,11 +22,10 @@ Not provided (see the report of issue 19): ``get_file`` (Ember never uses the ne
 ``FeatureSpace`` (built on tf.data in Keras), ``bounding_boxes``
 and ``legacy``.
 
-``ember.utils`` is a foundation package (ARCHITECTURE.md): it holds the naming helpers every
-layer uses, ``pad_sequences`` and the image helpers (NumPy and Pillow only), and
-``plot_history``. Keras's other ``utils`` names live in the packages that implement them
-(``features``, ``training``, ``saving``, ``models``) and are looked up from here on first use,
-so that nothing below those packages imports them.
+``ember.utils`` is a namespace at the top of the import layers (ARCHITECTURE.md): it holds
+``pad_sequences``, the image helpers (NumPy and Pillow only) and ``plot_history``, and imports
+Keras's other ``utils`` names from the packages that implement them (``features``,
+``training``, ``saving``, ``models``); nothing inside Ember imports it.
 
 Example:
     >>> from ember import utils
@@ -38,48 +37,41 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ember.dtypes import standardize_dtype
+from ember.features.categorical import normalize, to_categorical
+from ember.global_settings import (
+    disable_interactive_logging,
+    enable_interactive_logging,
+    is_interactive_logging_enabled,
+)
+from ember.layers.layer import clear_session
+from ember.models.plotting import model_to_dot, plot_model
+from ember.models.sources import get_source_inputs, is_keras_tensor
+from ember.saving.keras_objects import (
+    CustomObjectScope,
+    custom_object_scope,
+    deserialize_keras_object,
+    get_custom_objects,
+    get_registered_name,
+    get_registered_object,
+    register_keras_serializable,
+    register_serializable,
+    serialize_keras_object,
+)
+from ember.training.callbacks.keras_progbar import Progbar
+from ember.training.data.audio_files import audio_dataset_from_directory
+from ember.training.data.batches import pack_x_y_sample_weight, unpack_x_y_sample_weight
+from ember.training.data.dataset import Dataset as PyDataset
+from ember.training.data.image_files import image_dataset_from_directory
+from ember.training.data.text_files import text_dataset_from_directory
+from ember.training.data.timeseries import timeseries_dataset_from_array
+from ember.training.seeding import set_random_seed
+from ember.utils.images import array_to_img, img_to_array, load_img, save_img
+from ember.utils.plot import plot_history
+from ember.utils.sequences import pad_sequences
 
-_EXPORTS = {
-    "plot_history": "ember.utils.plot",
-    "to_categorical": "ember.features.categorical",
-    "normalize": "ember.features.categorical",
-    "pad_sequences": "ember.utils.sequences",
-    "set_random_seed": "ember.training.seeding",
-    "Progbar": "ember.training.callbacks.keras_progbar",
-    "array_to_img": "ember.utils.images",
-    "img_to_array": "ember.utils.images",
-    "load_img": "ember.utils.images",
-    "save_img": "ember.utils.images",
-    "plot_model": "ember.models.plotting",
-    "model_to_dot": "ember.models.plotting",
-    "get_custom_objects": "ember.saving.keras_objects",
-    "custom_object_scope": "ember.saving.keras_objects",
-    "register_keras_serializable": "ember.saving.keras_objects",
-    "register_serializable": "ember.saving.keras_objects",
-    "serialize_keras_object": "ember.saving.keras_objects",
-    "deserialize_keras_object": "ember.saving.keras_objects",
-    "get_registered_name": "ember.saving.keras_objects",
-    "get_registered_object": "ember.saving.keras_objects",
-    "pack_x_y_sample_weight": "ember.training.data.batches",
-    "unpack_x_y_sample_weight": "ember.training.data.batches",
-    "get_source_inputs": "ember.models.sources",
-    "is_keras_tensor": "ember.models.sources",
-    "timeseries_dataset_from_array": "ember.training.data.timeseries",
-    "image_dataset_from_directory": "ember.training.data.image_files",
-    "text_dataset_from_directory": "ember.training.data.text_files",
-    "audio_dataset_from_directory": "ember.training.data.audio_files",
-    "enable_interactive_logging": "ember.global_settings",
-    "disable_interactive_logging": "ember.global_settings",
-    "is_interactive_logging_enabled": "ember.global_settings",
-}
-# Keras's names for Ember's Dataset protocol.
-_ALIASES = {"PyDataset": ("ember.training.data.dataset", "Dataset"),
-            "Sequence": ("ember.training.data.dataset", "Dataset"),
-            "CustomObjectScope": ("ember.saving.keras_objects", "CustomObjectScope"),
-            "clear_session": ("ember.layers.layer", "clear_session"),
-            "standardize_dtype": ("ember.dtypes", "standardize_dtype")}
+Sequence = PyDataset  # Keras's older name for the same protocol
+
 __all__ = [
     "CustomObjectScope", "Progbar", "PyDataset", "Sequence", "array_to_img", "clear_session",
     "custom_object_scope", "deserialize_keras_object", "get_custom_objects", "get_registered_name",
@@ -91,16 +83,3 @@ __all__ = [
     "audio_dataset_from_directory", "image_dataset_from_directory", "text_dataset_from_directory",
     "disable_interactive_logging", "enable_interactive_logging", "is_interactive_logging_enabled",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    if name in _ALIASES:
-        module, attribute = _ALIASES[name]
-        return getattr(importlib.import_module(module), attribute)
-    raise AttributeError(f"module 'ember.utils' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])

@@ -32,9 +32,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 
+from ember.naming import to_snake_case
 from ember.saving.format import CheckpointError
 from ember.saving.keras_format.archive import ASSETS, VOCABULARY
-from ember.utils.naming import to_snake_case
 
 LOOKUP_CLASSES = ("IntegerLookup", "StringLookup", "TextVectorization")
 MODEL_CLASSES = ("Sequential", "Functional", "Model")

@@ -33,9 +33,9 @@ from ember.layers.rnn.gru import GRU
 from ember.layers.rnn.lstm import LSTM
 from ember.layers.rnn.simple_rnn import SimpleRNN
 from ember.layers.rnn.time_distributed import TimeDistributed
+from ember.naming import to_snake_case
 from ember.saving.keras_format.model_classes import is_model
 from ember.saving.keras_format.model_config import keras_layer_order
-from ember.utils.naming import to_snake_case
 
 # The order Keras layers create their variables in (names Ember shares with Keras).
 KERAS_CREATION_ORDER = ("embeddings", "kernel", "depthwise_kernel", "pointwise_kernel", "recurrent_kernel",

@@ -24,8 +24,8 @@ import numpy as np
 
 from ember import dtypes, ops
 from ember.global_settings import epsilon
+from ember.naming import to_snake_case
 from ember.serialization import deserialize, register_serializable, serialize
-from ember.utils.naming import to_snake_case
 
 EPSILON = 1e-7  # the default of ember.global_settings.epsilon(); code reads epsilon()
 """Keras's ``backend.epsilon()``: probabilities are clipped to ``[epsilon(), 1 - epsilon()]``."""
