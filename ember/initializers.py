@@ -430,33 +430,102 @@ class VarianceScaling(Initializer):
             _fill(out, lambda n: rng.uniform(-limit, limit, size=n))
 
 
-def _scaling(cls_name: str, scale: float, mode: str, distribution: str, doc: str) -> type:
-    def __init__(self: VarianceScaling, seed: int | None = None) -> None:
-        VarianceScaling.__init__(self, scale=scale, mode=mode, distribution=distribution, seed=seed)
+class _PresetScaling(VarianceScaling):
+    """A :class:`VarianceScaling` with fixed ``scale``, ``mode`` and ``distribution`` (Keras's named
+    initializers): constructed, and configured, by ``seed`` alone."""
 
-    def get_config(self: VarianceScaling) -> dict:
+    preset: tuple[float, str, str] = (1.0, "fan_in", "truncated_normal")  # (scale, mode, distribution)
+
+    def __init__(self, seed: int | None = None) -> None:
+        scale, mode, distribution = self.preset
+        super().__init__(scale=scale, mode=mode, distribution=distribution, seed=seed)
+
+    def get_config(self) -> dict:
         return {"seed": self.seed}
 
-    doc += f"""
+
+@register_serializable("ember")
+class GlorotUniform(_PresetScaling):
+    """Uniform with limit ``sqrt(6 / (fan_in + fan_out))``.
 
     Example:
         >>> from ember import initializers, ops
-        >>> w = initializers.{cls_name}(seed=0)((3, 4))
+        >>> w = initializers.GlorotUniform(seed=0)((3, 4))
         >>> ops.shape(w), ops.dtype(w)
         ((3, 4), 'float32')
     """
-    cls = type(cls_name, (VarianceScaling,), {"__init__": __init__, "get_config": get_config, "__doc__": doc})
-    return register_serializable("ember")(cls)
+
+    preset = (1.0, "fan_avg", "uniform")
 
 
-GlorotUniform = _scaling("GlorotUniform", 1.0, "fan_avg", "uniform",
-                         "Uniform with limit ``sqrt(6 / (fan_in + fan_out))``.")
-GlorotNormal = _scaling("GlorotNormal", 1.0, "fan_avg", "truncated_normal",
-                        "Truncated normal, variance ``2 / (fan_in + fan_out)``.")
-HeUniform = _scaling("HeUniform", 2.0, "fan_in", "uniform", "Uniform with limit ``sqrt(6 / fan_in)``.")
-HeNormal = _scaling("HeNormal", 2.0, "fan_in", "truncated_normal", "Truncated normal, variance ``2 / fan_in``.")
-LecunUniform = _scaling("LecunUniform", 1.0, "fan_in", "uniform", "Uniform with limit ``sqrt(3 / fan_in)``.")
-LecunNormal = _scaling("LecunNormal", 1.0, "fan_in", "truncated_normal", "Truncated normal, variance ``1 / fan_in``.")
+@register_serializable("ember")
+class GlorotNormal(_PresetScaling):
+    """Truncated normal, variance ``2 / (fan_in + fan_out)``.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> w = initializers.GlorotNormal(seed=0)((3, 4))
+        >>> ops.shape(w), ops.dtype(w)
+        ((3, 4), 'float32')
+    """
+
+    preset = (1.0, "fan_avg", "truncated_normal")
+
+
+@register_serializable("ember")
+class HeUniform(_PresetScaling):
+    """Uniform with limit ``sqrt(6 / fan_in)``.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> w = initializers.HeUniform(seed=0)((3, 4))
+        >>> ops.shape(w), ops.dtype(w)
+        ((3, 4), 'float32')
+    """
+
+    preset = (2.0, "fan_in", "uniform")
+
+
+@register_serializable("ember")
+class HeNormal(_PresetScaling):
+    """Truncated normal, variance ``2 / fan_in``.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> w = initializers.HeNormal(seed=0)((3, 4))
+        >>> ops.shape(w), ops.dtype(w)
+        ((3, 4), 'float32')
+    """
+
+    preset = (2.0, "fan_in", "truncated_normal")
+
+
+@register_serializable("ember")
+class LecunUniform(_PresetScaling):
+    """Uniform with limit ``sqrt(3 / fan_in)``.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> w = initializers.LecunUniform(seed=0)((3, 4))
+        >>> ops.shape(w), ops.dtype(w)
+        ((3, 4), 'float32')
+    """
+
+    preset = (1.0, "fan_in", "uniform")
+
+
+@register_serializable("ember")
+class LecunNormal(_PresetScaling):
+    """Truncated normal, variance ``1 / fan_in``.
+
+    Example:
+        >>> from ember import initializers, ops
+        >>> w = initializers.LecunNormal(seed=0)((3, 4))
+        >>> ops.shape(w), ops.dtype(w)
+        ((3, 4), 'float32')
+    """
+
+    preset = (1.0, "fan_in", "truncated_normal")
 
 
 @register_serializable("ember")
