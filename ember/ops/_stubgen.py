@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib
 import inspect
 import pathlib
 import re
@@ -43,6 +42,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
+from ember import ops
 from ember.backends import _spec
 from ember.backends._common import STATS_ALIASES
 from ember.ops import extra
@@ -154,9 +154,13 @@ def _exporting_module(name: str, value: Any) -> str:
     raise LookupError(f"ember.ops.{name}: no ember.ops.extra module lists it in __all__")
 
 
+_NAMESPACES: dict[str, ModuleType] = {"core": ops, "nn": ops.nn, "linalg": ops.linalg, "stats": ops.stats,
+                                       "random": ops.random, "numpy": ops.numpy}
+
+
 def _namespace(namespace: str) -> ModuleType:
     """The module ``ember.ops`` (``"core"``) or ``ember.ops.<namespace>``."""
-    return importlib.import_module("ember.ops" if namespace == "core" else f"ember.ops.{namespace}")
+    return _NAMESPACES[namespace]
 
 
 # ----------------------------------------------------------------------------- the stub texts
