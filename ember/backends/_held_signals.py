@@ -36,6 +36,7 @@ import signal
 import threading
 
 _SIGNALS = tuple(signal.valid_signals())
+_MAIN_THREAD = threading.main_thread().ident
 
 
 class HeldSignals:
@@ -44,6 +45,10 @@ class HeldSignals:
     def __init__(self) -> None:
         self._saved: list = []  # (signal number, handler) swapped out, not yet put back
         self._caught: dict = {}  # signal number -> frame, for the signals that arrived while held
+        # Every signal's handler as the last hold saw them, and those that are Python callables: reading
+        # all handlers is one C-level map, and only a change (rare) walks them again in Python.
+        self._seen: tuple = ()
+        self._python: tuple = ()
 
     @property
     def holding(self) -> bool:
@@ -52,14 +57,17 @@ class HeldSignals:
 
     def hold(self) -> None:
         """Swap every Python-level handler for the recorder (main thread; a no-op if already held)."""
-        if self._saved or threading.current_thread() is not threading.main_thread():
+        if self._saved or threading.get_ident() != _MAIN_THREAD:
             return
+        handlers = tuple(map(_signal.getsignal, _SIGNALS))
+        if handlers != self._seen:  # a handler was installed or removed since the last hold
+            self._python = tuple((signum, handler) for signum, handler in zip(_SIGNALS, handlers)
+                                 if callable(handler))
+            self._seen = handlers
         saved, record = self._saved, self._caught.setdefault
-        for signum in _SIGNALS:  # C calls only from here on: recorded at once, so release can undo them
-            handler = _signal.getsignal(signum)
-            if callable(handler):
-                saved.append((signum, handler))
-                _signal.signal(signum, record)
+        for pair in self._python:  # C calls only from here on: recorded at once, so release can undo them
+            saved.append(pair)
+            _signal.signal(pair[0], record)
 
     def release(self) -> None:
         """Put the handlers back, then deliver the signals that arrived while held (their handlers run now)."""
