@@ -4,11 +4,12 @@
 (Keras's ``keras.losses`` and the rest) are the very module objects ``ember.training.losses`` and so
 on: DESIGN.md's layout puts losses, metrics, optimizers, callbacks and data adapters in ``training``,
 and a namespace has one module, not a forwarding copy. :func:`install` puts each one in
-``sys.modules`` under its public name too, so ``import ember.losses`` and ``from ember.losses import
-MeanSquaredError`` find it, and puts :class:`SubmoduleAliases` first on ``sys.meta_path`` so that a
-submodule reached through the public name (``import ember.optimizers.schedules``) is the same module
-object as under its home name, never a second copy of its file. Type checkers and IDEs read the stubs
-``ember/losses.pyi`` and the others, which say the same.
+``sys.modules`` under its public name too, with every submodule of theirs (``import ember`` loads them
+all), so ``import ember.losses``, ``from ember.losses import MeanSquaredError`` and ``import
+ember.optimizers.schedules`` find the home module object, never a second copy of its file. Nothing
+is looked up by a string and no import hook is installed: the aliases are entries for modules that
+are already loaded (``tests/test_namespaces.py`` checks that every submodule is). Type checkers and
+IDEs read the stubs ``ember/losses.pyi`` and the others, which say the same.
 
 Example:
     >>> import ember
@@ -22,12 +23,8 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-import importlib.abc
-import importlib.machinery
 import sys
 import types
-from collections.abc import Sequence
 
 from ember.training import callbacks, data, losses, metrics, optimizers
 
@@ -41,52 +38,27 @@ NAMESPACES: dict[str, types.ModuleType] = {
 }
 
 
-def home_name(fullname: str) -> str | None:
-    """The home of a module reached through a public namespace (``"ember.optimizers.schedules"`` is
-    ``"ember.training.optimizers.schedules"``); None for any other name.
+def aliases() -> dict[str, types.ModuleType]:
+    """Each public name and its module: the namespaces and every loaded submodule of theirs.
 
     Example:
-        >>> from ember._namespaces import home_name
-        >>> home_name("ember.optimizers.schedules"), home_name("ember.layers")
-        ('ember.training.optimizers.schedules', None)
+        >>> import ember
+        >>> from ember._namespaces import aliases
+        >>> aliases()["ember.optimizers.schedules"].__name__
+        'ember.training.optimizers.schedules'
     """
+    found = {}
     for public, module in NAMESPACES.items():
-        if fullname == public or fullname.startswith(public + "."):
-            return module.__name__ + fullname[len(public):]
-    return None
-
-
-class SubmoduleAliases(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """The import hook that gives ``ember.<namespace>.<submodule>`` the module object of
-    ``ember.training.<namespace>.<submodule>`` (importing it under that home name first if need be).
-
-    Example:
-        >>> import sys
-        >>> from ember._namespaces import SubmoduleAliases
-        >>> any(isinstance(finder, SubmoduleAliases) for finder in sys.meta_path)  # once ember is imported
-        True
-    """
-
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        """A spec whose loader returns the home module for a name under a public namespace; else None."""
-        home = home_name(fullname)
-        return None if home is None else importlib.machinery.ModuleSpec(fullname, self, loader_state=home)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        """The home module itself; its own spec is kept for :meth:`exec_module` to put back."""
-        module = importlib.import_module(spec.loader_state)
-        spec.loader_state = module.__spec__
-        return module
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        """Nothing runs again: give the module back its home spec (the import system set the alias's)."""
-        alias_spec = module.__spec__
-        module.__spec__ = alias_spec.loader_state if alias_spec is not None else None
+        home = module.__name__
+        found[public] = module
+        for name, submodule in list(sys.modules.items()):
+            if name.startswith(home + ".") and submodule is not None:
+                found[public + name[len(home):]] = submodule
+    return found
 
 
 def install() -> None:
-    """Register the public namespaces in ``sys.modules`` and the submodule hook (idempotent).
+    """Register the public namespaces and their submodules in ``sys.modules`` (idempotent).
 
     Example:
         >>> import sys
@@ -95,6 +67,4 @@ def install() -> None:
         >>> sys.modules["ember.metrics"] is sys.modules["ember.training.metrics"]
         True
     """
-    sys.modules.update(NAMESPACES)
-    if not any(isinstance(finder, SubmoduleAliases) for finder in sys.meta_path):
-        sys.meta_path.insert(0, SubmoduleAliases())
+    sys.modules.update(aliases())
