@@ -281,7 +281,9 @@ class NumpySteps(GenericSteps):
         total, per_output, y_pred_flat, new_buffers = aux
         metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
         key = [(leaf.shape, leaf.dtype) for leaf in leaves]
-        scratch = self.buffers.scratch(key, lambda: _shared_scratch(leaves))
+        buffers = self.buffers
+        assert buffers is not None  # fit's own: the in-place write runs in fit_step only
+        scratch = buffers.scratch(key, lambda: _shared_scratch(leaves))
         plan = core.optimizer.plan_in_place(grads, state["optimizer"], trainable,
                                             optree.tree_structure(trainable).unflatten(scratch))
         new = {"model": {"params": state["model"]["params"], "buffers": new_buffers}, "optimizer": state["optimizer"],

@@ -116,6 +116,7 @@ class CompiledSteps:
     fit_step_is_pure = True  # new tensors every step: the given state is never written
     core: Any  # the StepCore (set by the eager steps' __init__)
     sync: Any  # ember.distribute's StepSync (set by the Trainer), or None
+    buffers: Any  # None: the compiled step updates nothing in place
 
     def __init__(self, core: Any, jit: Any = True) -> None:
         super().__init__(core, jit)  # type: ignore[call-arg]  # the eager TorchSteps after this mixin

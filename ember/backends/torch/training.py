@@ -466,7 +466,9 @@ class TorchSteps(GenericSteps):
         if self.core.optimizer.kernel_name == "sgd":
             return None
         key = [(leaf.shape, leaf.dtype, leaf.device) for leaf in leaves]
-        scratch = self.buffers.scratch(key, lambda: [torch.empty_like(leaf, requires_grad=False) for leaf in leaves])
+        buffers = self.buffers
+        assert buffers is not None  # fit's own: the in-place write runs in fit_step only
+        scratch = buffers.scratch(key, lambda: [torch.empty_like(leaf, requires_grad=False) for leaf in leaves])
         return optree.tree_structure(trainable).unflatten(scratch)
 
     def _gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any,
