@@ -140,7 +140,7 @@ def _defining_module(name: str, value: object) -> str | None:
             continue
         path = getattr(module, "__file__", None)
         if path and re.search(rf"^{re.escape(name)}\s*[:=]", pathlib.Path(path).read_text(encoding="utf-8"), re.M):
-            return module_name
+            return module.__name__  # its home name (ember.losses.base is ember.training.losses.base)
     return None
 
 
