@@ -32,7 +32,9 @@ def broadcast_dims(a: int | None, b: int | None) -> int | None:
 class Merge(DeclarativeLayer):
     """Base class: subclasses name a binary op in ``_fold`` or implement ``_merge_function(inputs)``.
 
-    Class attributes ``min_inputs`` / ``max_inputs`` fix how many inputs are allowed.
+    The inputs are a list whose shapes broadcast by Keras's merge rules: equal batch sizes; the
+    rest broadcast right-aligned (see the module docstring). Class attributes ``min_inputs`` /
+    ``max_inputs`` fix how many inputs are allowed.
     """
 
     supports_masking = True

@@ -7,8 +7,10 @@ Example:
     >>> import ember
     >>> from ember import layers, ops
     >>> ember.set_backend("numpy")
-    >>> ops.to_numpy(layers.add([ops.ones((1, 2)), ops.ones((1, 2))])).tolist()
-    [[2.0, 2.0]]
+    >>> x = ember.Input((2,))
+    >>> model = ember.Model(x, layers.maximum([x, layers.multiply([x, x])]))
+    >>> ops.to_numpy(model(ops.convert_to_tensor([[0.5, 2.0]]))).tolist()
+    [[0.5, 4.0]]
 """
 
 from __future__ import annotations

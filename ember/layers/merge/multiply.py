@@ -8,8 +8,8 @@ from ember.layers.merge.base import Merge
 class Multiply(Merge):
     """Multiplies its inputs element-wise.
 
-    Takes a list of inputs whose shapes broadcast (Keras's merge rules: equal batch
-    sizes; the rest broadcast right-aligned) and returns one array of the broadcast shape.
+    Takes a list of inputs whose shapes broadcast by Keras's merge rules (see :class:`Merge`)
+    and returns their product, of the broadcast shape.
 
     Example:
         >>> import ember
