@@ -16,13 +16,11 @@ float64 transcription of these equations.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar
 
 from ember import ops
-from ember.layers.ncp._common import compact_repr
-from ember.layers.rnn.rnn import RNN
 from ember.layers.spiking.cell import SpikingCell, check_real, leaky_membrane
+from ember.layers.spiking.spiking_rnn import SpikingRNN
 
 
 class ALIFCell(SpikingCell):
@@ -39,28 +37,12 @@ class ALIFCell(SpikingCell):
         >>> ember.set_backend("numpy")
         >>> cell = layers.ALIFCell(3, adaptation=0.5, rho=0.9)
         >>> state = cell.build((None, 2), seed=0)
-        >>> cell.state_size
-        (3, 3, 3)
+        >>> cell.state_names
+        ('mem', 'adapt', 'spk')
         >>> ops.shape(layers.RNN(cell).apply(state, ops.ones((4, 5, 2)))[0])
         (4, 3)
     """
 
-    units: Any
-    beta: float = 0.9
-    threshold: float = 1.0
-    reset: str = "subtract"
-    refractory: int = 0
-    surrogate: Any = "atan"
-    recurrent: bool = True
-    output: str = "spikes"
-    learn_beta: bool = False
-    learn_threshold: bool = False
-    use_bias: bool = True
-    kernel_initializer: Any = "glorot_uniform"
-    recurrent_initializer: Any = "glorot_uniform"
-    bias_initializer: Any = "zeros"
-    kernel_regularizer: Any = None
-    recurrent_regularizer: Any = None
     adaptation: float = 1.0
     rho: float = 0.95
 
@@ -79,7 +61,7 @@ class ALIFCell(SpikingCell):
         return {"mem": mem, "adapt": adapt}, ops.add(ops.multiply(adapt, self.adaptation), threshold)
 
 
-class ALIF(RNN):
+class ALIF(SpikingRNN):
     """An adaptive LIF layer: ``RNN(ALIFCell(units, ...))`` (arguments as for :class:`ALIFCell` and
     :class:`~ember.layers.RNN`).
 
@@ -92,27 +74,7 @@ class ALIF(RNN):
         (3, 6, 4)
     """
 
-    units: Any
-    beta: float = 0.9
-    threshold: float = 1.0
-    reset: str = "subtract"
-    refractory: int = 0
-    surrogate: Any = "atan"
-    recurrent: bool = True
-    output: str = "spikes"
-    learn_beta: bool = False
-    learn_threshold: bool = False
-    use_bias: bool = True
-    kernel_initializer: Any = "glorot_uniform"
-    recurrent_initializer: Any = "glorot_uniform"
-    bias_initializer: Any = "zeros"
-    kernel_regularizer: Any = None
-    recurrent_regularizer: Any = None
     adaptation: float = 1.0
     rho: float = 0.95
-    cell: Any = dataclasses.field(init=False, repr=False)
 
     _cell_class = ALIFCell
-
-    def __repr__(self) -> str:
-        return compact_repr(self)

@@ -36,6 +36,7 @@ Weights (``state["params"]``): ``kernel`` ``(features, U)``, ``recurrent_kernel`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from typing import Any, ClassVar
@@ -63,9 +64,44 @@ def check_real(layer: Any, field: str, low: float = -math.inf, high: float = mat
     layer._normalize(field, float(value))
 
 
-class SpikingCell(RNNCell):
-    """Base of the spiking cells (module docstring). Subclasses declare the shared fields
-    (listed in :class:`~ember.layers.LIFCell`) and implement :meth:`integrate`.
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class SpikingFields:
+    """The configuration every spiking cell and spiking layer shares, in this order (the arguments
+    of :class:`~ember.layers.LIFCell`, which documents them). A cell or layer class lists it before
+    its layer base, so these fields follow the base's and precede the class's own
+    (``ALIFCell``'s ``adaptation``, ``rho``).
+
+    Example:
+        >>> import dataclasses
+        >>> from ember import layers
+        >>> from ember.layers.spiking.cell import SpikingFields
+        >>> [f.name for f in dataclasses.fields(SpikingFields)][:4]
+        ['units', 'beta', 'threshold', 'reset']
+        >>> [f.name for f in dataclasses.fields(layers.ALIFCell)][-3:]
+        ['recurrent_regularizer', 'adaptation', 'rho']
+    """
+
+    units: Any
+    beta: float = 0.9
+    threshold: float = 1.0
+    reset: str = "subtract"
+    refractory: int = 0
+    surrogate: Any = "atan"
+    recurrent: bool = True
+    output: str = "spikes"
+    learn_beta: bool = False
+    learn_threshold: bool = False
+    use_bias: bool = True
+    kernel_initializer: Any = "glorot_uniform"
+    recurrent_initializer: Any = "glorot_uniform"
+    bias_initializer: Any = "zeros"
+    kernel_regularizer: Any = None
+    recurrent_regularizer: Any = None
+
+
+class SpikingCell(SpikingFields, RNNCell):
+    """Base of the spiking cells (module docstring): the :class:`SpikingFields`, checked here;
+    subclasses implement :meth:`integrate`.
 
     Example:
         >>> from ember import layers

@@ -17,12 +17,10 @@ Leaky's for both).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from ember.layers.ncp._common import compact_repr
-from ember.layers.rnn.rnn import RNN
 from ember.layers.spiking.cell import SpikingCell, leaky_membrane
+from ember.layers.spiking.spiking_rnn import SpikingRNN
 
 
 class LIFCell(SpikingCell):
@@ -60,30 +58,13 @@ class LIFCell(SpikingCell):
         (4, 5, 2)
     """
 
-    units: Any
-    beta: float = 0.9
-    threshold: float = 1.0
-    reset: str = "subtract"
-    refractory: int = 0
-    surrogate: Any = "atan"
-    recurrent: bool = True
-    output: str = "spikes"
-    learn_beta: bool = False
-    learn_threshold: bool = False
-    use_bias: bool = True
-    kernel_initializer: Any = "glorot_uniform"
-    recurrent_initializer: Any = "glorot_uniform"
-    bias_initializer: Any = "zeros"
-    kernel_regularizer: Any = None
-    recurrent_regularizer: Any = None
-
     def integrate(self, params: dict, current: Any, prev: dict, reset: Any, context: dict) -> tuple[dict, Any]:
         threshold = context["threshold"]
         mem = leaky_membrane(prev["mem"], current, reset, context["beta"], threshold, self.reset)
         return {"mem": mem}, threshold
 
 
-class LIF(RNN):
+class LIF(SpikingRNN):
     """A leaky integrate-and-fire layer: ``RNN(LIFCell(units, ...))``.
 
     Args:
@@ -105,25 +86,4 @@ class LIF(RNN):
         (3, 6, 4)
     """
 
-    units: Any
-    beta: float = 0.9
-    threshold: float = 1.0
-    reset: str = "subtract"
-    refractory: int = 0
-    surrogate: Any = "atan"
-    recurrent: bool = True
-    output: str = "spikes"
-    learn_beta: bool = False
-    learn_threshold: bool = False
-    use_bias: bool = True
-    kernel_initializer: Any = "glorot_uniform"
-    recurrent_initializer: Any = "glorot_uniform"
-    bias_initializer: Any = "zeros"
-    kernel_regularizer: Any = None
-    recurrent_regularizer: Any = None
-    cell: Any = dataclasses.field(init=False, repr=False)
-
     _cell_class = LIFCell
-
-    def __repr__(self) -> str:
-        return compact_repr(self)

@@ -17,13 +17,11 @@ during a refractory period the input current is blocked, the synaptic current de
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar
 
 from ember import ops
-from ember.layers.ncp._common import compact_repr
-from ember.layers.rnn.rnn import RNN
 from ember.layers.spiking.cell import SpikingCell, check_real, leaky_membrane
+from ember.layers.spiking.spiking_rnn import SpikingRNN
 
 
 class SynapticCell(SpikingCell):
@@ -39,28 +37,12 @@ class SynapticCell(SpikingCell):
         >>> ember.set_backend("numpy")
         >>> cell = layers.SynapticCell(3, alpha=0.8, recurrent=False)
         >>> state = cell.build((None, 2), seed=0)
-        >>> cell.state_size
-        (3, 3, 3)
+        >>> cell.state_names
+        ('syn', 'mem', 'spk')
         >>> ops.shape(layers.RNN(cell).apply(state, ops.ones((4, 5, 2)))[0])
         (4, 3)
     """
 
-    units: Any
-    beta: float = 0.9
-    threshold: float = 1.0
-    reset: str = "subtract"
-    refractory: int = 0
-    surrogate: Any = "atan"
-    recurrent: bool = True
-    output: str = "spikes"
-    learn_beta: bool = False
-    learn_threshold: bool = False
-    use_bias: bool = True
-    kernel_initializer: Any = "glorot_uniform"
-    recurrent_initializer: Any = "glorot_uniform"
-    bias_initializer: Any = "zeros"
-    kernel_regularizer: Any = None
-    recurrent_regularizer: Any = None
     alpha: float = 0.9
 
     own_states: ClassVar[tuple[str, ...]] = ("syn", "mem")
@@ -79,7 +61,7 @@ class SynapticCell(SpikingCell):
         return {"syn": syn, "mem": mem}, threshold
 
 
-class Synaptic(RNN):
+class Synaptic(SpikingRNN):
     """A synaptic LIF layer: ``RNN(SynapticCell(units, ...))`` (arguments as for
     :class:`SynapticCell` and :class:`~ember.layers.RNN`).
 
@@ -92,26 +74,6 @@ class Synaptic(RNN):
         (3, 6, 4)
     """
 
-    units: Any
-    beta: float = 0.9
-    threshold: float = 1.0
-    reset: str = "subtract"
-    refractory: int = 0
-    surrogate: Any = "atan"
-    recurrent: bool = True
-    output: str = "spikes"
-    learn_beta: bool = False
-    learn_threshold: bool = False
-    use_bias: bool = True
-    kernel_initializer: Any = "glorot_uniform"
-    recurrent_initializer: Any = "glorot_uniform"
-    bias_initializer: Any = "zeros"
-    kernel_regularizer: Any = None
-    recurrent_regularizer: Any = None
     alpha: float = 0.9
-    cell: Any = dataclasses.field(init=False, repr=False)
 
     _cell_class = SynapticCell
-
-    def __repr__(self) -> str:
-        return compact_repr(self)
