@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import activations, initializers, ops, quantizers
-from ember.layers.core.dense_adaptation import QuantizeLoRAMixin, config_from_dict, config_to_dict, int8_matmul
+from ember.layers.core.dense_adaptation import QuantizeLoRAMixin, int8_matmul
 from ember.layers.layer import DeclarativeLayer
 from ember.layers.loss_collection import add_loss
 from ember.layers.weights import WeightSpec, resolve_options
@@ -64,12 +64,7 @@ class Dense(QuantizeLoRAMixin, DeclarativeLayer):
     quantization_config: Any = None
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.lora_rank is not None:
-            self._normalize("lora_rank", check_positive_int(self.name, "lora_rank", self.lora_rank))
-            self._normalize("lora_alpha", self.lora_rank if self.lora_alpha is None else self.lora_alpha)
-        if isinstance(self.quantization_config, dict):
-            self._normalize("quantization_config", config_from_dict(self.quantization_config))
+        super().__post_init__()  # QuantizeLoRAMixin's: lora_rank, lora_alpha, quantization_config
         self._normalize("units", check_positive_int(self.name, "units", self.units))
         if not isinstance(self.use_bias, bool):
             raise TypeError(f"{self.name}: use_bias must be True or False, received {self.use_bias!r}")
@@ -133,14 +128,6 @@ class Dense(QuantizeLoRAMixin, DeclarativeLayer):
             lora = ops.matmul(ops.matmul(inputs, params[a_name]), params[b_name])
             y = ops.add(y, ops.cast(ops.multiply(lora, self._lora_factor()), ops.dtype(y)))
         return y
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config["quantization_config"] = config_to_dict(self.quantization_config)
-        if self.lora_rank is None:  # Keras writes the LoRA keys only when LoRA is on
-            config.pop("lora_rank", None)
-            config.pop("lora_alpha", None)
-        return config
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         check_last_dim(self, tuple(input_shape))

@@ -50,12 +50,37 @@ class QuantizeLoRAMixin:
 
     A class sets ``_adapted_weight`` (``"kernel"``), ``_scale_axis`` (the axis its scales reduce)
     and ``_quantizable`` (the exact class Keras quantizes: subclasses are refused, as in Keras),
-    and calls :meth:`_adapt_specs` from ``weight_specs`` and :meth:`_weight` in ``call``.
+    declares the fields ``lora_rank``, ``lora_alpha`` and ``quantization_config``, and calls
+    :meth:`_adapt_specs` from ``weight_specs`` and :meth:`_weight` in ``call``. The mixin checks
+    those fields after the layer base's own checks and writes them into the config as Keras does.
     """
 
     _adapted_weight: ClassVar[str] = "kernel"
     _scale_axis: ClassVar[int] = 0
     _quantizable: ClassVar[Any] = None
+    # False where the layer has no inputs to quantize (Embedding): its quantization_config stays None.
+    _keeps_quantization_config: ClassVar[bool] = True
+
+    # ------------------------------------------------------------------ config
+    def __post_init__(self) -> None:
+        super().__post_init__()  # type: ignore[misc]  # the layer base's, next in the MRO
+        layer: Any = self  # the fields below are the layer's
+        if layer.lora_rank is not None:
+            layer._normalize("lora_rank", check_positive_int(layer.name, "lora_rank", layer.lora_rank))
+            layer._normalize("lora_alpha", layer.lora_rank if layer.lora_alpha is None else layer.lora_alpha)
+        if isinstance(layer.quantization_config, dict):
+            restored = config_from_dict(layer.quantization_config) if self._keeps_quantization_config else None
+            layer._normalize("quantization_config", restored)
+
+    def get_config(self) -> dict:
+        config = super().get_config()  # type: ignore[misc]  # the layer base's: every field
+        layer: Any = self
+        config["quantization_config"] = (config_to_dict(layer.quantization_config)
+                                         if self._keeps_quantization_config else None)
+        if layer.lora_rank is None:  # Keras writes the LoRA keys only when LoRA is on
+            config.pop("lora_rank", None)
+            config.pop("lora_alpha", None)
+        return config
 
     # ------------------------------------------------------------------ names and modes
     @property

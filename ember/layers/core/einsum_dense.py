@@ -7,7 +7,7 @@ import string
 from typing import Any
 
 from ember import activations, constraints, initializers, ops, quantizers, regularizers
-from ember.layers.core.dense_adaptation import QuantizeLoRAMixin, config_from_dict, config_to_dict, exact_in_float32
+from ember.layers.core.dense_adaptation import QuantizeLoRAMixin, exact_in_float32
 from ember.layers.core.einsum_dense_quantization import (
     kernel_scale_shape,
     quantization_axes,
@@ -17,7 +17,6 @@ from ember.layers.core.einsum_dense_quantization import (
 from ember.layers.layer import DeclarativeLayer
 from ember.layers.loss_collection import add_loss
 from ember.layers.weights import WeightSpec, create_weights
-from ember.validation import check_positive_int
 
 _EQUATION = re.compile(r"^([a-zA-Z.]+),([a-zA-Z]+)->([a-zA-Z.]+)$")
 
@@ -115,12 +114,7 @@ class EinsumDense(QuantizeLoRAMixin, DeclarativeLayer):
     _apply_ignores_rng = True  # QuantizeLoRAMixin.apply passes no rng on
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.lora_rank is not None:
-            self._normalize("lora_rank", check_positive_int(self.name, "lora_rank", self.lora_rank))
-            self._normalize("lora_alpha", self.lora_rank if self.lora_alpha is None else self.lora_alpha)
-        if isinstance(self.quantization_config, dict):
-            self._normalize("quantization_config", config_from_dict(self.quantization_config))
+        super().__post_init__()  # QuantizeLoRAMixin's: lora_rank, lora_alpha, quantization_config
         if not isinstance(self.equation, str) or _EQUATION.match(self.equation.replace(" ", "")) is None:
             raise ValueError(f"{self.name}: equation must look like 'ab,bc->ac', received {self.equation!r}")
         shape = self.output_shape
@@ -209,14 +203,6 @@ class EinsumDense(QuantizeLoRAMixin, DeclarativeLayer):
             lora = ops.matmul(ops.einsum(equation, inputs, params[a_name]), params[b_name])
             y = ops.add(y, ops.cast(ops.multiply(lora, self._lora_factor()), ops.dtype(y)))
         return y
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config["quantization_config"] = config_to_dict(self.quantization_config)
-        if self.lora_rank is None:  # Keras writes the LoRA keys only when LoRA is on
-            config.pop("lora_rank", None)
-            config.pop("lora_alpha", None)
-        return config
 
     def regularization_losses(self, params: dict) -> list:
         return regularizers.weight_penalties(self, params, {"kernel": self.kernel_regularizer,

@@ -81,14 +81,10 @@ class Embedding(QuantizeLoRAMixin, DeclarativeLayer):
     _apply_ignores_rng: ClassVar[bool] = True  # QuantizeLoRAMixin.apply passes no rng on
     _adapted_weight: ClassVar[str] = "embeddings"
     _scale_axis: ClassVar[int] = -1  # one scale per row (Keras: input_dim is usually the larger axis)
+    _keeps_quantization_config: ClassVar[bool] = False  # an int8 Embedding has no activation quantizer
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.lora_rank is not None:
-            self._normalize("lora_rank", check_positive_int(self.name, "lora_rank", self.lora_rank))
-            self._normalize("lora_alpha", self.lora_rank if self.lora_alpha is None else self.lora_alpha)
-        if isinstance(self.quantization_config, dict):
-            self._normalize("quantization_config", None)  # an int8 Embedding has no activation quantizer
+        super().__post_init__()  # QuantizeLoRAMixin's: lora_rank, lora_alpha, quantization_config
         for field in ("input_dim", "output_dim"):
             self._normalize(field, check_positive_int(self.name, field, getattr(self, field)))
         check_bool(self.name, "mask_zero", self.mask_zero)
@@ -150,14 +146,6 @@ class Embedding(QuantizeLoRAMixin, DeclarativeLayer):
     def output_dtype(self, input_dtype: str) -> str:
         """Symbolic outputs carry the table's dtype, not the indices' (used by graph building)."""
         return self.variable_dtype
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config["quantization_config"] = None
-        if self.lora_rank is None:  # Keras writes the LoRA keys only when LoRA is on
-            config.pop("lora_rank", None)
-            config.pop("lora_alpha", None)
-        return config
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         return input_shape_of(self, input_shape) + (self.output_dim,)
