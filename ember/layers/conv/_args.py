@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ember import global_settings
+from ember import activations, global_settings
 from ember.layers.core._checks import input_shape_of
+from ember.validation import check_bool
 
 DATA_FORMATS = ("channels_last", "channels_first")
 # The shape helpers below take a layer's data_format: None (the default) means "channels_last".
@@ -65,6 +66,30 @@ def standardize_data_format(name: str, value: Any) -> str:
     if fmt not in DATA_FORMATS:
         raise ValueError(f"{name}: data_format must be one of {DATA_FORMATS} or None, received {value!r}")
     return fmt
+
+
+def standardize_window(layer: Any, allow_causal: bool = False) -> None:
+    """Normalize a convolution's window fields in place: ``kernel_size``, ``strides`` and
+    ``dilation_rate`` as ``layer.rank`` ints, ``padding`` (``"causal"`` when allowed) and ``data_format``."""
+    name, rank = layer.name, layer.rank
+    layer._normalize("kernel_size", standardize_tuple(name, layer.kernel_size, rank, "kernel_size"))
+    layer._normalize("strides", standardize_tuple(name, layer.strides, rank, "strides"))
+    layer._normalize("dilation_rate", standardize_tuple(name, layer.dilation_rate, rank, "dilation_rate"))
+    layer._normalize("padding", standardize_padding(name, layer.padding, allow_causal=allow_causal))
+    layer._normalize("data_format", standardize_data_format(name, layer.data_format))
+
+
+def standardize_conv_options(layer: Any) -> None:
+    """What every convolution layer checks after its window: Keras's rule that ``strides > 1``
+    excludes ``dilation_rate > 1``, ``use_bias`` a bool, ``activation`` a known one (normalized)."""
+    name = layer.name
+    if max(layer.strides) > 1 and max(layer.dilation_rate) > 1:
+        raise ValueError(
+            f"{name}: strides > 1 cannot be combined with dilation_rate > 1, received "
+            f"strides={layer.strides} and dilation_rate={layer.dilation_rate}"
+        )
+    check_bool(name, "use_bias", layer.use_bias)
+    layer._normalize("activation", activations.standardize(layer.activation, f"{name}: activation"))
 
 
 def spatial_shape(layer: Any, input_shape: Any, rank: int, data_format: str | None = "channels_last") -> tuple:
@@ -123,6 +148,15 @@ def conv_output_lengths(layer: Any, input_shape: Any, spatial: tuple, kernel_siz
         else:
             lengths.append((n - 1) // s + 1)
     return _check_positive(layer, lengths, input_shape, f"kernel {kernel_size} (dilation {dilation_rate})")
+
+
+def conv_output_shape(layer: Any, input_shape: Any) -> tuple:
+    """The output shape of a convolution with ``layer.filters`` output channels (its window fields
+    already normalized)."""
+    shape, spatial, _ = spatial_shape(layer, input_shape, layer.rank, layer.data_format)
+    lengths = conv_output_lengths(layer, shape, spatial, layer.kernel_size, layer.strides, layer.padding,
+                                  layer.dilation_rate)
+    return join_shape(shape[0], lengths, layer.filters, layer.data_format)
 
 
 def pool_output_lengths(layer: Any, input_shape: Any, spatial: tuple, pool_size: tuple, strides: tuple,

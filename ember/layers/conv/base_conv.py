@@ -8,7 +8,7 @@ from ember import activations, initializers, ops
 from ember.layers.conv import _args
 from ember.layers.layer import DeclarativeLayer
 from ember.layers.weights import WeightSpec, resolve_options
-from ember.validation import check_bool, check_positive_int
+from ember.validation import check_positive_int
 
 
 def add_bias(layer: Any, outputs: Any, bias: Any) -> Any:
@@ -81,23 +81,13 @@ class BaseConv(DeclarativeLayer):
         super().__post_init__()
         resolve_options(self, "kernel_regularizer", "bias_regularizer", "activity_regularizer",
                         "kernel_constraint", "bias_constraint")
-        name, rank = self.name, self.rank
+        name = self.name
         for field in ("filters", "groups"):
             self._normalize(field, check_positive_int(name, field, getattr(self, field)))
         if self.filters % self.groups:
             raise ValueError(f"{name}: filters ({self.filters}) must be divisible by groups ({self.groups})")
-        self._normalize("kernel_size", _args.standardize_tuple(name, self.kernel_size, rank, "kernel_size"))
-        self._normalize("strides", _args.standardize_tuple(name, self.strides, rank, "strides"))
-        self._normalize("dilation_rate", _args.standardize_tuple(name, self.dilation_rate, rank, "dilation_rate"))
-        self._normalize("padding", _args.standardize_padding(name, self.padding, allow_causal=rank == 1))
-        self._normalize("data_format", _args.standardize_data_format(name, self.data_format))
-        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
-            raise ValueError(
-                f"{name}: strides > 1 cannot be combined with dilation_rate > 1, received "
-                f"strides={self.strides} and dilation_rate={self.dilation_rate}"
-            )
-        check_bool(name, "use_bias", self.use_bias)
-        self._normalize("activation", activations.standardize(self.activation, f"{name}: activation"))
+        _args.standardize_window(self, allow_causal=self.rank == 1)
+        _args.standardize_conv_options(self)
         self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
         self._normalize("bias_initializer", initializers.get(self.bias_initializer))
 
@@ -112,10 +102,7 @@ class BaseConv(DeclarativeLayer):
         return channels
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        shape, spatial, _ = _args.spatial_shape(self, input_shape, self.rank, self.data_format)
-        lengths = _args.conv_output_lengths(self, shape, spatial, self.kernel_size, self.strides, self.padding,
-                                            self.dilation_rate)
-        return _args.join_shape(shape[0], lengths, self.filters, self.data_format)
+        return _args.conv_output_shape(self, input_shape)
 
     # --- state ----------------------------------------------------------------------------------
     def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:

@@ -9,7 +9,7 @@ from ember.layers.conv import _args
 from ember.layers.conv.base_conv import add_bias, check_input
 from ember.layers.layer import DeclarativeLayer
 from ember.layers.weights import WeightSpec, resolve_options
-from ember.validation import check_bool, check_positive_int
+from ember.validation import check_positive_int
 
 
 class BaseConvTranspose(DeclarativeLayer):
@@ -30,14 +30,9 @@ class BaseConvTranspose(DeclarativeLayer):
             the cells added at the end of each output axis.
         data_format: ``"channels_last"`` (default, ``None``) or ``"channels_first"``.
         dilation_rate: int or tuple of ``rank`` ints.
-        activation: activation name or function; None is linear.
-        use_bias: add a bias vector of shape ``(filters,)``.
-        kernel_initializer, bias_initializer: initializers of the two params.
-        kernel_regularizer, bias_regularizer: weight penalties (see
-            :meth:`regularization_losses`).
-        activity_regularizer: penalty on the outputs, passed to ``add_loss``.
-        kernel_constraint, bias_constraint: projections applied by
-            the optimizer after each update (see :meth:`constraints`).
+        activation, use_bias, kernel_initializer, bias_initializer: as for :class:`BaseConv`.
+        kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint: as for
+            :class:`BaseConv`.
     """
 
     rank: ClassVar[int] = 2
@@ -63,28 +58,18 @@ class BaseConvTranspose(DeclarativeLayer):
         super().__post_init__()
         resolve_options(self, "kernel_regularizer", "bias_regularizer", "activity_regularizer",
                         "kernel_constraint", "bias_constraint")
-        name, rank = self.name, self.rank
+        name = self.name
         self._normalize("filters", check_positive_int(name, "filters", self.filters))
-        self._normalize("kernel_size", _args.standardize_tuple(name, self.kernel_size, rank, "kernel_size"))
-        self._normalize("strides", _args.standardize_tuple(name, self.strides, rank, "strides"))
-        self._normalize("dilation_rate", _args.standardize_tuple(name, self.dilation_rate, rank, "dilation_rate"))
-        self._normalize("padding", _args.standardize_padding(name, self.padding))
-        self._normalize("data_format", _args.standardize_data_format(name, self.data_format))
+        _args.standardize_window(self)
         if self.output_padding is not None:
-            extra = _args.standardize_tuple(name, self.output_padding, rank, "output_padding", allow_zero=True)
+            extra = _args.standardize_tuple(name, self.output_padding, self.rank, "output_padding", allow_zero=True)
             if any(p >= s for p, s in zip(extra, self.strides)):
                 raise ValueError(
                     f"{name}: output_padding must be smaller than strides on every axis, received "
                     f"output_padding={extra} and strides={self.strides}"
                 )
             self._normalize("output_padding", extra)
-        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
-            raise ValueError(
-                f"{name}: strides > 1 cannot be combined with dilation_rate > 1, received "
-                f"strides={self.strides} and dilation_rate={self.dilation_rate}"
-            )
-        check_bool(name, "use_bias", self.use_bias)
-        self._normalize("activation", activations.standardize(self.activation, f"{name}: activation"))
+        _args.standardize_conv_options(self)
         self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
         self._normalize("bias_initializer", initializers.get(self.bias_initializer))
 

@@ -9,7 +9,7 @@ from ember.layers.conv import _args
 from ember.layers.conv.base_conv import add_bias, check_input
 from ember.layers.layer import DeclarativeLayer
 from ember.layers.weights import WeightSpec, resolve_options
-from ember.validation import check_bool, check_positive_int
+from ember.validation import check_positive_int
 
 
 def depthwise_conv(layer: Any, inputs: Any, kernel: Any) -> Any:
@@ -28,20 +28,9 @@ def depthwise_conv(layer: Any, inputs: Any, kernel: Any) -> Any:
 
 def validate_depthwise(layer: Any) -> None:
     """Normalize the fields shared by the depthwise and separable convolutions."""
-    name, rank = layer.name, layer.rank
-    layer._normalize("depth_multiplier", check_positive_int(name, "depth_multiplier", layer.depth_multiplier))
-    layer._normalize("kernel_size", _args.standardize_tuple(name, layer.kernel_size, rank, "kernel_size"))
-    layer._normalize("strides", _args.standardize_tuple(name, layer.strides, rank, "strides"))
-    layer._normalize("dilation_rate", _args.standardize_tuple(name, layer.dilation_rate, rank, "dilation_rate"))
-    layer._normalize("padding", _args.standardize_padding(name, layer.padding))
-    layer._normalize("data_format", _args.standardize_data_format(name, layer.data_format))
-    if max(layer.strides) > 1 and max(layer.dilation_rate) > 1:
-        raise ValueError(
-            f"{name}: strides > 1 cannot be combined with dilation_rate > 1, received "
-            f"strides={layer.strides} and dilation_rate={layer.dilation_rate}"
-        )
-    check_bool(name, "use_bias", layer.use_bias)
-    layer._normalize("activation", activations.standardize(layer.activation, f"{name}: activation"))
+    layer._normalize("depth_multiplier", check_positive_int(layer.name, "depth_multiplier", layer.depth_multiplier))
+    _args.standardize_window(layer)
+    _args.standardize_conv_options(layer)
 
 
 class BaseDepthwiseConv(DeclarativeLayer):

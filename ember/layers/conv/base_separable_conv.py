@@ -70,10 +70,7 @@ class BaseSeparableConv(DeclarativeLayer):
             self._normalize(field, initializers.get(getattr(self, field)))
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        shape, spatial, _ = _args.spatial_shape(self, input_shape, self.rank, self.data_format)
-        lengths = _args.conv_output_lengths(self, shape, spatial, self.kernel_size, self.strides, self.padding,
-                                            self.dilation_rate)
-        return _args.join_shape(shape[0], lengths, self.filters, self.data_format)
+        return _args.conv_output_shape(self, input_shape)
 
     def weight_specs(self, input_shape: Any = None) -> list[WeightSpec]:
         """The depthwise kernel, the ``1x1`` pointwise kernel and the ``(filters,)`` bias."""

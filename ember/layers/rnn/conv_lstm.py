@@ -66,12 +66,7 @@ class BaseConvLSTM(DeclarativeLayer):
         super().__post_init__()
         if isinstance(self.filters, bool) or not isinstance(self.filters, int) or self.filters < 1:
             raise ValueError(f"{self.name}: filters must be a positive int, received {self.filters!r}")
-        self._normalize("kernel_size", _args.standardize_tuple(self.name, self.kernel_size, self.rank, "kernel_size"))
-        self._normalize("strides", _args.standardize_tuple(self.name, self.strides, self.rank, "strides"))
-        self._normalize("dilation_rate", _args.standardize_tuple(self.name, self.dilation_rate, self.rank,
-                                                                 "dilation_rate"))
-        self._normalize("padding", _args.standardize_padding(self.name, self.padding))
-        self._normalize("data_format", _args.standardize_data_format(self.name, self.data_format))
+        _args.standardize_window(self)
         for field in ("activation", "recurrent_activation"):
             self._normalize(field, activations.standardize(getattr(self, field), f"{self.name}: {field}"))
         for field in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
