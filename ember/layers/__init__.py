@@ -9,6 +9,7 @@ Example:
     (4, 3)
 """
 
+from ember.layers import conv, pooling, reshaping, rnn
 from ember.layers.attention import (
     AdditiveAttention,
     Attention,
@@ -16,26 +17,7 @@ from ember.layers.attention import (
     GroupQueryAttention,
     MultiHeadAttention,
 )
-from ember.layers.conv import (
-    Conv1D,
-    Conv1DTranspose,
-    Conv2D,
-    Conv2DTranspose,
-    Conv3D,
-    Conv3DTranspose,
-    Convolution1D,
-    Convolution1DTranspose,
-    Convolution2D,
-    Convolution2DTranspose,
-    Convolution3D,
-    Convolution3DTranspose,
-    DepthwiseConv1D,
-    DepthwiseConv2D,
-    SeparableConv1D,
-    SeparableConv2D,
-    SeparableConvolution1D,
-    SeparableConvolution2D,
-)
+from ember.layers.conv import *  # noqa: F403  (its __all__, re-exported below)
 from ember.layers.core.activation import Activation
 from ember.layers.core.dense import Dense
 from ember.layers.core.dropout import Dropout
@@ -79,32 +61,7 @@ from ember.layers.normalization import (
     UnitNormalization,
 )
 from ember.layers.normalization.auto_contrast import AutoContrast
-from ember.layers.pooling import (
-    AveragePooling1D,
-    AveragePooling2D,
-    AveragePooling3D,
-    AvgPool1D,
-    AvgPool2D,
-    AvgPool3D,
-    GlobalAveragePooling1D,
-    GlobalAveragePooling2D,
-    GlobalAveragePooling3D,
-    GlobalAvgPool1D,
-    GlobalAvgPool2D,
-    GlobalAvgPool3D,
-    GlobalMaxPool1D,
-    GlobalMaxPool2D,
-    GlobalMaxPool3D,
-    GlobalMaxPooling1D,
-    GlobalMaxPooling2D,
-    GlobalMaxPooling3D,
-    MaxPool1D,
-    MaxPool2D,
-    MaxPool3D,
-    MaxPooling1D,
-    MaxPooling2D,
-    MaxPooling3D,
-)
+from ember.layers.pooling import *  # noqa: F403  (its __all__, re-exported below)
 from ember.layers.regularization import (
     ActivityRegularization,
     GaussianDropout,
@@ -113,30 +70,8 @@ from ember.layers.regularization import (
     SpatialDropout2D,
     SpatialDropout3D,
 )
-from ember.layers.reshaping import (
-    Cropping1D,
-    Cropping2D,
-    Cropping3D,
-    UpSampling1D,
-    UpSampling2D,
-    UpSampling3D,
-    ZeroPadding1D,
-    ZeroPadding2D,
-    ZeroPadding3D,
-)
-from ember.layers.rnn import (
-    GRU,
-    LSTM,
-    RNN,
-    Bidirectional,
-    GRUCell,
-    LSTMCell,
-    Masking,
-    RNNCell,
-    SimpleRNN,
-    SimpleRNNCell,
-    TimeDistributed,
-)
+from ember.layers.reshaping import *  # noqa: F403  (its __all__, re-exported below)
+from ember.layers.rnn import *  # noqa: F403  (its __all__, re-exported below)
 from ember.layers.variable import Variable
 from ember.layers.weights import WeightSpec
 
@@ -185,75 +120,14 @@ __all__ = [
     "clear_session",
 ]
 
-# Convolution, pooling and spatial reshaping layers.
-__all__ += [
-    "Conv1D",
-    "Conv1DTranspose",
-    "Conv2D",
-    "Conv2DTranspose",
-    "Conv3D",
-    "Conv3DTranspose",
-    "Convolution1D",
-    "Convolution1DTranspose",
-    "Convolution2D",
-    "Convolution2DTranspose",
-    "Convolution3D",
-    "Convolution3DTranspose",
-    "DepthwiseConv1D",
-    "DepthwiseConv2D",
-    "SeparableConv1D",
-    "SeparableConv2D",
-    "SeparableConvolution1D",
-    "SeparableConvolution2D",
-    "AveragePooling1D",
-    "AveragePooling2D",
-    "AveragePooling3D",
-    "AvgPool1D",
-    "AvgPool2D",
-    "AvgPool3D",
-    "GlobalAveragePooling1D",
-    "GlobalAveragePooling2D",
-    "GlobalAveragePooling3D",
-    "GlobalAvgPool1D",
-    "GlobalAvgPool2D",
-    "GlobalAvgPool3D",
-    "GlobalMaxPool1D",
-    "GlobalMaxPool2D",
-    "GlobalMaxPool3D",
-    "GlobalMaxPooling1D",
-    "GlobalMaxPooling2D",
-    "GlobalMaxPooling3D",
-    "MaxPool1D",
-    "MaxPool2D",
-    "MaxPool3D",
-    "MaxPooling1D",
-    "MaxPooling2D",
-    "MaxPooling3D",
-    "Cropping1D",
-    "Cropping2D",
-    "Cropping3D",
-    "UpSampling1D",
-    "UpSampling2D",
-    "UpSampling3D",
-    "ZeroPadding1D",
-    "ZeroPadding2D",
-    "ZeroPadding3D",
-]
+# Convolution, pooling and spatial reshaping layers: each package's __all__ (its layers and
+# Keras's aliases; the packages' base classes are importable there, not exported here).
+__all__ += conv.__all__
+__all__ += pooling.__all__
+__all__ += reshaping.__all__
 
 # Recurrent layers.
-__all__ += [
-    "Bidirectional",
-    "GRU",
-    "GRUCell",
-    "LSTM",
-    "LSTMCell",
-    "Masking",
-    "RNN",
-    "RNNCell",
-    "SimpleRNN",
-    "SimpleRNNCell",
-    "TimeDistributed",
-]
+__all__ += rnn.__all__
 
 # Neural circuit policies (continuous-time and wired cells).
 NCP = NCPCell  # the single-step NCP cell under its short name

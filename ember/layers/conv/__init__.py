@@ -1,9 +1,9 @@
 """Convolution layers: ``Conv1D/2D/3D``, their transposes, depthwise and separable convolutions."""
 
-from ember.layers.conv.base_conv import BaseConv
-from ember.layers.conv.base_conv_transpose import BaseConvTranspose
-from ember.layers.conv.base_depthwise_conv import BaseDepthwiseConv
-from ember.layers.conv.base_separable_conv import BaseSeparableConv
+from ember.layers.conv.base_conv import BaseConv as BaseConv
+from ember.layers.conv.base_conv_transpose import BaseConvTranspose as BaseConvTranspose
+from ember.layers.conv.base_depthwise_conv import BaseDepthwiseConv as BaseDepthwiseConv
+from ember.layers.conv.base_separable_conv import BaseSeparableConv as BaseSeparableConv
 from ember.layers.conv.conv1d import Conv1D
 from ember.layers.conv.conv1d_transpose import Conv1DTranspose
 from ember.layers.conv.conv2d import Conv2D
@@ -25,11 +25,9 @@ Convolution3DTranspose = Conv3DTranspose
 SeparableConvolution1D = SeparableConv1D
 SeparableConvolution2D = SeparableConv2D
 
+# The base classes are importable from this package (the redundant aliases re-export them) but are
+# not in __all__, which ember.layers re-exports: as in Keras, they are not layers of their own.
 __all__ = [
-    "BaseConv",
-    "BaseConvTranspose",
-    "BaseDepthwiseConv",
-    "BaseSeparableConv",
     "Conv1D",
     "Conv1DTranspose",
     "Conv2D",
@@ -46,4 +44,6 @@ __all__ = [
     "DepthwiseConv2D",
     "SeparableConv1D",
     "SeparableConv2D",
+    "SeparableConvolution1D",
+    "SeparableConvolution2D",
 ]
