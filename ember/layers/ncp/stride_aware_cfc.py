@@ -24,7 +24,7 @@ and ``time_scale_factor = 1`` it is exactly the CfC.
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, ClassVar
 
 from ember import ops
 from ember.layers.layer import Layer
@@ -54,7 +54,36 @@ def effective_time(stride: Any, factor: float) -> Any:
     return stride if factor == 1.0 else ops.multiply(stride, factor)
 
 
-class StrideAwareCfCCell(CfCCell):
+class StrideAwareCell:
+    """What both stride-aware cells add to their CfC cell (listed before it among the bases): the
+    checks of their ``stride_length`` and ``time_scale_factor`` fields and the effective elapsed
+    time of every step. A cell names its default layer name in ``_default_name``.
+
+    Example:
+        >>> from ember import layers, wirings
+        >>> cells = layers.StrideAwareCfCCell(3), layers.StrideAwareWiredCfCCell(wirings.FullyConnected(3, 1))
+        >>> [isinstance(cell, StrideAwareCell) for cell in cells], cells[0].name.startswith("stride_aware_cfc_cell")
+        ([True, True], True)
+    """
+
+    _default_name: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        layer: Any = self  # a CfC cell: the fields and _normalize are its own
+        default_name(layer, self._default_name)
+        super().__post_init__()  # type: ignore[misc]  # the CfC cell's, next in the MRO
+        check_scale(layer, "stride_length")
+        check_scale(layer, "time_scale_factor")
+
+    def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
+                      training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
+        layer: Any = self
+        return super().prepared_step(  # type: ignore[misc]  # the CfC cell's
+            params, step_input, states, context, training=training, rng=rng,
+            timespan=effective_time(timespan, layer.stride_length * layer.time_scale_factor))
+
+
+class StrideAwareCfCCell(StrideAwareCell, CfCCell):
     """A dense CfC cell whose elapsed time is ``stride * stride_length * time_scale_factor``.
 
     Args:
@@ -77,19 +106,10 @@ class StrideAwareCfCCell(CfCCell):
     stride_length: float = 1.0
     time_scale_factor: float = 1.0
 
-    def __post_init__(self) -> None:
-        default_name(self, "stride_aware_cfc_cell")
-        super().__post_init__()
-        check_scale(self, "stride_length")
-        check_scale(self, "time_scale_factor")
-
-    def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
-                      training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-        return super().prepared_step(params, step_input, states, context, training=training, rng=rng,
-                                     timespan=effective_time(timespan, self.stride_length * self.time_scale_factor))
+    _default_name = "stride_aware_cfc_cell"
 
 
-class StrideAwareWiredCfCCell(WiredCfCCell):
+class StrideAwareWiredCfCCell(StrideAwareCell, WiredCfCCell):
     """A wired CfC cell whose elapsed time is ``stride * stride_length * time_scale_factor``.
 
     Args:
@@ -111,16 +131,7 @@ class StrideAwareWiredCfCCell(WiredCfCCell):
     stride_length: float = 1.0
     time_scale_factor: float = 1.0
 
-    def __post_init__(self) -> None:
-        default_name(self, "stride_aware_wired_cfc_cell")
-        super().__post_init__()
-        check_scale(self, "stride_length")
-        check_scale(self, "time_scale_factor")
-
-    def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
-                      training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
-        return super().prepared_step(params, step_input, states, context, training=training, rng=rng,
-                                     timespan=effective_time(timespan, self.stride_length * self.time_scale_factor))
+    _default_name = "stride_aware_wired_cfc_cell"
 
 
 class StrideAwareCfC(CfC):
