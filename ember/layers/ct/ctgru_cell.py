@@ -43,14 +43,13 @@ from ember.layers.ct._common import motor_output
 from ember.layers.ncp._common import (
     built_wiring,
     check_features,
-    compact_repr,
     default_name,
-    normalize_wiring,
     split_rows,
     to_array,
     to_mask,
 )
-from ember.layers.rnn.cell import RNNCell, init_weight
+from ember.layers.ncp.wired_cell import WiredCell
+from ember.layers.rnn.cell import init_weight
 from ember.validation import check_positive_int
 
 
@@ -64,7 +63,7 @@ def log_timescales(m: int) -> np.ndarray:
     return np.arange(m, dtype=np.float64) * (0.5 * math.log(10.0))
 
 
-class CTGRUCell(RNNCell):
+class CTGRUCell(WiredCell):
     """A continuous-time GRU cell on a wiring (equations in the module docstring).
 
     Args:
@@ -87,7 +86,6 @@ class CTGRUCell(RNNCell):
         (3, 5, 4)
     """
 
-    wiring: Any
     timescales: int = 8
     kernel_initializer: Any = "glorot_uniform"
     bias_initializer: Any = "zeros"
@@ -96,22 +94,14 @@ class CTGRUCell(RNNCell):
 
     def __post_init__(self) -> None:
         default_name(self, "ctgru_cell")
-        super().__post_init__()
-        normalize_wiring(self)
+        super().__post_init__()  # WiredCell's: checks and copies the wiring
         self._normalize("timescales", check_positive_int(self.name, "timescales", self.timescales))
         for field in ("kernel_initializer", "bias_initializer"):
             self._normalize(field, initializers.get(getattr(self, field)))
 
-    def __repr__(self) -> str:
-        return compact_repr(self)
-
     @property
     def state_size(self) -> int:
-        return self.wiring.units * self.timescales
-
-    @property
-    def output_size(self) -> int:
-        return self.wiring.output_dim
+        return self.wiring.units * self.timescales  # M states per neuron
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         features = self.step_input_shape(input_shape)[-1]

@@ -80,12 +80,10 @@ from ember.initializers import RandomUniform
 from ember.layers.ncp._common import (
     built_wiring,
     check_features,
-    compact_repr,
-    normalize_wiring,
     to_array,
     to_mask,
 )
-from ember.layers.rnn.cell import RNNCell
+from ember.layers.ncp.wired_cell import WiredCell
 from ember.seeds import sub_seed
 from ember.validation import check_positive_int
 
@@ -99,7 +97,7 @@ DEFAULT_RANGES = {
 _POSITIVE = ("w", "sensory_w", "cm", "gleak")
 
 
-class LTCCell(RNNCell):
+class LTCCell(WiredCell):
     """A liquid time-constant cell (equations in the module docstring).
 
     Args:
@@ -136,7 +134,6 @@ class LTCCell(RNNCell):
         (4, 1)
     """
 
-    wiring: Any
     input_mapping: str | None = "affine"
     output_mapping: str | None = "affine"
     ode_unfolds: int = 6
@@ -148,8 +145,7 @@ class LTCCell(RNNCell):
     accepts_timespan: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        normalize_wiring(self)
+        super().__post_init__()  # WiredCell's: checks and copies the wiring
         for field in ("input_mapping", "output_mapping"):
             value = getattr(self, field)
             if value == "none":
@@ -191,17 +187,6 @@ class LTCCell(RNNCell):
         return checked
 
     # --- protocol --------------------------------------------------------------------------
-    def __repr__(self) -> str:
-        return compact_repr(self)
-
-    @property
-    def state_size(self) -> int:
-        return self.wiring.units
-
-    @property
-    def output_size(self) -> int:
-        return self.wiring.output_dim
-
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         features = self.step_input_shape(input_shape)[-1]
         wiring = built_wiring(self, self.wiring, features)

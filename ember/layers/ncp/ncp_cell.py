@@ -20,12 +20,13 @@ from __future__ import annotations
 from typing import Any
 
 from ember import activations, initializers, ops
-from ember.layers.ncp._common import built_wiring, check_features, compact_repr, normalize_wiring, to_mask
-from ember.layers.rnn.cell import RNNCell, init_weight
+from ember.layers.ncp._common import built_wiring, check_features, to_mask
+from ember.layers.ncp.wired_cell import WiredCell
+from ember.layers.rnn.cell import init_weight
 from ember.validation import check_bool
 
 
-class NCPCell(RNNCell):
+class NCPCell(WiredCell):
     """A wiring-masked ``tanh`` recurrence (equations in the module docstring); also ``layers.NCP``.
 
     Args:
@@ -48,7 +49,6 @@ class NCPCell(RNNCell):
         ((5, 2), (5, 8))
     """
 
-    wiring: Any
     activation: Any = "tanh"
     use_bias: bool = True
     kernel_initializer: Any = "glorot_uniform"
@@ -56,23 +56,11 @@ class NCPCell(RNNCell):
     bias_initializer: Any = "zeros"
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        normalize_wiring(self)
+        super().__post_init__()  # WiredCell's: checks and copies the wiring
         self._normalize("activation", activations.standardize(self.activation, f"{self.name}: activation"))
         check_bool(self.name, "use_bias", self.use_bias)
         for field in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
             self._normalize(field, initializers.get(getattr(self, field)))
-
-    def __repr__(self) -> str:
-        return compact_repr(self)
-
-    @property
-    def state_size(self) -> int:
-        return self.wiring.units
-
-    @property
-    def output_size(self) -> int:
-        return self.wiring.output_dim
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         features = self.step_input_shape(input_shape)[-1]

@@ -43,19 +43,17 @@ from ember.layers.ncp._common import (
     cfc_update,
     check_features,
     check_mode,
-    compact_repr,
     default_name,
     dense_params,
-    normalize_wiring,
     pure_params,
     split_rows,
     to_mask,
 )
-from ember.layers.rnn.cell import RNNCell
+from ember.layers.ncp.wired_cell import WiredCell
 from ember.validation import check_bool
 
 
-class WiredCfCCell(RNNCell):
+class WiredCfCCell(WiredCell):
     """A CfC cell with sparse connectivity from a wiring (equations in the module docstring).
 
     Args:
@@ -79,18 +77,17 @@ class WiredCfCCell(RNNCell):
         (4, 2)
     """
 
-    wiring: Any
     mode: str = "default"
     fully_recurrent: bool = True
     kernel_initializer: Any = "glorot_uniform"
     bias_initializer: Any = "zeros"
 
     accepts_timespan: ClassVar[bool] = True
+    _wiring_allows_units = False  # a Wiring only: the cell's layers are the wiring's
 
     def __post_init__(self) -> None:
         default_name(self, "wired_cfc_cell")
-        super().__post_init__()
-        normalize_wiring(self, allow_units=False)
+        super().__post_init__()  # WiredCell's: checks and copies the wiring
         check_mode(self)
         check_bool(self.name, "fully_recurrent", self.fully_recurrent)
         self._normalize("kernel_initializer", initializers.get(self.kernel_initializer))
@@ -100,17 +97,6 @@ class WiredCfCCell(RNNCell):
         if last[:wiring.output_dim] != list(range(wiring.output_dim)):
             raise ValueError(f"{self.name}: the wiring's last layer must start with its motor neurons "
                              f"0 .. {wiring.output_dim - 1} (the outputs), received neurons {last}")
-
-    def __repr__(self) -> str:
-        return compact_repr(self)
-
-    @property
-    def state_size(self) -> int:
-        return self.wiring.units
-
-    @property
-    def output_size(self) -> int:
-        return self.wiring.output_dim
 
     @property
     def layer_sizes(self) -> list[int]:
