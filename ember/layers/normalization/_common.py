@@ -6,6 +6,7 @@ import numbers
 from typing import Any
 
 from ember import ops
+from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import Layer
 from ember.validation import check_bool
 
@@ -98,3 +99,26 @@ def input_shape(layer: Layer, x: Any) -> tuple:
     if not ops.is_array(x):
         raise TypeError(f"layer {layer.name!r} expects one array input, received {type(x).__name__}")
     return tuple(ops.shape(x))
+
+
+def as_input_dtype(outputs: Any, input_dtype: str) -> Any:
+    """``outputs`` in the input's dtype again (:func:`compute_input` computed half precision in float32)."""
+    return outputs if ops.dtype(outputs) == input_dtype else ops.cast(outputs, input_dtype)
+
+
+def checked_param(layer: Layer, params: dict, name: str, shape: tuple, axes: tuple[int, ...]) -> Any:
+    """``params[name]`` (x's sizes on ``axes``); ValueError when it does not fit ``shape``."""
+    param = params[name]
+    expected = tuple(shape[a] for a in axes)
+    if tuple(ops.shape(param)) != expected:
+        raise ValueError(f"layer {layer.name!r} was built for sizes {tuple(ops.shape(param))} on axis "
+                         f"{layer.axis}, received inputs of shape {shape}")
+    return param
+
+
+def axis_output_shape(layer: Layer, input_shape: Any) -> tuple:
+    """The output shape of a layer that normalizes over ``layer.axis``: the input shape (rank >= 2),
+    once ``axis`` is checked against it."""
+    shape = input_shape_of(layer, input_shape, min_rank=2)
+    resolve_axes(layer, layer.axis, len(shape), shape)
+    return shape

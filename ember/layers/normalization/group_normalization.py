@@ -122,9 +122,7 @@ class GroupNormalization(DeclarativeLayer):
         if self.center:
             offset = ops.add(offset, ops.reshape(ops.cast(params["beta"], ops.dtype(x)), tuple(param_shape)))
         outputs = ops.reshape(ops.add(ops.multiply(grouped, inv), offset), shape)
-        if ops.dtype(outputs) != input_dtype:
-            outputs = ops.cast(outputs, input_dtype)
-        return outputs
+        return _common.as_input_dtype(outputs, input_dtype)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         shape = input_shape_of(self, input_shape, min_rank=2)

@@ -96,30 +96,15 @@ class LayerNormalization(DeclarativeLayer):
         axes = _common.resolve_axes(self, self.axis, len(shape), shape)
         x, input_dtype = _common.compute_input(self, inputs)
         has_gamma, has_beta = self._uses()
-        gamma = _checked_param(self, params, "gamma", shape, axes) if has_gamma else None
-        beta = _checked_param(self, params, "beta", shape, axes) if has_beta else None
+        gamma = _common.checked_param(self, params, "gamma", shape, axes) if has_gamma else None
+        beta = _common.checked_param(self, params, "beta", shape, axes) if has_beta else None
         if self.rms_scaling:  # Keras's rms_scaling (no mean subtracted): no fused kernel computes it
             variance = ops.var(x, axis=axes, keepdims=True)
             outputs = ops.multiply(ops.multiply(x, ops.rsqrt(ops.add(variance, self.epsilon))),
                                    ops.cast(_common.broadcast_param(gamma, axes, shape), ops.dtype(x)))
         else:  # the backend's fused kernel where it has one (torch, MLX), else the composite
             outputs = ops.nn.layer_norm(x, gamma, beta, axis=axes, epsilon=self.epsilon)
-        if ops.dtype(outputs) != input_dtype:
-            outputs = ops.cast(outputs, input_dtype)
-        return outputs
+        return _common.as_input_dtype(outputs, input_dtype)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        shape = input_shape_of(self, input_shape, min_rank=2)
-        _common.resolve_axes(self, self.axis, len(shape), shape)
-        return shape
-
-
-
-def _checked_param(layer: LayerNormalization, params: dict, name: str, shape: tuple, axes: tuple[int, ...]) -> Any:
-    """``params[name]`` (x's sizes on ``axes``); ValueError when it does not fit ``shape``."""
-    param = params[name]
-    expected = tuple(shape[a] for a in axes)
-    if tuple(ops.shape(param)) != expected:
-        raise ValueError(f"layer {layer.name!r} was built for sizes {tuple(ops.shape(param))} on axis "
-                         f"{layer.axis}, received inputs of shape {shape}")
-    return param
+        return _common.axis_output_shape(self, input_shape)

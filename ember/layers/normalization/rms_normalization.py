@@ -51,19 +51,12 @@ class RMSNormalization(DeclarativeLayer):
     def call(self, params: dict, inputs: Any) -> Any:
         shape = _common.input_shape(self, inputs)
         axes = _common.resolve_axes(self, self.axis, len(shape), shape)
-        scale = params["scale"]
-        if tuple(ops.shape(scale)) != tuple(shape[a] for a in axes):
-            raise ValueError(f"layer {self.name!r} was built for sizes {tuple(ops.shape(scale))} on axis "
-                             f"{self.axis}, received inputs of shape {shape}")
+        scale = _common.checked_param(self, params, "scale", shape, axes)
         x, input_dtype = _common.compute_input(self, inputs)
         mean_square = ops.mean(ops.square(x), axis=axes, keepdims=True)
         scale = ops.cast(_common.broadcast_param(scale, axes, shape), ops.dtype(x))
         outputs = ops.multiply(ops.multiply(x, ops.rsqrt(ops.add(mean_square, self.epsilon))), scale)
-        if ops.dtype(outputs) != input_dtype:
-            outputs = ops.cast(outputs, input_dtype)
-        return outputs
+        return _common.as_input_dtype(outputs, input_dtype)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        shape = input_shape_of(self, input_shape, min_rank=2)
-        _common.resolve_axes(self, self.axis, len(shape), shape)
-        return shape
+        return _common.axis_output_shape(self, input_shape)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ember import ops
-from ember.layers.core._checks import input_shape_of
 from ember.layers.layer import DeclarativeLayer
 from ember.layers.normalization import _common
 
@@ -42,11 +41,7 @@ class UnitNormalization(DeclarativeLayer):
         x, input_dtype = _common.compute_input(self, inputs)
         square_sum = ops.sum(ops.square(x), axis=axes, keepdims=True)
         outputs = ops.multiply(x, ops.rsqrt(ops.maximum(square_sum, 1e-12)))
-        if ops.dtype(outputs) != input_dtype:
-            outputs = ops.cast(outputs, input_dtype)
-        return outputs
+        return _common.as_input_dtype(outputs, input_dtype)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        shape = input_shape_of(self, input_shape, min_rank=2)
-        _common.resolve_axes(self, self.axis, len(shape), shape)
-        return shape
+        return _common.axis_output_shape(self, input_shape)
