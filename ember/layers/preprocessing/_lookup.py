@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,63 @@ def check_lookup(layer: Any) -> None:
         raise ValueError(f"{layer.name}: output_mode='tf_idf' needs idf_weights with the vocabulary (or adapt)")
     if layer.invert and layer.output_mode != "int":
         raise ValueError(f"{layer.name}: invert=True needs output_mode='int', received {layer.output_mode!r}")
+
+
+def normalize_lookup(layer: Any, token: Callable[[Any], Any]) -> None:
+    """The fields of a lookup layer (``IntegerLookup``, ``StringLookup``) as it keeps them: the
+    vocabulary as ``token(v)`` for each entry (no entry twice), the IDF weights as floats; then
+    :func:`check_lookup`."""
+    if layer.vocabulary is not None:
+        vocabulary = [token(v) for v in layer.vocabulary]
+        if len(set(vocabulary)) != len(vocabulary):
+            raise ValueError(f"{layer.name}: the vocabulary has repeated tokens")
+        layer._normalize("vocabulary", vocabulary)
+    if layer.idf_weights is not None:
+        layer._normalize("idf_weights", [float(w) for w in layer.idf_weights])
+    check_lookup(layer)
+
+
+def token_limit(layer: Any) -> int | None:
+    """How many vocabulary tokens ``adapt`` keeps: ``max_tokens`` less the mask and OOV indices."""
+    return None if layer.max_tokens is None else layer.max_tokens - special_count(layer)
+
+
+def adapted(layer: Any, array: np.ndarray, token: Callable[[Any], Any]) -> Any:
+    """A copy of a lookup layer with the vocabulary of the host ``array`` (its tokens ranked, each
+    as ``token(t)``) and, for tf_idf, the IDF weights of its rows."""
+    exclude = {layer.mask_token} if layer.mask_token is not None else set()
+    vocabulary = [token(t) for t in ranked_tokens(array.ravel().tolist(), exclude, token_limit(layer))]
+    weights = None
+    if layer.output_mode == "tf_idf":
+        rows = array.reshape(array.shape[0], -1).tolist() if array.ndim > 1 else [[t] for t in array.tolist()]
+        weights = idf(rows, vocabulary)
+    return layer.replace(vocabulary=vocabulary, idf_weights=weights)
+
+
+class VocabularyLayer:
+    """What the layers with a vocabulary (``IntegerLookup``, ``StringLookup``, ``TextVectorization``)
+    share, listed before their layer base: Keras's ``get_vocabulary`` and ``vocabulary_size``, and
+    the refusal to build without a vocabulary.
+
+    Example:
+        >>> from ember import layers
+        >>> layers.StringLookup(vocabulary=["a", "b"]).get_vocabulary()
+        ['[UNK]', 'a', 'b']
+    """
+
+    def get_vocabulary(self) -> list:
+        """Mask token, OOV token(s), then the vocabulary (Keras's ``get_vocabulary``)."""
+        return full_vocabulary(self)
+
+    def vocabulary_size(self) -> int:
+        return vocabulary_size(self)
+
+    def build(self, input_shape: Any, seed: int | None = None) -> dict:
+        layer: Any = self
+        if layer.vocabulary is None:
+            raise ValueError(f"layer {layer.name!r} has no vocabulary: pass one, or adapt it first with "
+                             "layer = layer.adapt(data) (adapt returns the new layer)")
+        return super().build(input_shape, seed)  # type: ignore[misc]  # the layer base's
 
 
 def special_count(layer: Any) -> int:

@@ -12,7 +12,7 @@ from ember.layers.preprocessing import _lookup
 from ember.layers.preprocessing.normalization import host_array
 
 
-class IntegerLookup(DeclarativeLayer):
+class IntegerLookup(_lookup.VocabularyLayer, DeclarativeLayer):
     """Maps integer tokens to indices by a vocabulary (Keras's layout: mask, OOV, vocabulary).
 
     The lookup compares each input with the vocabulary on the active backend, so the
@@ -57,39 +57,11 @@ class IntegerLookup(DeclarativeLayer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.vocabulary is not None:
-            vocabulary = [int(v) for v in self.vocabulary]
-            if len(set(vocabulary)) != len(vocabulary):
-                raise ValueError(f"{self.name}: the vocabulary has repeated tokens")
-            self._normalize("vocabulary", vocabulary)
-        if self.idf_weights is not None:
-            self._normalize("idf_weights", [float(w) for w in self.idf_weights])
-        _lookup.check_lookup(self)
-
-    def get_vocabulary(self) -> list:
-        """Mask token, OOV token(s), then the vocabulary (Keras's ``get_vocabulary``)."""
-        return _lookup.full_vocabulary(self)
-
-    def vocabulary_size(self) -> int:
-        return _lookup.vocabulary_size(self)
+        _lookup.normalize_lookup(self, int)
 
     def adapt(self, data: Any, steps: Any = None) -> IntegerLookup:
         """A copy with the vocabulary (and, for tf_idf, the IDF weights) of ``data``."""
-        array = host_array(data)
-        exclude = {self.mask_token} if self.mask_token is not None else set()
-        limit = None if self.max_tokens is None else self.max_tokens - _lookup.special_count(self)
-        vocabulary = [int(t) for t in _lookup.ranked_tokens(array.ravel().tolist(), exclude, limit)]
-        weights = None
-        if self.output_mode == "tf_idf":
-            rows = array.reshape(array.shape[0], -1).tolist() if array.ndim > 1 else [[t] for t in array.tolist()]
-            weights = _lookup.idf(rows, vocabulary)
-        return self.replace(vocabulary=vocabulary, idf_weights=weights)
-
-    def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        if self.vocabulary is None:
-            raise ValueError(f"layer {self.name!r} has no vocabulary: pass one, or adapt it first with "
-                             "layer = layer.adapt(data) (adapt returns the new layer)")
-        return super().build(input_shape, seed)
+        return _lookup.adapted(self, host_array(data), int)
 
     def call(self, params: dict, inputs: Any) -> Any:
         if dtypes.is_float(ops.dtype(inputs)):

@@ -17,7 +17,7 @@ _STANDARDIZE = ("lower_and_strip_punctuation", "lower", "strip_punctuation")
 _PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}]")
 
 
-class TextVectorization(DeclarativeLayer):
+class TextVectorization(_lookup.VocabularyLayer, DeclarativeLayer):
     """Standardizes, splits and n-grams text, then maps tokens by a vocabulary learnt with :meth:`adapt`.
 
     Strings live on the host: ``apply`` takes a NumPy array or list of strings (one per
@@ -113,13 +113,6 @@ class TextVectorization(DeclarativeLayer):
     def invert(self) -> bool:
         return False
 
-    def get_vocabulary(self) -> list:
-        """The special tokens, then the vocabulary (Keras's ``get_vocabulary``)."""
-        return _lookup.full_vocabulary(self)
-
-    def vocabulary_size(self) -> int:
-        return _lookup.vocabulary_size(self)
-
     def _tokens(self, text: Any) -> list:
         if isinstance(text, bytes):
             text = text.decode(self.encoding)
@@ -141,16 +134,9 @@ class TextVectorization(DeclarativeLayer):
     def adapt(self, data: Any, batch_size: Any = None, steps: Any = None) -> TextVectorization:
         """A copy with the vocabulary (most frequent first) and, for tf_idf, the IDF weights of ``data``."""
         documents = self._documents(data)
-        limit = None if self.max_tokens is None else self.max_tokens - _lookup.special_count(self)
-        vocabulary = _lookup.ranked_tokens((t for doc in documents for t in doc), {""}, limit)
+        vocabulary = _lookup.ranked_tokens((t for doc in documents for t in doc), {""}, _lookup.token_limit(self))
         weights = _lookup.idf(documents, vocabulary) if self.output_mode == "tf_idf" else None
         return self.replace(vocabulary=vocabulary, idf_weights=weights)
-
-    def build(self, input_shape: Any, seed: int | None = None) -> dict:
-        if self.vocabulary is None:
-            raise ValueError(f"layer {self.name!r} has no vocabulary: pass one, or adapt it first with "
-                             "layer = layer.adapt(data) (adapt returns the new layer)")
-        return super().build(input_shape, seed)
 
     def call(self, params: dict, inputs: Any) -> Any:
         documents = self._documents(inputs)
