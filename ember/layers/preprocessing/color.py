@@ -17,7 +17,47 @@ def _value_range(layer: Any) -> list[float]:
     return [low, high]
 
 
-class RandomBrightness(DeclarativeLayer):
+def _per_image(layer: Any, inputs: Any, low: float, high: float, rng: Any) -> Any:
+    """One value per image, ``(batch, 1, ..., 1)``: uniform in ``[low, high]``, ``low`` when they are equal."""
+    shape = (ops.shape(inputs)[0],) + (1,) * (ops.ndim(inputs) - 1)
+    if low < high:
+        return ops.random.uniform(shape, low, high, dtype=ops.dtype(inputs), seed=_random.seed_for(layer, rng))
+    return ops.full(shape, low, dtype=ops.dtype(inputs))
+
+
+class _ColorJitter(DeclarativeLayer):
+    """What both colour jitters share: ``factor`` (checked by the subclass's :meth:`_checked_factor`),
+    ``value_range`` and ``seed``; while training, the subclass's :meth:`_jitter` clipped to the value
+    range; outside training, the input."""
+
+    factor: Any
+    value_range: Any = (0, 255)
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._normalize("factor", self._checked_factor())
+        self._normalize("value_range", _value_range(self))
+        _random.check_seed(self)
+
+    def _checked_factor(self) -> list[float]:
+        raise NotImplementedError
+
+    def _jitter(self, inputs: Any, rng: Any, span: float) -> Any:
+        """The jittered images (before clipping); ``span`` is ``high - low`` of the value range."""
+        raise NotImplementedError
+
+    def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
+        if not training:
+            return inputs
+        low, high = self.value_range
+        return ops.clip(self._jitter(inputs, rng, high - low), low, high)
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        return tuple(input_shape)
+
+
+class RandomBrightness(_ColorJitter):
     """While training, adds to each image one delta drawn from ``factor * (high - low)`` and clips
     to ``value_range``. Outside training it returns its input.
 
@@ -36,31 +76,15 @@ class RandomBrightness(DeclarativeLayer):
         [0.75]
     """
 
-    factor: Any
-    value_range: Any = (0, 255)
-    seed: int | None = None
+    def _checked_factor(self) -> list[float]:
+        return _random.factor_range(self, "factor", self.factor, -1.0, 1.0)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._normalize("factor", _random.factor_range(self, "factor", self.factor, -1.0, 1.0))
-        self._normalize("value_range", _value_range(self))
-        _random.check_seed(self)
-
-    def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
-        if not training:
-            return inputs
-        low, high = self.value_range
-        shape = (ops.shape(inputs)[0],) + (1,) * (ops.ndim(inputs) - 1)
-        delta = ops.random.uniform(shape, self.factor[0], self.factor[1], dtype=ops.dtype(inputs),
-                                   seed=_random.seed_for(self, rng)) if self.factor[0] < self.factor[1] else \
-            ops.full(shape, self.factor[0], dtype=ops.dtype(inputs))
-        return ops.clip(ops.add(inputs, ops.multiply(delta, high - low)), low, high)
-
-    def compute_output_shape(self, input_shape: Any) -> tuple:
-        return tuple(input_shape)
+    def _jitter(self, inputs: Any, rng: Any, span: float) -> Any:
+        delta = _per_image(self, inputs, self.factor[0], self.factor[1], rng)
+        return ops.add(inputs, ops.multiply(delta, span))
 
 
-class RandomContrast(DeclarativeLayer):
+class RandomContrast(_ColorJitter):
     """While training, scales each image's deviation from its per-channel mean by a factor drawn
     from ``[1 - lower, 1 + upper]`` and clips to ``value_range``. Outside training it returns its input.
 
@@ -80,34 +104,17 @@ class RandomContrast(DeclarativeLayer):
         [0.0, 4.0]
     """
 
-    factor: Any
-    value_range: Any = (0, 255)
-    seed: int | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def _checked_factor(self) -> list[float]:
         factor = self.factor
         lower, upper = (factor, factor) if not isinstance(factor, (list, tuple)) else factor
         if isinstance(lower, bool) or not isinstance(lower, (int, float)) or isinstance(upper, bool) or \
                 not isinstance(upper, (int, float)) or 1.0 - lower > 1.0 + upper or lower > 1.0:
             raise ValueError(f"{self.name}: factor must be f in [0, 1] or (lower, upper) with 1 - lower <= 1 + upper "
                              f"and lower <= 1, received {factor!r}")
-        self._normalize("factor", [float(lower), float(upper)])
-        self._normalize("value_range", _value_range(self))
-        _random.check_seed(self)
+        return [float(lower), float(upper)]
 
-    def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
-        if not training:
-            return inputs
-        low, high = self.value_range
-        shape = (ops.shape(inputs)[0],) + (1,) * (ops.ndim(inputs) - 1)
-        smallest, largest = 1.0 - self.factor[0], 1.0 + self.factor[1]
-        scale = ops.random.uniform(shape, smallest, largest, dtype=ops.dtype(inputs),
-                                   seed=_random.seed_for(self, rng)) if smallest < largest else \
-            ops.full(shape, smallest, dtype=ops.dtype(inputs))
+    def _jitter(self, inputs: Any, rng: Any, span: float) -> Any:
+        scale = _per_image(self, inputs, 1.0 - self.factor[0], 1.0 + self.factor[1], rng)
         spatial_axes = tuple(range(1, ops.ndim(inputs) - 1))
         mean = ops.mean(inputs, axis=spatial_axes, keepdims=True)
-        return ops.clip(ops.add(ops.multiply(ops.subtract(inputs, mean), scale), mean), low, high)
-
-    def compute_output_shape(self, input_shape: Any) -> tuple:
-        return tuple(input_shape)
+        return ops.add(ops.multiply(ops.subtract(inputs, mean), scale), mean)

@@ -16,6 +16,16 @@ def _axes(axis: Any) -> tuple:
     return (axis,) if isinstance(axis, int) else tuple(axis)
 
 
+def cast_input(layer: Any, inputs: Any) -> tuple[Any, str]:
+    """``(inputs, dtype)`` with the inputs cast to the dtype the layer computes in: its compute dtype
+    when it has a ``dtype``, else the inputs' own floating dtype (``floatx()`` for integer inputs)."""
+    if layer.dtype:
+        dtype = layer.compute_dtype
+    else:
+        dtype = ops.dtype(inputs) if dtypes.is_float(ops.dtype(inputs)) else dtypes.floatx()
+    return ops.cast(inputs, dtype), dtype
+
+
 def host_array(data: Any) -> np.ndarray:
     """``data`` (a NumPy array, nested list, native array or Tensor, or an iterable of batches) on the host."""
     if isinstance(data, np.ndarray):
@@ -101,11 +111,7 @@ class Normalization(DeclarativeLayer):
         return super().build(input_shape, seed)
 
     def call(self, params: dict, inputs: Any) -> Any:
-        if self.dtype:
-            dtype = self.compute_dtype
-        else:
-            dtype = ops.dtype(inputs) if dtypes.is_float(ops.dtype(inputs)) else dtypes.floatx()
-        x = ops.cast(inputs, dtype)
+        x, dtype = cast_input(self, inputs)
         mean = ops.convert_to_tensor(self.mean, dtype=dtype)
         std = ops.maximum(ops.sqrt(ops.convert_to_tensor(self.variance, dtype=dtype)), global_settings.epsilon())
         if self.invert:

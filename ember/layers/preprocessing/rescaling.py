@@ -5,8 +5,9 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from ember import dtypes, ops
+from ember import ops
 from ember.layers.layer import DeclarativeLayer
+from ember.layers.preprocessing.normalization import cast_input
 
 
 class Rescaling(DeclarativeLayer):
@@ -45,11 +46,7 @@ class Rescaling(DeclarativeLayer):
                 self._normalize(field, float(value))
 
     def call(self, params: dict, inputs: Any) -> Any:
-        if self.dtype:
-            dtype = self.compute_dtype
-        else:
-            dtype = ops.dtype(inputs) if dtypes.is_float(ops.dtype(inputs)) else dtypes.floatx()
-        x = ops.cast(inputs, dtype)
+        x, dtype = cast_input(self, inputs)
         scale = ops.convert_to_tensor(self.scale, dtype=dtype)
         offset = ops.convert_to_tensor(self.offset, dtype=dtype)
         return ops.add(ops.multiply(x, scale), offset)
