@@ -14,10 +14,10 @@ class GlobalMaxPooling1D(BaseGlobalPooling):
         >>> import ember
         >>> from ember import layers, ops
         >>> ember.set_backend("numpy")
-        >>> x = ops.reshape(ops.arange(6.0), (1, 3, 2))
+        >>> x = ops.convert_to_tensor([[[1.0, 5.0], [3.0, 2.0]]])   # each channel's own maximum
         >>> y, _ = layers.GlobalMaxPooling1D().apply({"params": {}, "buffers": {}}, x)
         >>> ops.to_numpy(y).tolist()
-        [[4.0, 5.0]]
+        [[3.0, 5.0]]
     """
 
     rank = 1

@@ -92,9 +92,7 @@ class SpatialDropout2D(_SpatialDropout):
     ``(batch, channels, 1, 1)``.
 
     Args:
-        rate: fraction of the channels to drop, in ``[0, 1)``.
-        data_format: ``"channels_last"`` or ``"channels_first"`` (None: channels_last).
-        seed: int seed used when ``apply`` receives no ``rng``.
+        rate, data_format, seed: as for :class:`SpatialDropout1D`.
 
     Example:
         >>> import ember
@@ -117,9 +115,7 @@ class SpatialDropout3D(_SpatialDropout):
     ``(batch, channels, d1, d2, d3)``.
 
     Args:
-        rate: fraction of the channels to drop, in ``[0, 1)``.
-        data_format: ``"channels_last"`` or ``"channels_first"`` (None: channels_last).
-        seed: int seed used when ``apply`` receives no ``rng``.
+        rate, data_format, seed: as for :class:`SpatialDropout1D`.
 
     Example:
         >>> import ember
