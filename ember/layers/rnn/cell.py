@@ -271,7 +271,8 @@ def normalize_dense_cell(cell: DenseCell) -> None:
 
 class DenseCell(RNNCell):
     """Base of the dense-kernel cells (``SimpleRNNCell``, ``LSTMCell``, ``GRUCell``): their
-    shared validation, and Keras's ``kernel_regularizer``, ``recurrent_regularizer``,
+    shared validation, their ``units``-sized state and output, the input projection of the whole
+    sequence before the steps, and Keras's ``kernel_regularizer``, ``recurrent_regularizer``,
     ``bias_regularizer``, ``kernel_constraint``, ``recurrent_constraint`` and
     ``bias_constraint`` on ``kernel``, ``recurrent_kernel`` and ``bias``.
 
@@ -308,6 +309,27 @@ class DenseCell(RNNCell):
     def __post_init__(self) -> None:
         super().__post_init__()
         normalize_dense_cell(self)
+
+    @property
+    def state_size(self) -> int | tuple[int, ...]:
+        """``units``: one state (``LSTMCell`` has two)."""
+        return self.units
+
+    @property
+    def output_size(self) -> int:
+        return self.units
+
+    def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
+                         rng: Any = None) -> tuple[Any, Any]:
+        """``x @ kernel + bias`` for every step at once; the recurrent dropout mask as context
+        (``GRUCell`` also splits its bias and recurrent kernel)."""
+        return project_inputs(self, params, sequences, training, rng, params.get("bias") if self.use_bias else None)
+
+    def step(self, params: dict, inputs: Any, states: list, *, training: bool = False, rng: Any = None,
+             timespan: Any = None) -> tuple[Any, list]:
+        """One step: :meth:`prepare_sequence` on the step's inputs, then :meth:`prepared_step`."""
+        projected, context = self.prepare_sequence(params, inputs, training=training, rng=rng)
+        return self.prepared_step(params, projected, states, context)
 
     def regularization_losses(self, params: dict) -> list:
         """``[kernel_regularizer(kernel), recurrent_regularizer(recurrent_kernel),

@@ -51,18 +51,12 @@ class GRUCell(DenseCell):
         recurrent_activation: for the update and reset gates (``"sigmoid"``).
         use_bias: add biases.
         kernel_initializer, recurrent_initializer, bias_initializer: initializers.
-        kernel_regularizer, recurrent_regularizer, bias_regularizer: penalties on
-            ``kernel``, ``recurrent_kernel``, ``bias`` (see :mod:`ember.regularizers`),
-            reported by :meth:`regularization_losses`.
-        kernel_constraint, recurrent_constraint, bias_constraint: projections of those
-            weights after each optimizer step (see :mod:`ember.constraints`), reported
-            by :meth:`constraints`.
-        dropout: fraction of the input features dropped while training (one mask per call).
-        recurrent_dropout: fraction of ``h`` dropped before the recurrent matmul while
-            training (one mask per call).
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: as for :class:`SimpleRNNCell`.
+        kernel_constraint, recurrent_constraint, bias_constraint: as for :class:`SimpleRNNCell`.
+        dropout, recurrent_dropout: as for :class:`SimpleRNNCell`.
         reset_after: apply the reset gate after the recurrent matmul (Keras's default,
             cuDNN's and torch's convention; two bias rows) or before it.
-        seed: seed of the dropout masks when ``apply`` gets no ``rng``.
+        seed: as for :class:`SimpleRNNCell`.
 
     Example:
         >>> import ember
@@ -94,14 +88,6 @@ class GRUCell(DenseCell):
     recurrent_dropout: float = 0.0
     reset_after: bool = True
     seed: int | None = None
-
-    @property
-    def state_size(self) -> int:
-        return self.units
-
-    @property
-    def output_size(self) -> int:
-        return self.units
 
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         features = self.step_input_shape(input_shape)[-1]
@@ -174,11 +160,6 @@ class GRUCell(DenseCell):
                                 time_major=time_major)
         return outputs, h, [h]
 
-    def step(self, params: dict, inputs: Any, states: list, *, training: bool = False, rng: Any = None,
-             timespan: Any = None) -> tuple[Any, list]:
-        projected, context = self.prepare_sequence(params, inputs, training=training, rng=rng)
-        return self.prepared_step(params, projected, states, context)
-
 
 class GRU(RNN):
     """Gated recurrent unit layer: ``RNN(GRUCell(...))`` with the cell's arguments flattened in.
@@ -188,8 +169,7 @@ class GRU(RNN):
             recurrent_initializer, bias_initializer, kernel_regularizer, recurrent_regularizer,
             bias_regularizer, kernel_constraint, recurrent_constraint, bias_constraint, dropout,
             recurrent_dropout, reset_after, seed: as for :class:`GRUCell`.
-        activity_regularizer: penalty on the layer's output (on every output, states
-            included, with ``return_state``), passed to ``add_loss`` in ``apply``.
+        activity_regularizer: as for :class:`SimpleRNN`.
         return_sequences, return_state, go_backwards, stateful, unroll, time_major,
             zero_output_for_mask: as for :class:`~ember.layers.RNN` (keyword-only).
 

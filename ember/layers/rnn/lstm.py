@@ -30,7 +30,7 @@ import dataclasses
 from typing import Any
 
 from ember import activations, ops
-from ember.layers.rnn.cell import DenseCell, fused_inputs, init_weight, project_inputs
+from ember.layers.rnn.cell import DenseCell, fused_inputs, init_weight
 from ember.layers.rnn.rnn import RNN
 
 
@@ -45,17 +45,11 @@ class LSTMCell(DenseCell):
         kernel_initializer, recurrent_initializer, bias_initializer: initializers of
             the three variables.
         unit_forget_bias: initialize the forget gate's bias to 1 (Jozefowicz et al.).
-        kernel_regularizer, recurrent_regularizer, bias_regularizer: penalties on
-            ``kernel``, ``recurrent_kernel``, ``bias`` (see :mod:`ember.regularizers`),
-            reported by :meth:`regularization_losses`.
-        kernel_constraint, recurrent_constraint, bias_constraint: projections of those
-            weights after each optimizer step (see :mod:`ember.constraints`), reported
-            by :meth:`constraints`.
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: as for :class:`SimpleRNNCell`.
+        kernel_constraint, recurrent_constraint, bias_constraint: as for :class:`SimpleRNNCell`.
         dropout: fraction of the input features dropped while training (one mask per
             call, shared by every step and gate).
-        recurrent_dropout: fraction of ``h`` dropped before the recurrent matmul while
-            training (one mask per call).
-        seed: seed of the dropout masks when ``apply`` gets no ``rng``.
+        recurrent_dropout, seed: as for :class:`SimpleRNNCell`.
 
     Example:
         >>> import ember
@@ -92,10 +86,6 @@ class LSTMCell(DenseCell):
     def state_size(self) -> tuple[int, int]:
         return (self.units, self.units)
 
-    @property
-    def output_size(self) -> int:
-        return self.units
-
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         features = self.step_input_shape(input_shape)[-1]
         units = self.units
@@ -114,11 +104,6 @@ class LSTMCell(DenseCell):
             else:
                 params["bias"] = init_weight(self, self.bias_initializer, (4 * units,), seed, "bias")
         return self.make_state(params=params)
-
-    def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
-                         rng: Any = None) -> tuple[Any, Any]:
-        """``x @ kernel + bias`` for every step at once; the recurrent dropout mask as context."""
-        return project_inputs(self, params, sequences, training, rng, params.get("bias") if self.use_bias else None)
 
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
@@ -144,11 +129,6 @@ class LSTMCell(DenseCell):
                                     time_major=time_major)
         return outputs, h, [h, c]
 
-    def step(self, params: dict, inputs: Any, states: list, *, training: bool = False, rng: Any = None,
-             timespan: Any = None) -> tuple[Any, list]:
-        projected, context = self.prepare_sequence(params, inputs, training=training, rng=rng)
-        return self.prepared_step(params, projected, states, context)
-
 
 class LSTM(RNN):
     """Long short-term memory layer: ``RNN(LSTMCell(...))`` with the cell's arguments flattened in.
@@ -158,8 +138,7 @@ class LSTM(RNN):
             recurrent_initializer, bias_initializer, unit_forget_bias, kernel_regularizer,
             recurrent_regularizer, bias_regularizer, kernel_constraint, recurrent_constraint,
             bias_constraint, dropout, recurrent_dropout, seed: as for :class:`LSTMCell`.
-        activity_regularizer: penalty on the layer's output (on every output, states
-            included, with ``return_state``), passed to ``add_loss`` in ``apply``.
+        activity_regularizer: as for :class:`SimpleRNN`.
         return_sequences, return_state, go_backwards, stateful, unroll, time_major,
             zero_output_for_mask: as for :class:`~ember.layers.RNN` (keyword-only).
 

@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any
 
 from ember import activations, ops
-from ember.layers.rnn.cell import DenseCell, init_weight, project_inputs
+from ember.layers.rnn.cell import DenseCell, init_weight
 from ember.layers.rnn.rnn import RNN
 
 
@@ -64,14 +64,6 @@ class SimpleRNNCell(DenseCell):
     recurrent_dropout: float = 0.0
     seed: int | None = None
 
-    @property
-    def state_size(self) -> int:
-        return self.units
-
-    @property
-    def output_size(self) -> int:
-        return self.units
-
     def build(self, input_shape: Any, seed: int | None = None) -> dict:
         features = self.step_input_shape(input_shape)[-1]
         params = {
@@ -83,21 +75,11 @@ class SimpleRNNCell(DenseCell):
             params["bias"] = init_weight(self, self.bias_initializer, (self.units,), seed, "bias")
         return self.make_state(params=params)
 
-    def prepare_sequence(self, params: dict, sequences: Any, *, training: bool = False,
-                         rng: Any = None) -> tuple[Any, Any]:
-        """``x @ kernel + bias`` for every step at once; the recurrent dropout mask as context."""
-        return project_inputs(self, params, sequences, training, rng, params.get("bias") if self.use_bias else None)
-
     def prepared_step(self, params: dict, step_input: Any, states: list, context: Any, *,
                       training: bool = False, rng: Any = None, timespan: Any = None) -> tuple[Any, list]:
         h = states[0] if context is None else ops.multiply(states[0], context)
         h = activations.get(self.activation)(ops.add(step_input, ops.matmul(h, params["recurrent_kernel"])))
         return h, [h]
-
-    def step(self, params: dict, inputs: Any, states: list, *, training: bool = False, rng: Any = None,
-             timespan: Any = None) -> tuple[Any, list]:
-        projected, context = self.prepare_sequence(params, inputs, training=training, rng=rng)
-        return self.prepared_step(params, projected, states, context)
 
 
 class SimpleRNN(RNN):
