@@ -44,6 +44,22 @@ def trainable_mask(layer: Any, params: dict) -> Any:
     return mask
 
 
+def conv_kernel_mask(layer: Any, params: dict) -> Any:
+    """A tree of bools mirroring ``params``: True at the N-d convolution kernels, in Keras's layout
+    ``(*spatial, in, out)``, that their layer names in ``conv_kernel_weights`` (a backend may keep them
+    in the memory order its convolutions read, :meth:`StepCore.conv_kernels`)."""
+    names = getattr(type(layer), "conv_kernel_weights", ())
+    children = layer._state_children()  # {state key: sub-layer}
+    mask = {}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            child = children.get(key)
+            mask[key] = conv_kernel_mask(child, value) if child is not None else optree.tree_map(lambda _: False, value)
+        else:
+            mask[key] = key in names
+    return mask
+
+
 def split_tree(tree: dict, mask: Any) -> tuple[dict, dict]:
     """``(trainable, frozen)`` nested dicts (empty sub-dicts dropped)."""
     trainable, frozen = {}, {}
@@ -133,6 +149,7 @@ class _TrainableMask:
     # trainable flags change only at a compile (a new core): known once per parameter structure, so a
     # model without penalties does not walk its layers in every step.
     penalized: bool | None = None
+    conv_kernels: Any = None  # conv_kernel_mask of the same params
 
 
 class StepCore:
@@ -176,8 +193,14 @@ class StepCore:
         if spec != masks.spec:
             mask = trainable_mask(self.model, params)
             masks.mask, masks.spec, masks.all_trainable = mask, spec, _all_true(mask)
+            masks.conv_kernels = conv_kernel_mask(self.model, params)
             regularization = getattr(self.model, "regularization_losses", None)
             masks.penalized = None if regularization is None else bool(regularization(params))
+
+    @property
+    def conv_kernels(self) -> Any:
+        """:func:`conv_kernel_mask` of the params :meth:`prepare_mask` was given."""
+        return self._masks.conv_kernels
 
     def split(self, params: dict) -> tuple[dict, dict]:
         masks = self._masks

@@ -59,6 +59,9 @@ class BaseConv(DeclarativeLayer):
     """
 
     rank: ClassVar[int] = 2
+    # Weights that are N-d convolution kernels in Keras's layout (a backend's fit may keep them in the
+    # memory order its convolutions read: ember.training.steps.conv_kernel_mask).
+    conv_kernel_weights: ClassVar[tuple[str, ...]] = ("kernel",)
 
     filters: int
     kernel_size: Any
