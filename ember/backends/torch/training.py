@@ -324,9 +324,14 @@ class TorchSteps(GenericSteps):
         mask, conv_kernels = core._mask, core.conv_kernels
 
         def own(value: Any, conv_kernel: bool) -> Any:
-            if conv_kernel and not _in_conv_layout(value):  # a new tensor in the layout the convolutions read
-                return _to_conv_layout(value.detach())
-            return value.detach() if id(value) in donated and _sole_user(value) else _clone(value)
+            adopted = id(value) in donated and _sole_user(value)
+            if conv_kernel and not _in_conv_layout(value):  # in the layout the convolutions read
+                laid_out = _to_conv_layout(value.detach())
+                if not adopted:
+                    return laid_out
+                with torch.no_grad():  # nothing else sees its memory: re-point it, the old storage is freed now
+                    value.set_(laid_out)
+            return value.detach() if adopted else _clone(value)
 
         def own_param(value: Any, trainable: bool, conv_kernel: bool) -> Any:
             if not isinstance(value, torch.Tensor):
