@@ -62,9 +62,9 @@ def test_fit_stores_conv_kernels_as_torch_channels_last_with_the_same_training(r
     assert kernel.permute(order).is_contiguous()
     fmt = torch.channels_last if rank == 2 else torch.channels_last_3d
     assert kernel.permute(rank + 1, rank, *range(rank)).is_contiguous(memory_format=fmt)
-    # float64 on both backends, 4 Adam steps: only the summation order of the convolutions differs
-    # (~1e-16 relative per op); 1e-10 is far below any layout error (a transposed kernel is O(1) off).
     for got, want in zip(optree.tree_leaves(trained), optree.tree_leaves(reference)):
+        # float64 on both backends, 4 Adam steps: only the summation order of the convolutions differs
+        # (~1e-16 relative per op); 1e-10 is far below any layout error (a transposed kernel is O(1) off).
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
 
