@@ -43,6 +43,69 @@ def build_op_tables(backend_name: str, modules: dict[str, ModuleType]) -> dict[s
     return tables
 
 
+def cached_op_tables(backend_name: str, modules: dict[str, ModuleType]) -> Callable[[], dict[str, dict[str, Callable]]]:
+    """A backend package's ``op_tables()``: :func:`build_op_tables` of ``modules``, built on the first call.
+
+    Example:
+        >>> from ember.backends import _common
+        >>> from ember.backends.numpy import core, linalg, nn, random, stats
+        >>> op_tables = _common.cached_op_tables(
+        ...     "numpy", {"core": core, "linalg": linalg, "nn": nn, "stats": stats, "random": random})
+        >>> op_tables() is op_tables(), op_tables()["core"]["add"] is core.add
+        (True, True)
+    """
+    built: list[dict[str, dict[str, Callable]]] = []
+
+    def op_tables() -> dict[str, dict[str, Callable]]:
+        if not built:
+            built.append(build_op_tables(backend_name, modules))
+        return built[0]
+
+    return op_tables
+
+
+def core_ops_by_name(module_name: str, op_modules: tuple[ModuleType, ...]) -> Callable[[str], Any]:
+    """A backend ``core`` module's ``__getattr__``: a protocol core op from the first of ``op_modules`` defining it.
+
+    Every backend splits its core namespace the same way (``_creation``, ``_elementwise``, ...), so
+    ``core.<op>`` and the op tables find an op there without an export list written in ``core``.
+
+    Example:
+        >>> from ember.backends import _common
+        >>> from ember.backends.numpy import _elementwise, _reduce
+        >>> getattr_ = _common.core_ops_by_name("demo.core", (_elementwise, _reduce))
+        >>> getattr_("sum") is _reduce.sum
+        True
+        >>> getattr_("not_an_op")
+        Traceback (most recent call last):
+        ...
+        AttributeError: module 'demo.core' has no attribute 'not_an_op'
+    """
+    op_names = frozenset(_spec.op_names("core"))
+
+    def __getattr__(name: str) -> Any:
+        if name in op_names:
+            for module in op_modules:
+                function = vars(module).get(name)
+                if function is not None:
+                    return function
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+def named_op(op: Callable, name: str) -> Callable:
+    """``op`` named ``name`` (``__name__`` and ``__qualname__``): an op a factory made, named as the protocol's.
+
+    Example:
+        >>> from ember.backends._common import named_op
+        >>> named_op(lambda x: x, "identity").__qualname__
+        'identity'
+    """
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
 def _missing(backend_name: str, namespace: str, name: str) -> Callable:
     qualified = name if namespace == "core" else f"{namespace}.{name}"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from ember.backends._common import build_op_tables
+from ember.backends._common import cached_op_tables
 from ember.backends.mlx import autodiff as autodiff
 from ember.backends.mlx import core, linalg, nn, random, stats
 from ember.backends.mlx import distributed as distributed
@@ -86,11 +86,4 @@ def attribute_carrier(array: mx.array) -> mx.array:
     return array if isinstance(array, AttributeArray) else AttributeArray(array)
 
 
-_tables = None
-
-
-def op_tables() -> dict:
-    global _tables
-    if _tables is None:
-        _tables = build_op_tables(name, {"core": core, "linalg": linalg, "nn": nn, "stats": stats, "random": random})
-    return _tables
+op_tables = cached_op_tables(name, {"core": core, "linalg": linalg, "nn": nn, "stats": stats, "random": random})

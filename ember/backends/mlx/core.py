@@ -12,11 +12,9 @@ MLX is lazy: nothing here calls ``mx.eval`` except where a Python value is neede
 
 from __future__ import annotations
 
-from typing import Any
-
 import mlx.core as mx
 
-from ember.backends import _spec
+from ember.backends._common import core_ops_by_name
 from ember.backends.mlx import _base, _creation, _elementwise, _index, _products, _reduce, _shape
 from ember.backends.mlx._base import (  # noqa: F401  (gpu_available: a device hook of the package)
     DEVICE,
@@ -108,14 +106,5 @@ def stop_gradient(x):
 # The protocol's other core ops live in these modules, by kind; this module serves them by name, so
 # the op tables (``build_op_tables``) and ``core.<op>`` find them without a list written here.
 OP_MODULES = (_creation, _elementwise, _index, _products, _reduce, _shape)
-_OP_NAMES = frozenset(_spec.op_names("core"))
-
-
-def __getattr__(name: str) -> Any:
-    if name in _OP_NAMES:
-        for module in OP_MODULES:
-            function = vars(module).get(name)
-            if function is not None:
-                return function
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = core_ops_by_name(__name__, OP_MODULES)
 

@@ -288,6 +288,30 @@ def out(r: Any) -> np.ndarray:
     return np.asarray(r)
 
 
+def float_compute(x: Any) -> tuple[np.ndarray, np.dtype | None]:
+    """``(x to compute on, dtype to round the result back to or None)`` for ops computed in floating point:
+    integers and bools as ``floatx()`` (float32 when that is a half), float16/bfloat16 in float32.
+
+    Example:
+        >>> import numpy as np
+        >>> from ember.backends.numpy._base import float_compute
+        >>> x, final = float_compute(np.ones(2, "float16"))
+        >>> x.dtype.name, final.name
+        ('float32', 'float16')
+    """
+    if type(x) is not ND:
+        x = to_native(x)
+    dt = x.dtype
+    if dt.kind in "biu":
+        target = floatx()
+        if target in HALF:
+            return x.astype(F32), target
+        return x.astype(target), None
+    if dt in HALF:
+        return x.astype(F32), dt
+    return x, None
+
+
 def to_float(x: np.ndarray) -> np.ndarray:
     """Integer and bool arrays cast to ``floatx()``; floating and complex arrays unchanged."""
     if x.dtype.kind in "biu":

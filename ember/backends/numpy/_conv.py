@@ -118,6 +118,19 @@ def _compute_pair(inputs, kernel):
     return x, k, final
 
 
+def _conv_args(op, inputs, kernel, strides, padding, data_format, dilation_rate):
+    """The arguments ``conv`` and ``conv_transpose`` share, checked: ``(x, kernel, final dtype or None,
+    spatial rank, channels_first, padding, strides, dilation)`` (``x`` and ``kernel`` in their compute dtype)."""
+    x, k, final = _compute_pair(inputs, kernel)
+    n = _spatial_rank(x, op)
+    if k.ndim != n + 2:
+        raise ValueError(f"{op}: kernel must have rank {n + 2} for inputs of rank {x.ndim}, received shape {k.shape}")
+    channels_first = _check_format(data_format, op)
+    padding = _check_padding(padding, op)
+    return (x, k, final, n, channels_first, padding, _tuple(strides, n, "strides", op),
+            _tuple(dilation_rate, n, "dilation_rate", op))
+
+
 def _correlate(x, kernel, strides, dilation, groups):
     """Valid, grouped cross-correlation of a padded channels-last ``x``."""
     n = x.ndim - 2
@@ -138,14 +151,8 @@ def _correlate(x, kernel, strides, dilation, groups):
 
 def conv(inputs, kernel, strides=1, padding="valid", data_format="channels_last", dilation_rate=1):
     op = "conv"
-    x, k, final = _compute_pair(inputs, kernel)
-    n = _spatial_rank(x, op)
-    if k.ndim != n + 2:
-        raise ValueError(f"{op}: kernel must have rank {n + 2} for inputs of rank {x.ndim}, received shape {k.shape}")
-    channels_first = _check_format(data_format, op)
-    padding = _check_padding(padding, op)
-    strides = _tuple(strides, n, "strides", op)
-    dilation = _tuple(dilation_rate, n, "dilation_rate", op)
+    x, k, final, n, channels_first, padding, strides, dilation = _conv_args(
+        op, inputs, kernel, strides, padding, data_format, dilation_rate)
     if channels_first:
         x = np.moveaxis(x, 1, -1)
     in_channels, per_group, out_channels = x.shape[-1], k.shape[-2], k.shape[-1]
@@ -181,14 +188,8 @@ def conv_transpose(
     inputs, kernel, strides=1, padding="valid", output_padding=None, data_format="channels_last", dilation_rate=1
 ):
     op = "conv_transpose"
-    x, k, final = _compute_pair(inputs, kernel)
-    n = _spatial_rank(x, op)
-    if k.ndim != n + 2:
-        raise ValueError(f"{op}: kernel must have rank {n + 2} for inputs of rank {x.ndim}, received shape {k.shape}")
-    channels_first = _check_format(data_format, op)
-    padding = _check_padding(padding, op)
-    strides = _tuple(strides, n, "strides", op)
-    dilation = _tuple(dilation_rate, n, "dilation_rate", op)
+    x, k, final, n, channels_first, padding, strides, dilation = _conv_args(
+        op, inputs, kernel, strides, padding, data_format, dilation_rate)
     if output_padding is None:
         extras = (None,) * n
     else:

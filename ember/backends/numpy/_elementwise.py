@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends._common import broadcast_error
+from ember.backends._common import broadcast_error, named_op
 from ember.backends.numpy import _special
 from ember.backends.numpy._base import (
     BF16,
@@ -38,11 +38,6 @@ _NATIVE_FLOATS = frozenset(np.dtype(name) for name in ("float16", "float32", "fl
 # ------------------------------------------------------------------- elementwise unary
 
 
-def _name(op, name):
-    op.__name__ = op.__qualname__ = name
-    return op
-
-
 def _float_input(x):
     """``x`` as an array; integers and bools cast to ``floatx()`` (transcendental ops)."""
     x = to_native(x)
@@ -58,7 +53,7 @@ def _float_unary(ufunc, name):
         r = ufunc(x)
         return r if type(r) is _nd else out(r)
 
-    return _name(op, name)
+    return named_op(op, name)
 
 
 def negative(x):
@@ -219,7 +214,7 @@ def _binary_op(ufunc, name):
             raise broadcast_error(name, x1, x2) from None
         return r if type(r) is _nd else out(r)
 
-    return _name(op, name)
+    return named_op(op, name)
 
 
 def _float_binary(ufunc, name):
@@ -234,7 +229,7 @@ def _float_binary(ufunc, name):
             raise broadcast_error(name, x1, x2) from None
         return r if type(r) is _nd else out(r)
 
-    return _name(op, name)
+    return named_op(op, name)
 
 
 def _int_pair(x1, x2):
@@ -293,7 +288,7 @@ def _comparison_op(ufunc, name):
         r = ufunc(x1, x2)
         return r if type(r) is _nd else out(r)
 
-    return _name(op, name)
+    return named_op(op, name)
 
 
 equal = _comparison_op(np.equal, "equal")

@@ -12,29 +12,15 @@ reductions on 0-d inputs; every op returns an ``ndarray`` (see ``_base.out``).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from ember.backends import _spec
+from ember.backends._common import core_ops_by_name
 from ember.backends.numpy import _creation, _elementwise, _index, _products, _reduce, _shape
 from ember.backends.numpy._base import (  # noqa: F401  (check_device is a device hook)
-    BF16,
-    BOOL,
-    F32,
-    F64,
-    I32,
     ND,
-    binary,
     check_device,
-    check_int_scalar,
     dtype_arg,
-    float_operands,
-    floatx,
     name_of,
-    operands,
-    out,
-    to_float,
     to_native,
 )
 
@@ -119,14 +105,5 @@ def stop_gradient(x):
 # The protocol's other core ops live in these modules, by kind; this module serves them by name, so
 # the op tables (``build_op_tables``) and ``core.<op>`` find them without a list written here.
 OP_MODULES = (_creation, _elementwise, _index, _products, _reduce, _shape)
-_OP_NAMES = frozenset(_spec.op_names("core"))
-
-
-def __getattr__(name: str) -> Any:
-    if name in _OP_NAMES:
-        for module in OP_MODULES:
-            function = vars(module).get(name)
-            if function is not None:
-                return function
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = core_ops_by_name(__name__, OP_MODULES)
 

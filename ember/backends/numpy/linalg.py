@@ -12,13 +12,11 @@ import numpy as np
 from ember.backends.numpy._base import (
     C64,
     C128,
-    F32,
     F64,
-    HALF,
     axes_arg,
     axis_arg,
     binary,
-    floatx,
+    float_compute,
     out,
     to_native,
 )
@@ -26,24 +24,11 @@ from ember.backends.numpy._products import dot, einsum, matmul, tensordot  # noq
 from ember.backends.numpy._reduce import _accumulator
 
 
-def _compute(x):
-    """``(array to compute on, dtype to round the result to or None)``."""
-    dt = x.dtype
-    if dt.kind in "biu":
-        target = floatx()
-        if target in HALF:
-            return x.astype(F32), target
-        return x.astype(target), None
-    if dt in HALF:
-        return x.astype(F32), dt
-    return x, None
-
-
 def _unary(x, op):
     x = to_native(x)
     if x.ndim < 2:
         raise ValueError(f"linalg.{op}: expected a matrix (rank >= 2), received shape {x.shape}")
-    return _compute(x)
+    return float_compute(x)
 
 
 def _finish(r, final):
@@ -57,8 +42,8 @@ def _finish(r, final):
 
 def solve(a, b):
     a, b = binary(a, b)
-    a, final = _compute(a)
-    b, _ = _compute(b)
+    a, final = float_compute(a)
+    b, _ = float_compute(b)
     return _finish(np.linalg.solve(a, b), final)
 
 
@@ -113,7 +98,7 @@ def slogdet(x):
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    x, final = _compute(to_native(x))
+    x, final = float_compute(x)
     axes = axes_arg(axis, x.ndim)
     if axes is not None and len(axes) not in (1, 2):
         raise ValueError(f"linalg.norm: axis must be an int or a pair of ints, received {axis!r}")
@@ -140,8 +125,8 @@ def cholesky(x):
 
 def lstsq(a, b, rcond=None):
     a, b = binary(a, b)
-    a, final = _compute(a)
-    b, _ = _compute(b)
+    a, final = float_compute(a)
+    b, _ = float_compute(b)
     if a.ndim < 2:
         raise ValueError(f"linalg.lstsq: a must be a matrix (rank >= 2), received shape {a.shape}")
     if a.ndim == 2 and b.ndim in (1, 2):

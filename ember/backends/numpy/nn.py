@@ -15,28 +15,13 @@ import math
 import numpy as np
 
 from ember.backends.numpy import _special
-from ember.backends.numpy._base import BOOL, F32, F64, HALF, ND, axes_arg, floatx, out, to_native
+from ember.backends.numpy._base import BOOL, F64, ND, axes_arg, float_compute, out, to_native
 from ember.backends.numpy._conv import avg_pool, conv, conv_transpose, max_pool  # noqa: F401  (ops)
 from ember.backends.numpy._rnn import lstm  # noqa: F401  (op; its VJP rule is in ember.autodiff.rules.rnn)
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 _GELU_C = math.sqrt(2.0 / math.pi)
-
-
-def _float_input(x):
-    """``(array to compute on, dtype to round back to or None)``."""
-    if type(x) is not ND:
-        x = to_native(x)
-    dt = x.dtype
-    if dt.kind in "biu":
-        target = floatx()
-        if target in HALF:
-            return x.astype(F32), target
-        return x.astype(target), None
-    if dt in HALF:
-        return x.astype(F32), dt
-    return x, None
 
 
 def _done(r, final):
@@ -61,7 +46,7 @@ def relu6(x):
 
 
 def leaky_relu(x, negative_slope=0.2):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     return _done(np.where(x > 0, x, x * negative_slope), final)
 
 
@@ -70,17 +55,17 @@ def _elu(x, alpha):
 
 
 def elu(x, alpha=1.0):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     return _done(_elu(x, alpha), final)
 
 
 def selu(x):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     return _done(_SELU_SCALE * _elu(x, _SELU_ALPHA), final)
 
 
 def gelu(x, approximate=True):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     if approximate:
         # 0.5 * (1 + tanh(z)) == sigmoid(2 z), which has no cancellation for negative z.
         return _done(x * _sigmoid(2.0 * _GELU_C * (x + 0.044715 * (x * x * x))), final)
@@ -97,42 +82,42 @@ def _sigmoid(x):
 
 
 def sigmoid(x):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     return _done(_sigmoid(x), final)
 
 
 def silu(x):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     return _done(x * _sigmoid(x), final)
 
 
 def hard_sigmoid(x):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     return _done(np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0, final)
 
 
 def softplus(x):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     return _done(np.logaddexp(x, 0.0), final)
 
 
 def softsign(x):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     return _done(x / (1.0 + np.abs(x)), final)
 
 
 def tanh(x):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     return _done(np.tanh(x), final)
 
 
 def lecun_tanh(x):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     return _done(1.7159 * np.tanh(0.666 * x), final)
 
 
 def softmax(x, axis=-1):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     axes = axes_arg(axis, x.ndim)
     with np.errstate(over="ignore"):  # x - max may overflow to -inf for huge inputs: exp gives 0
         e = np.exp(x - np.max(x, axis=axes, keepdims=True))
@@ -140,7 +125,7 @@ def softmax(x, axis=-1):
 
 
 def log_softmax(x, axis=-1):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     axes = axes_arg(axis, x.ndim)
     with np.errstate(over="ignore"):
         shifted = x - np.max(x, axis=axes, keepdims=True)
@@ -148,7 +133,7 @@ def log_softmax(x, axis=-1):
 
 
 def moments(x, axes, keepdims=False):
-    x, final = _float_input(x)
+    x, final = float_compute(x)
     axes = axes_arg(axes, x.ndim, "moments: axes: axis")
     mean = np.mean(x, axis=axes, keepdims=True)
     centered = x - mean

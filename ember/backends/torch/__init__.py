@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ember.backends._common import build_op_tables
+from ember.backends._common import cached_op_tables
 from ember.backends.torch import autodiff as autodiff
 from ember.backends.torch import core, linalg, nn, random, stats, threads, transfer
 from ember.backends.torch import cuda_graphs as cuda_graphs
@@ -96,11 +96,4 @@ def attribute_carrier(array: torch.Tensor) -> torch.Tensor:
     return array
 
 
-_tables = None
-
-
-def op_tables() -> dict:
-    global _tables
-    if _tables is None:
-        _tables = build_op_tables(name, {"core": core, "linalg": linalg, "nn": nn, "stats": stats, "random": random})
-    return _tables
+op_tables = cached_op_tables(name, {"core": core, "linalg": linalg, "nn": nn, "stats": stats, "random": random})

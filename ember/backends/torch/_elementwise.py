@@ -11,6 +11,7 @@ import builtins as _b
 
 import torch
 
+from ember.backends._common import named_op
 from ember.backends.torch._base import (
     COMPLEX,
     FLOATING,
@@ -35,39 +36,41 @@ _BOOL = torch.bool
 # ----------------------------------------------------------------- elementwise unary
 
 
-def _float_unary(fn, name):
+def float_unary(fn, name):
+    """A floating op of one input (the torch backend's transcendental ops and activations): integers and bools
+    are cast to ``floatx()`` first."""
+
     def op(x):
         if type(x) is not Tensor or x.dtype not in INEXACT:
             x = to_float(x)
         return fn(x)
 
-    op.__name__ = op.__qualname__ = name
-    return op
+    return named_op(op, name)
 
 
-sqrt = _float_unary(torch.sqrt, "sqrt")
-rsqrt = _float_unary(torch.rsqrt, "rsqrt")
-reciprocal = _float_unary(torch.reciprocal, "reciprocal")
-exp = _float_unary(torch.exp, "exp")
-log = _float_unary(torch.log, "log")
-log1p = _float_unary(torch.log1p, "log1p")
-expm1 = _float_unary(torch.expm1, "expm1")
-log2 = _float_unary(torch.log2, "log2")
-log10 = _float_unary(torch.log10, "log10")
-sin = _float_unary(torch.sin, "sin")
-cos = _float_unary(torch.cos, "cos")
-tan = _float_unary(torch.tan, "tan")
-arcsin = _float_unary(torch.asin, "arcsin")
-arccos = _float_unary(torch.acos, "arccos")
-arctan = _float_unary(torch.atan, "arctan")
-sinh = _float_unary(torch.sinh, "sinh")
-cosh = _float_unary(torch.cosh, "cosh")
-tanh = _float_unary(torch.tanh, "tanh")
-arcsinh = _float_unary(torch.asinh, "arcsinh")
-arccosh = _float_unary(torch.acosh, "arccosh")
-arctanh = _float_unary(torch.atanh, "arctanh")
-erf = _float_unary(torch.special.erf, "erf")
-erfinv = _float_unary(torch.special.erfinv, "erfinv")
+sqrt = float_unary(torch.sqrt, "sqrt")
+rsqrt = float_unary(torch.rsqrt, "rsqrt")
+reciprocal = float_unary(torch.reciprocal, "reciprocal")
+exp = float_unary(torch.exp, "exp")
+log = float_unary(torch.log, "log")
+log1p = float_unary(torch.log1p, "log1p")
+expm1 = float_unary(torch.expm1, "expm1")
+log2 = float_unary(torch.log2, "log2")
+log10 = float_unary(torch.log10, "log10")
+sin = float_unary(torch.sin, "sin")
+cos = float_unary(torch.cos, "cos")
+tan = float_unary(torch.tan, "tan")
+arcsin = float_unary(torch.asin, "arcsin")
+arccos = float_unary(torch.acos, "arccos")
+arctan = float_unary(torch.atan, "arctan")
+sinh = float_unary(torch.sinh, "sinh")
+cosh = float_unary(torch.cosh, "cosh")
+tanh = float_unary(torch.tanh, "tanh")
+arcsinh = float_unary(torch.asinh, "arcsinh")
+arccosh = float_unary(torch.acosh, "arccosh")
+arctanh = float_unary(torch.atanh, "arctanh")
+erf = float_unary(torch.special.erf, "erf")
+erfinv = float_unary(torch.special.erfinv, "erfinv")
 
 
 def negative(x):
@@ -218,8 +221,7 @@ def _binary_op(fn, name, bool_as_int=False):
         except RuntimeError as error:
             raise _op_error(name, error, x1, x2) from None
 
-    op.__name__ = op.__qualname__ = name
-    return op
+    return named_op(op, name)
 
 
 def _bool_operands_as_int32(x1, x2):
@@ -239,8 +241,7 @@ def _binary_tensor_op(fn, name, to_inexact=False):
         except RuntimeError as error:
             raise _op_error(name, error, x1, x2) from None
 
-    op.__name__ = op.__qualname__ = name
-    return op
+    return named_op(op, name)
 
 
 add = _binary_op(torch.add, "add")
@@ -302,8 +303,7 @@ def _logical(fn, name):
         except RuntimeError as error:
             raise _op_error(name, error, x1, x2) from None
 
-    op.__name__ = op.__qualname__ = name
-    return op
+    return named_op(op, name)
 
 
 logical_and = _logical(torch.logical_and, "logical_and")

@@ -15,7 +15,7 @@ import warnings
 
 import torch
 
-from ember.backends._common import normalize_axes, normalize_axis
+from ember.backends._common import named_op, normalize_axes, normalize_axis
 from ember.backends.torch._base import ACCUMULATE, COMPLEX, Tensor, native, to_float
 
 
@@ -111,8 +111,7 @@ def _extremum(fn, name):
             return x
         return fn(x, dim=axes, keepdim=keepdims)
 
-    op.__name__ = op.__qualname__ = name
-    return op
+    return named_op(op, name)
 
 
 max = _extremum(torch.amax, "max")
@@ -133,8 +132,7 @@ def _arg_extremum(fn, name):
         _check_nonempty(x, (axis_,), name)
         return fn(x, dim=axis_, keepdim=keepdims).to(torch.int32)
 
-    op.__name__ = op.__qualname__ = name
-    return op
+    return named_op(op, name)
 
 
 argmax = _arg_extremum(torch.argmax, "argmax")
@@ -166,8 +164,7 @@ def _boolean_reduction(fn, name):
             return x
         return fn(x, dim=axes, keepdim=keepdims)
 
-    op.__name__ = op.__qualname__ = name
-    return op
+    return named_op(op, name)
 
 
 all = _boolean_reduction(torch.all, "all")
@@ -185,8 +182,7 @@ def _cumulative(fn, name):
             axis_ = normalize_axis(axis, x.ndim)
         return fn(x, dim=axis_, dtype=ACCUMULATE.get(x.dtype))
 
-    op.__name__ = op.__qualname__ = name
-    return op
+    return named_op(op, name)
 
 
 cumsum = _cumulative(torch.cumsum, "cumsum")

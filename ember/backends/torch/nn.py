@@ -52,21 +52,11 @@ from ember.backends.torch._base import (
     native,
     to_float,
 )
-from ember.backends.torch._elementwise import add
+from ember.backends.torch._elementwise import add, float_unary
 from ember.backends.torch._normalization import fused_batch_norm, layer_norm  # noqa: F401  (the ops: fused kernels)
 from ember.backends.torch._products import matmul
 
 # ------------------------------------------------------------------------ activations
-
-
-def _float_act(fn, name):
-    def op(x):
-        if type(x) is not Tensor or x.dtype not in INEXACT:
-            x = to_float(x)
-        return fn(x)
-
-    op.__name__ = op.__qualname__ = name
-    return op
 
 
 def relu(x):
@@ -93,12 +83,12 @@ def elu(x, alpha=1.0):
     return F.elu(to_float(x), alpha)
 
 
-selu = _float_act(F.selu, "selu")
-silu = _float_act(F.silu, "silu")
-sigmoid = _float_act(torch.sigmoid, "sigmoid")
-hard_sigmoid = _float_act(F.hardsigmoid, "hard_sigmoid")
-softsign = _float_act(F.softsign, "softsign")
-tanh = _float_act(torch.tanh, "tanh")
+selu = float_unary(F.selu, "selu")
+silu = float_unary(F.silu, "silu")
+sigmoid = float_unary(torch.sigmoid, "sigmoid")
+hard_sigmoid = float_unary(F.hardsigmoid, "hard_sigmoid")
+softsign = float_unary(F.softsign, "softsign")
+tanh = float_unary(torch.tanh, "tanh")
 
 
 def gelu(x, approximate=True):
