@@ -50,7 +50,7 @@ from ember.autodiff.engines import register_own_engine
 from ember.autodiff.rules import batched as _batched
 from ember.autodiff.traced import TracedArray, traced_view
 from ember.backends._common import UntrackedTargetError
-from ember.recorded.graph import RecordedGraph
+from ember.recorded.graph import RecordedGraph, flat_slots
 
 _CARRIES_GRADIENT = frozenset("fc")  # dtype kinds that carry a cotangent (and bfloat16, kind "V")
 
@@ -245,7 +245,7 @@ class TapeEngine:
 
         forward = set(wanted)
         for node in nodes:
-            forward.update(_flat(node.out_slots))
+            forward.update(flat_slots(node.out_slots))
         _walk(nodes, cots, forward, wanted, create_graph)
 
         grads = []
@@ -299,7 +299,7 @@ class TapeEngine:
         nodes = graph.relevant_nodes(wanted, {t_slot})
         forward = set(wanted)
         for node in nodes:
-            forward.update(_flat(node.out_slots))
+            forward.update(flat_slots(node.out_slots))
         cots: dict[int, Any] = {}
         _accumulate(cots, t_slot, seeds.astype(target.dtype, copy=False), target, ops, "", batch)
         _walk(nodes, cots, forward, wanted, create_graph=False, batch=batch)
@@ -324,10 +324,10 @@ class TapeEngine:
         consumed: set[int] = set()
         reached = []
         for node in nodes:
-            inputs = _flat(node.in_slots) + _flat(list(node.kw_slots.values()))
+            inputs = flat_slots(node.in_slots) + flat_slots(list(node.kw_slots.values()))
             consumed.update(inputs)
             if any([s in reach for s in inputs]):
-                reach.update(_flat(node.out_slots))
+                reach.update(flat_slots(node.out_slots))
                 reached.append(node)
         if not reached:
             return  # the source was never used by a recorded op: plainly unconnected
@@ -335,17 +335,18 @@ class TapeEngine:
         dead = set()
         for node in reached:
             outs = node.out if type(node.out_slots) is list else [node.out]
-            for slot, value in zip(_flat(node.out_slots) if type(node.out_slots) is list else [node.out_slots], outs):
+            out_slots = flat_slots(node.out_slots) if type(node.out_slots) is list else [node.out_slots]
+            for slot, value in zip(out_slots, outs):
                 if slot not in consumed and slot not in targets and _carries_gradient(value):
                     dead.add((tuple(value.shape), value.dtype))
         if not dead:
             return
         needed = set(target_slots)
         for node in reversed(nodes):
-            if not any([s in needed for s in _flat(node.out_slots)]):
+            if not any([s in needed for s in flat_slots(node.out_slots)]):
                 continue
-            needed.update(_flat(node.in_slots))
-            needed.update(_flat(list(node.kw_slots.values())))
+            needed.update(flat_slots(node.in_slots))
+            needed.update(flat_slots(list(node.kw_slots.values())))
             for arg, slot in zip(node.args, node.in_slots):
                 values = arg if type(arg) in (list, tuple) else [arg]
                 slots = slot if type(slot) is list else [slot] * len(values)
@@ -372,10 +373,10 @@ class TapeEngine:
         needed = set(target_slots)
         ancestors = set()
         for node in reversed(self._graph.nodes):
-            if any([s in needed for s in _flat(node.out_slots)]):
+            if any([s in needed for s in flat_slots(node.out_slots)]):
                 ancestors.add(node.index)
-                needed.update(_flat(node.in_slots))
-                needed.update(_flat(list(node.kw_slots.values())))
+                needed.update(flat_slots(node.in_slots))
+                needed.update(flat_slots(list(node.kw_slots.values())))
         for index, position, _ in flagged:
             if index in ancestors:
                 node = self._graph.nodes[index]
@@ -570,17 +571,6 @@ def _bind_keywords(node: Any) -> tuple:
                 "gradient rules cannot map; pass it positionally"
             )
     return tuple(args), dict(kwargs), tuple(slots)
-
-
-def _flat(slots: Any) -> list:
-    if slots is None:
-        return []
-    if type(slots) is int:
-        return [slots]
-    out: list = []
-    for s in slots:
-        out.extend(_flat(s))
-    return out
 
 
 # ------------------------------------------------------------------ custom gradients

@@ -147,7 +147,7 @@ class RecordedGraph:
                 slots = self._slots_of(arg)
                 if slots is not None:
                     kw_slots[key] = slots
-                    inputs.extend(_flat(slots))
+                    inputs.extend(flat_slots(slots))
         if not inputs:
             return False
         weak = self._weak
@@ -190,12 +190,19 @@ class RecordedGraph:
         RecordedGraph.__init__(self, self._weak)
 
 
-def _flat(slots: Any) -> list[int]:
+def flat_slots(slots: Any) -> list[int]:
+    """The slot numbers in a node's (nested) slots, in order; None gives none.
+
+    Example:
+        >>> from ember.recorded.graph import flat_slots
+        >>> flat_slots([3, [4, None], 6]), flat_slots(None)
+        ([3, 4, 6], [])
+    """
     if slots is None:
         return []
     if isinstance(slots, int):
         return [slots]
     out: list[int] = []
     for s in slots:
-        out.extend(_flat(s))
+        out.extend(flat_slots(s))
     return out

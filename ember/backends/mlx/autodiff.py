@@ -64,7 +64,7 @@ import numpy as np
 from ember.backends._common import UntrackedTargetError
 from ember.backends.mlx import _operators
 from ember.recorded import calls
-from ember.recorded.graph import RecordedGraph
+from ember.recorded.graph import RecordedGraph, flat_slots
 
 _ARRAY = mx.array
 _NON_FLOAT_KINDS = ("bool", "int", "uint")
@@ -311,8 +311,8 @@ class _Program:
         nodes = graph.relevant_nodes(wanted, set(target_slots))
         consumed: set[int] = set(target_slots)
         for node in nodes:
-            consumed.update(_flat(node.in_slots))
-            consumed.update(_flat(list(node.kw_slots.values())))
+            consumed.update(flat_slots(node.in_slots))
+            consumed.update(flat_slots(list(node.kw_slots.values())))
         src_index: dict[int, int] = {}
         first: dict[int, int] = {}
         for k, slot in enumerate(source_slots):
@@ -326,7 +326,7 @@ class _Program:
             program.connected.append(k)
         if not program.connected:
             return program
-        made_here = {s for node in nodes for s in _flat(node.out_slots)}
+        made_here = {s for node in nodes for s in flat_slots(node.out_slots)}
         for slot, index in src_index.items():
             if slot in made_here:
                 program.perturbed[index] = slot
@@ -372,19 +372,7 @@ class _Program:
 
     def run(self, primals: list, externals: list) -> list:
         env: dict[int, Any] = {}
-
-        def value(spec: tuple) -> Any:
-            kind = spec[0]
-            if kind == "env":
-                return env[spec[1]]
-            if kind == "src":
-                return primals[spec[1]]
-            if kind == "ext":
-                return externals[spec[1]]
-            if kind == "seq":
-                return spec[1](value(s) for s in spec[2])
-            return spec[1]
-
+        value = _spec_reader(env, primals, externals)
         stop = self.stop
         perturb = {slot: index for index, slot in self.perturbed.items()}
 
@@ -427,19 +415,7 @@ class _Program:
     def _culprit(self, externals: list, primals: list) -> str | None:
         """The first replayed op MLX has no gradient for, in words (only on the error path)."""
         env: dict[int, Any] = {}
-
-        def value(spec: tuple) -> Any:
-            kind = spec[0]
-            if kind == "env":
-                return env[spec[1]]
-            if kind == "src":
-                return primals[spec[1]]
-            if kind == "ext":
-                return externals[spec[1]]
-            if kind == "seq":
-                return spec[1](value(s) for s in spec[2])
-            return spec[1]
-
+        value = _spec_reader(env, primals, externals)
         for function, arg_specs, kw_specs, out_slots, name in self.steps:
             args = [value(s) for s in arg_specs]
             kwargs = {k: value(s) for k, s in kw_specs.items()}
@@ -472,15 +448,24 @@ class _Program:
         return None
 
 
-def _flat(slots: Any) -> list[int]:
-    if slots is None:
-        return []
-    if isinstance(slots, int):
-        return [slots]
-    out: list[int] = []
-    for s in slots:
-        out.extend(_flat(s))
-    return out
+def _spec_reader(env: dict, primals: list, externals: list) -> Callable[[tuple], Any]:
+    """How a replay reads an argument's spec: ``("env", slot)`` a value the replay computed, ``("src", i)``
+    the ``i``-th primal, ``("ext", i)`` the ``i``-th external, ``("seq", type, specs)`` a sequence of
+    specs, any other ``(kind, constant)`` the constant."""
+
+    def value(spec: tuple) -> Any:
+        kind = spec[0]
+        if kind == "env":
+            return env[spec[1]]
+        if kind == "src":
+            return primals[spec[1]]
+        if kind == "ext":
+            return externals[spec[1]]
+        if kind == "seq":
+            return spec[1](value(s) for s in spec[2])
+        return spec[1]
+
+    return value
 
 
 # ============================================================ recording hook
