@@ -171,6 +171,17 @@ def _adamax(opt, grads, params, slots, lr, t, shared):
     _addcdiv_(params, m, denominator, -lr / _one_minus_power(opt.beta_1, t))
 
 
+def _moments_and_denominator(opt, grads, slots, t):
+    """Nadam's and Lamb's first step: the moments updated in place; ``(momentum, sqrt(v / (1 - beta_2^t)) + eps)``."""
+    m, v = slots["momentum"], slots["velocity"]
+    _ema_(m, grads, opt.beta_1)
+    _decay_(v, grads, opt.beta_2)
+    denominator = torch._foreach_sqrt(v)
+    torch._foreach_mul_(denominator, 1.0 / _sqrt(_one_minus_power(opt.beta_2, t)))
+    torch._foreach_add_(denominator, opt.epsilon)
+    return m, denominator
+
+
 def _nadam(opt, grads, params, slots, lr, t, shared):
     def u_at(step):
         return opt.beta_1 * (1.0 - 0.5 * _power(0.96, step))
@@ -182,23 +193,13 @@ def _nadam(opt, grads, params, slots, lr, t, shared):
         u_product_tensor.copy_(u_product)
     else:
         u_product_tensor.fill_(u_product)
-    m, v = slots["momentum"], slots["velocity"]
-    _ema_(m, grads, opt.beta_1)
-    _decay_(v, grads, opt.beta_2)
-    denominator = torch._foreach_sqrt(v)
-    torch._foreach_mul_(denominator, 1.0 / _sqrt(_one_minus_power(opt.beta_2, t)))
-    torch._foreach_add_(denominator, opt.epsilon)
+    m, denominator = _moments_and_denominator(opt, grads, slots, t)
     _addcdiv_(params, grads, denominator, -lr * (1.0 - u_t) / (1.0 - u_product))
     _addcdiv_(params, m, denominator, -lr * u_next / (1.0 - u_product * u_next))
 
 
 def _lamb(opt, grads, params, slots, lr, t, shared):
-    m, v = slots["momentum"], slots["velocity"]
-    _ema_(m, grads, opt.beta_1)
-    _decay_(v, grads, opt.beta_2)
-    denominator = torch._foreach_sqrt(v)
-    torch._foreach_mul_(denominator, 1.0 / _sqrt(_one_minus_power(opt.beta_2, t)))
-    torch._foreach_add_(denominator, opt.epsilon)
+    m, denominator = _moments_and_denominator(opt, grads, slots, t)
     update = torch._foreach_div(m, denominator)
     torch._foreach_mul_(update, 1.0 / _one_minus_power(opt.beta_1, t))
     w_norms, u_norms = torch._foreach_norm(params), torch._foreach_norm(update)
