@@ -74,8 +74,42 @@ class LearningRateSchedule:
         return f"{type(self).__name__}({args})"
 
 
+def _whole_periods(step: Any, period: float) -> Any:
+    """``floor(step / period)``, exact at multiples of ``period`` on every device.
+
+    CUDA divides by a scalar as a multiplication by its reciprocal: ``90 / 30`` can come out a
+    hair off 3, which ``floor``/``ceil`` would turn into 2 or 4. The remainder is exact, the
+    quotient of the exact multiple ``step - remainder`` is within an ulp of an integer, and
+    rounding recovers it.
+    """
+    return ops.round(ops.divide(ops.subtract(step, ops.mod(step, period)), period))
+
+
+class _PeriodDecay(LearningRateSchedule):
+    """What ExponentialDecay and InverseTimeDecay share: the rate decays by ``decay_rate`` over each
+    ``decay_steps`` (continuously, or at whole periods when ``staircase``)."""
+
+    def __init__(self, owner: str, initial_learning_rate: float, decay_steps: int, decay_rate: float,
+                 staircase: bool, name: str, decay_rate_low: float | None = None) -> None:
+        self.initial_learning_rate = check_number(owner, "initial_learning_rate", initial_learning_rate)
+        self.decay_steps = _positive_steps(owner, "decay_steps", decay_steps)
+        self.decay_rate = check_number(owner, "decay_rate", decay_rate, decay_rate_low)
+        self.staircase = bool(staircase)
+        self.name = name
+
+    def _periods(self, step: Any) -> Any:
+        """``step / decay_steps`` as a float array (``floor`` of it when ``staircase``)."""
+        step = _as_float(step)
+        period = float(self.decay_steps)
+        return _whole_periods(step, period) if self.staircase else ops.divide(step, period)
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
+                "decay_rate": self.decay_rate, "staircase": self.staircase, "name": self.name}
+
+
 @register_serializable("ember")
-class ExponentialDecay(LearningRateSchedule):
+class ExponentialDecay(_PeriodDecay):
     """``initial_learning_rate * decay_rate ** (step / decay_steps)`` (integer division when ``staircase``).
 
     Args:
@@ -97,21 +131,10 @@ class ExponentialDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate: float, decay_steps: int, decay_rate: float, staircase: bool = False,
                  name: str = "ExponentialDecay") -> None:
-        self.initial_learning_rate = check_number("ExponentialDecay", "initial_learning_rate", initial_learning_rate)
-        self.decay_steps = _positive_steps("ExponentialDecay", "decay_steps", decay_steps)
-        self.decay_rate = check_number("ExponentialDecay", "decay_rate", decay_rate, 0.0)
-        self.staircase = bool(staircase)
-        self.name = name
+        super().__init__("ExponentialDecay", initial_learning_rate, decay_steps, decay_rate, staircase, name, 0.0)
 
     def __call__(self, step: Any) -> Any:
-        step = _as_float(step)
-        period = float(self.decay_steps)
-        p = _whole_periods(step, period) if self.staircase else ops.divide(step, period)
-        return ops.multiply(power(self.decay_rate, p), self.initial_learning_rate)
-
-    def get_config(self) -> dict:
-        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
-                "decay_rate": self.decay_rate, "staircase": self.staircase, "name": self.name}
+        return ops.multiply(power(self.decay_rate, self._periods(step)), self.initial_learning_rate)
 
 
 @register_serializable("ember")
@@ -161,17 +184,6 @@ class PiecewiseConstantDecay(LearningRateSchedule):
 
     def get_config(self) -> dict:
         return {"boundaries": self.boundaries, "values": self.values, "name": self.name}
-
-
-def _whole_periods(step: Any, period: float) -> Any:
-    """``floor(step / period)``, exact at multiples of ``period`` on every device.
-
-    CUDA divides by a scalar as a multiplication by its reciprocal: ``90 / 30`` can come out a
-    hair off 3, which ``floor``/``ceil`` would turn into 2 or 4. The remainder is exact, the
-    quotient of the exact multiple ``step - remainder`` is within an ulp of an integer, and
-    rounding recovers it.
-    """
-    return ops.round(ops.divide(ops.subtract(step, ops.mod(step, period)), period))
 
 
 def _cycles(step: Any, period: float) -> Any:
@@ -234,7 +246,7 @@ class PolynomialDecay(LearningRateSchedule):
 
 
 @register_serializable("ember")
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_PeriodDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (``floor`` of the ratio when ``staircase``).
 
     Args:
@@ -256,21 +268,11 @@ class InverseTimeDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate: float, decay_steps: int, decay_rate: float, staircase: bool = False,
                  name: str = "InverseTimeDecay") -> None:
-        self.initial_learning_rate = check_number("InverseTimeDecay", "initial_learning_rate", initial_learning_rate)
-        self.decay_steps = _positive_steps("InverseTimeDecay", "decay_steps", decay_steps)
-        self.decay_rate = check_number("InverseTimeDecay", "decay_rate", decay_rate)
-        self.staircase = bool(staircase)
-        self.name = name
+        super().__init__("InverseTimeDecay", initial_learning_rate, decay_steps, decay_rate, staircase, name)
 
     def __call__(self, step: Any) -> Any:
-        step = _as_float(step)
-        period = float(self.decay_steps)
-        p = _whole_periods(step, period) if self.staircase else ops.divide(step, period)
+        p = self._periods(step)
         return ops.divide(self.initial_learning_rate, ops.add(ops.multiply(p, self.decay_rate), 1.0))
-
-    def get_config(self) -> dict:
-        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
-                "decay_rate": self.decay_rate, "staircase": self.staircase, "name": self.name}
 
 
 def _cosine(fraction: Any, alpha: float, scale: Any = 1.0) -> Any:
