@@ -233,16 +233,22 @@ def _conv_input_grad_direct(g, kernel, input_shape, strides, dilation, pads, gro
     return ops.nn.conv(g, swapped, strides=1, padding="valid", data_format="channels_last", dilation_rate=dilation)
 
 
-@register("nn.conv")
-def conv(g, out, inputs, kernel, strides=1, padding="valid", data_format="channels_last", dilation_rate=1):
+def _conv_geometry(g, inputs, kernel, strides, padding, data_format, dilation_rate):
+    """What the rules of ``conv`` and ``conv_transpose`` read off their arguments: ``(channels_first,
+    inputs and cotangent channels-last, spatial rank, padding in lower case, strides, dilation, kernel size)``."""
     first = data_format == "channels_first"
     x = _last(inputs) if first else inputs
     gl = _last(g) if first else g
     n_spatial = x.ndim - 2
-    padding = padding.lower()
-    s = _tuple(strides, n_spatial)
-    d = _tuple(dilation_rate, n_spatial)
     kernel_size = tuple(kernel.shape[:n_spatial])
+    return (first, x, gl, n_spatial, padding.lower(), _tuple(strides, n_spatial), _tuple(dilation_rate, n_spatial),
+            kernel_size)
+
+
+@register("nn.conv")
+def conv(g, out, inputs, kernel, strides=1, padding="valid", data_format="channels_last", dilation_rate=1):
+    first, x, gl, n_spatial, padding, s, d, kernel_size = _conv_geometry(
+        g, inputs, kernel, strides, padding, data_format, dilation_rate)
     groups = x.shape[-1] // kernel.shape[-2]
     geometry = [_geometry(x.shape[1 + j], kernel_size[j], s[j], d[j], padding) for j in range(n_spatial)]
     pads = [(left, right) for _, left, right in geometry]
@@ -272,14 +278,8 @@ def conv_transpose(g, out, inputs, kernel, strides=1, padding="valid", output_pa
     # placement, left = the "same" padding of the conv from the output back to the input),
     # so its adjoint is a valid conv of the cotangent padded by (left, right) where
     # right makes that conv land exactly on the input's size (negative: crop).
-    first = data_format == "channels_first"
-    x = _last(inputs) if first else inputs
-    gl = _last(g) if first else g
-    n_spatial = x.ndim - 2
-    padding = padding.lower()
-    s = _tuple(strides, n_spatial)
-    d = _tuple(dilation_rate, n_spatial)
-    kernel_size = tuple(kernel.shape[:n_spatial])
+    first, x, gl, n_spatial, padding, s, d, kernel_size = _conv_geometry(
+        g, inputs, kernel, strides, padding, data_format, dilation_rate)
     widths, crops = [(0, 0)], [slice(None)]
     for j in range(n_spatial):
         n, o = gl.shape[1 + j], x.shape[1 + j]
