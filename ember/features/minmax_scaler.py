@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from ember import ops
-from ember.features.transformer import Transformer, fitted_attribute, int_scalar
+from ember.features.transformer import Transformer, fitted_attribute, fitted_count, int_scalar
 
 
 class MinMaxScaler(Transformer):
@@ -58,10 +58,7 @@ class MinMaxScaler(Transformer):
         if not isinstance(self.clip, bool):
             self._fail(f"clip must be a bool, received {self.clip!r}", TypeError)
 
-    @property
-    def n_samples_seen_(self) -> int:
-        """Number of samples seen by ``fit``."""
-        return int(ops.to_numpy(self._get("n_samples_seen_")))
+    n_samples_seen_ = fitted_count("n_samples_seen_", "Number of samples seen by ``fit``.")
 
     def _fit(self, x: Any) -> dict:
         x = self.check_input(x, "fit", fitted=False)

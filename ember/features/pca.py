@@ -32,7 +32,7 @@ import numpy as np
 
 from ember import ops
 from ember.features.randomized_svd import randomized_svd, svd_flip
-from ember.features.transformer import Transformer, check_array, fitted_attribute, int_scalar
+from ember.features.transformer import Transformer, check_array, fitted_attribute, fitted_count, int_scalar
 
 SOLVERS = ("auto", "full", "covariance_eigh", "randomized")
 
@@ -120,10 +120,7 @@ class PCA(Transformer):
         """Number of components kept."""
         return int(ops.shape(self._get("components_"))[0])
 
-    @property
-    def n_samples_(self) -> int:
-        """Number of samples in the training data."""
-        return int(ops.to_numpy(self._get("n_samples_")))
+    n_samples_ = fitted_count("n_samples_", "Number of samples in the training data.")
 
     # --- fitting ---------------------------------------------------------------------
     def solver_for(self, shape: tuple[int, int]) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ember import ops
-from ember.features.transformer import Transformer, as_float, fitted_attribute, int_scalar
+from ember.features.transformer import Transformer, as_float, fitted_attribute, fitted_count, int_scalar
 
 
 def _axes(axis: Any, ndim: int, where: str) -> tuple[int, ...]:
@@ -129,10 +129,7 @@ class StandardScaler(Transformer):
             if not isinstance(getattr(self, name), bool):
                 self._fail(f"{name} must be a bool, received {getattr(self, name)!r}", TypeError)
 
-    @property
-    def n_samples_seen_(self) -> int:
-        """Number of samples seen by ``fit``."""
-        return int(ops.to_numpy(self._get("n_samples_seen_")))
+    n_samples_seen_ = fitted_count("n_samples_seen_", "Number of samples seen by ``fit``.")
 
     def _fit(self, x: Any) -> dict:
         x = self.check_input(x, "fit", fitted=False)

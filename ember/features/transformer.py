@@ -82,6 +82,21 @@ def fitted_attribute(key: str, doc: str) -> property:
     return property(get, doc=doc)
 
 
+def fitted_count(key: str, doc: str) -> property:
+    """A read-only property returning the count ``state[key]`` (a 0-d int array) as a Python int.
+
+    Example:
+        >>> from ember import features
+        >>> features.StandardScaler().fit([[1.0], [3.0], [5.0]]).n_samples_seen_
+        3
+    """
+
+    def get(self: Transformer) -> int:
+        return int(ops.to_numpy(self._get(key)))
+
+    return property(get, doc=doc)
+
+
 def as_native(value: Any) -> Any:
     """``value`` (NumPy, list, any backend's array or ``Tensor``) as a native array of the active backend.
 
@@ -252,10 +267,8 @@ class Transformer:
         """``fit(x)`` then ``transform(x)``."""
         return self.fit(x).transform(x)
 
-    @property
-    def n_features_in_(self) -> int:
-        """Number of features seen by ``fit`` (every state holds it as a 0-d int array)."""
-        return int(ops.to_numpy(self._get("n_features_in_")))
+    n_features_in_ = fitted_count("n_features_in_",
+                                  "Number of features seen by ``fit`` (every state holds it as a 0-d int array).")
 
     def check_input(self, x: Any, method: str, fitted: bool = True, min_samples: int = 1) -> Any:
         """``x`` as a finite floating 2-D native array; clear errors otherwise (see :func:`check_array`).
