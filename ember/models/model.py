@@ -700,7 +700,7 @@ class Model(TrainingAPI, Layer):
 
     def _forward_on_batch(self, x: Any, training: bool = False) -> Any:
         """The model's outputs on ``x`` with the handle's state (built first if needed); kept buffers."""
-        if self.state is None and self._keras_style:
+        if self._keras_style and self.state is None:  # a subclassed model (never a Sequential) builds by calling
             with self._restored_on_error():
                 return handles.eager_call(self, (x,), {"training": training})
         with self._restored_on_error():

@@ -308,14 +308,6 @@ class Sequential(Model):
             shape = self._known_input_shape() or (None,) + tuple(ops.shape(ops.convert_to_tensor(native)))[1:]
             self.build(shape)
 
-    def _forward_on_batch(self, x: Any, training: bool = False) -> Any:
-        with self._restored_on_error():
-            self._build_for_batch(x)
-            state = self.state
-            outputs, new_state = self.apply(state, x, training=training)
-        self._keep_updated_buffers(state, new_state)
-        return outputs
-
     def _handle_attributes(self) -> tuple[str, ...]:
         return (*super()._handle_attributes(), "_build_shape")
 
