@@ -84,6 +84,20 @@ def mbconv(x: SymbolicTensor, activation: str, drop_rate: float, name: str, filt
     return x
 
 
+def top(x: SymbolicTensor, activation: Any, include_top: bool, dropout_rate: float, classes: int,
+        classifier_activation: Any, pooling: str | None) -> SymbolicTensor:
+    """EfficientNet's and EfficientNetV2's end, after ``top_bn``: the activation, then the classifier
+    (average pooling, dropout, ``predictions``) with the top, else ``pooling``."""
+    x = layers.Activation(activation, name="top_activation")(x)
+    if include_top:
+        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
+        if dropout_rate > 0:
+            x = layers.Dropout(dropout_rate, name="top_dropout")(x)
+        return layers.Dense(classes, activation=classifier_activation, kernel_initializer=DENSE_KERNEL_INITIALIZER,
+                            name="predictions")(x)
+    return _graph.pooled(x, pooling, "avg_pool", "max_pool")
+
+
 def _graph_of(variant: int, include_top: bool, input_tensor: Any, shape: tuple, pooling: Any, classes: int,
               classifier_activation: Any, imagenet_rescaling: bool) -> tuple[SymbolicTensor, SymbolicTensor]:
     width, depth, _, dropout_rate = VARIANTS[variant]
@@ -118,15 +132,7 @@ def _graph_of(variant: int, include_top: bool, input_tensor: Any, shape: tuple, 
     x = layers.Conv2D(round_filters(1280), 1, padding="same", use_bias=False,
                       kernel_initializer=CONV_KERNEL_INITIALIZER, name="top_conv")(x)
     x = layers.BatchNormalization(axis=-1, name="top_bn")(x)
-    x = layers.Activation(activation, name="top_activation")(x)
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        if dropout_rate > 0:
-            x = layers.Dropout(dropout_rate, name="top_dropout")(x)
-        x = layers.Dense(classes, activation=classifier_activation, kernel_initializer=DENSE_KERNEL_INITIALIZER,
-                         name="predictions")(x)
-    else:
-        x = _graph.pooled(x, pooling, "avg_pool", "max_pool")
+    x = top(x, activation, include_top, dropout_rate, classes, classifier_activation, pooling)
     return image, x
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ember import layers
 from ember.applications import _args, _graph
-from ember.applications.efficientnet import CONV_KERNEL_INITIALIZER, DENSE_KERNEL_INITIALIZER, squeeze_excite
+from ember.applications.efficientnet import CONV_KERNEL_INITIALIZER, squeeze_excite, top
 from ember.applications.imagenet_utils import decode_predictions as _decode
 from ember.models.model import Model
 from ember.symbolic import SymbolicTensor
@@ -123,15 +123,7 @@ def build_efficientnet_v2(variant: str, include_top: bool, weights: Any, input_t
     x = layers.Conv2D(round_filters(1280, width), kernel_size=1, strides=1, kernel_initializer=CONV_KERNEL_INITIALIZER,
                       padding="same", use_bias=False, name="top_conv")(x)
     x = layers.BatchNormalization(axis=-1, momentum=BN_MOMENTUM, name="top_bn")(x)
-    x = layers.Activation(activation, name="top_activation")(x)
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        if dropout_rate > 0:
-            x = layers.Dropout(dropout_rate, name="top_dropout")(x)
-        x = layers.Dense(classes, activation=classifier_activation, kernel_initializer=DENSE_KERNEL_INITIALIZER,
-                         name="predictions")(x)
-    else:
-        x = _graph.pooled(x, pooling, "avg_pool", "max_pool")
+    x = top(x, activation, include_top, dropout_rate, classes, classifier_activation, pooling)
     return _graph.finish(family, image, input_tensor, x, name, weights)
 
 

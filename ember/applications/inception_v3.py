@@ -15,8 +15,8 @@ from typing import Any
 from ember import layers
 from ember.applications import _args, _graph
 from ember.applications._blocks import named
+from ember.applications._tf_mode import preprocess_input  # noqa: F401  (keras.applications.inception_v3.preprocess_input)
 from ember.applications.imagenet_utils import decode_predictions as _decode
-from ember.applications.imagenet_utils import preprocess_input as _preprocess
 from ember.models.model import Model
 from ember.symbolic import SymbolicTensor
 
@@ -105,11 +105,6 @@ def InceptionV3(include_top: bool = True, weights: Any = None, input_tensor: Any
         x = _block_8(x, i)
     x = _graph.classifier_head(x, include_top, pooling, classes, classifier_activation, top_name="avg_pool")
     return _graph.finish(family, image, input_tensor, x, name, weights)
-
-
-def preprocess_input(x: Any, data_format: str | None = None) -> Any:
-    """Images in [0, 255] scaled to [-1, 1] (``mode="tf"``)."""
-    return _preprocess(x, data_format=data_format, mode="tf")
 
 
 def decode_predictions(preds: Any, top: int = 5, class_index: Any = None) -> list:

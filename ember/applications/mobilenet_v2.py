@@ -16,8 +16,8 @@ from typing import Any
 from ember import layers
 from ember.applications import _args, _graph
 from ember.applications._blocks import correct_pad, make_divisible, mobile_bn
+from ember.applications._tf_mode import preprocess_input  # noqa: F401  (keras.applications.mobilenet_v2.preprocess_input)
 from ember.applications.imagenet_utils import decode_predictions as _decode
-from ember.applications.imagenet_utils import preprocess_input as _preprocess
 from ember.applications.mobilenet import default_size
 from ember.models.model import Model
 from ember.symbolic import SymbolicTensor
@@ -94,11 +94,6 @@ def MobileNetV2(input_shape: Any = None, alpha: float = 1.0, include_top: bool =
     if name is None:
         name = f"mobilenetv2_{alpha:0.2f}_{shape[0]}"
     return _graph.finish(family, image, input_tensor, x, name, weights)
-
-
-def preprocess_input(x: Any, data_format: str | None = None) -> Any:
-    """Images in [0, 255] scaled to [-1, 1] (``mode="tf"``)."""
-    return _preprocess(x, data_format=data_format, mode="tf")
 
 
 def decode_predictions(preds: Any, top: int = 5, class_index: Any = None) -> list:

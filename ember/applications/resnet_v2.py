@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ember.applications._tf_mode import preprocess_input  # noqa: F401  (keras.applications.resnet_v2.preprocess_input)
 from ember.applications.imagenet_utils import decode_predictions as _decode
-from ember.applications.imagenet_utils import preprocess_input as _preprocess
 from ember.applications.resnet import STAGE_FILTERS, STAGES, build_resnet, stack_v2
 from ember.models.model import Model
 from ember.symbolic import SymbolicTensor
@@ -72,11 +72,6 @@ def ResNet152V2(include_top: bool = True, weights: Any = None, input_tensor: Any
     """
     return build_resnet("ResNet152V2", _stages_v2(152), True, include_top, weights, input_tensor, input_shape,
                         pooling, classes, classifier_activation, name)
-
-
-def preprocess_input(x: Any, data_format: str | None = None) -> Any:
-    """Images in [0, 255] scaled to [-1, 1] (``mode="tf"``)."""
-    return _preprocess(x, data_format=data_format, mode="tf")
 
 
 def decode_predictions(preds: Any, top: int = 5, class_index: Any = None) -> list:
