@@ -169,7 +169,6 @@ class Trainer:
         >>> import ember
         >>> from ember import layers
         >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
-        >>> model.compile(optimizer="sgd", loss="mse")
         >>> trainer = ember.Trainer(model, optimizer=ember.optimizers.SGD(0.1), loss="mse")
         >>> isinstance(trainer, ember.Trainer)
         True

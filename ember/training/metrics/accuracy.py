@@ -261,10 +261,7 @@ class TopKCategoricalAccuracy(MeanMetricWrapper):
 
 @register_serializable(package="ember.metrics")
 class SparseTopKCategoricalAccuracy(MeanMetricWrapper):
-    """How often the integer label is among the ``k`` highest predictions.
-
-    Args:
-        k: how many top predictions count.
+    """:class:`TopKCategoricalAccuracy` (the same ``k``) for integer labels.
 
     Example:
         >>> import ember
