@@ -10,6 +10,7 @@ import pytest
 
 import ember
 from ember import layers, ops
+from ember.layers.preprocessing.color import _ColorJitter
 from tests.layers.layer_test import run_layer_test
 from tests.tolerances import FLOAT32, FLOAT32_PAIR
 
@@ -187,3 +188,16 @@ def test_bad_arguments_are_refused():
         layers.CategoryEncoding()
     with pytest.raises(ValueError, match="rank 3 or 4"):
         _apply(layers.Resizing(2, 2), np.ones((2, 3), np.float32))
+
+
+def test_a_colour_jitter_without_its_hooks_says_which_to_define():
+    """The shared base of RandomBrightness and RandomContrast names the hook a new jitter must define."""
+    with pytest.raises(NotImplementedError, match="_ColorJitter: a colour jitter defines _checked_factor"):
+        _ColorJitter(factor=0.2)
+
+    class HalfDone(_ColorJitter):
+        def _checked_factor(self):
+            return [-0.1, 0.1]
+
+    with pytest.raises(NotImplementedError, match="HalfDone: a colour jitter defines _jitter"):
+        HalfDone(factor=0.1)._jitter(None, None, 1.0)

@@ -41,11 +41,14 @@ class _ColorJitter(DeclarativeLayer):
         _random.check_seed(self)
 
     def _checked_factor(self) -> list[float]:
-        raise NotImplementedError
+        """``factor`` as ``[low, high]`` after the subclass's own checks (RandomBrightness, RandomContrast)."""
+        raise NotImplementedError(f"{type(self).__name__}: a colour jitter defines _checked_factor "
+                                  "(see RandomBrightness and RandomContrast)")
 
     def _jitter(self, inputs: Any, rng: Any, span: float) -> Any:
         """The jittered images (before clipping); ``span`` is ``high - low`` of the value range."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__}: a colour jitter defines _jitter "
+                                  "(see RandomBrightness and RandomContrast)")
 
     def call(self, params: dict, inputs: Any, training: bool = False, rng: Any = None) -> Any:
         if not training:
