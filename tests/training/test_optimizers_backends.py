@@ -7,7 +7,7 @@ import optree
 import pytest
 
 import ember
-from ember import ops, optimizers
+from ember import layers, ops, optimizers
 from ember.training.optimizers import base
 from tests.helpers import EPS32, adam_step_atol
 from tests.tolerances import FLOAT32_PAIR
@@ -375,3 +375,46 @@ def test_fused_kernels_follow_the_optimizer_class_not_its_subclasses(name, torch
     with pytest.raises(TypeError, match="MyAdam.apply_gradients_into: no out-of-place kernel"):
         opt.apply_gradients_into({"w": ops.ones((2,))}, opt.init(params), params, opt.init(params),
                                  {"w": ops.zeros((2,))})
+
+
+def test_fits_adam_writes_its_denominators_into_the_steps_own_gradients(torch_backend, monkeypatch):
+    """After a fit's first step (which checks the state and makes its denominators anew), Adam's plan
+    puts each denominator in that step's gradient: fit keeps no param-sized spare buffer through the
+    backward pass. The weights are the reference fit's (test_fit_reference), checked there."""
+    import torch
+
+    from ember.backends.torch import optim as torch_optim
+
+    plans = []
+    write = torch_optim.write_in_place
+    monkeypatch.setattr(torch_optim, "write_in_place", lambda plan: (plans.append(plan), write(plan))[1])
+    model = ember.Sequential([ember.Input((3,)), layers.Dense(4), layers.Dense(1)])
+    model.build(seed=0)
+    model.compile(optimizer="adam", loss="mse")
+    rng = np.random.default_rng(0)
+    model.fit(rng.normal(size=(32, 3)).astype("float32"), rng.normal(size=(32, 1)).astype("float32"),
+              batch_size=8, epochs=1, verbose=0)
+    assert len(plans) == 4
+    for plan in plans[1:]:
+        kind, _, grads, _, scratch = plan[:5]
+        assert kind == "adam"
+        assert all(d is g for d, g in zip(scratch, grads))
+    assert all(isinstance(d, torch.Tensor) for d in plans[0][4])
+
+
+def test_reusable_gradients_refuse_shared_memory_other_layouts_and_graph_tensors(torch_backend):
+    import torch
+
+    from ember.backends.torch.optim import reusable_gradients
+
+    v = [torch.zeros(2, 3), torch.zeros(2, 3), torch.zeros(3, 2), torch.zeros(2, 3), torch.zeros(2)]
+    g = torch.ones(2, 3)
+    transposed = torch.ones(2, 3).t().contiguous().t()  # shape (2, 3), other strides
+    graph = torch.ones(2, requires_grad=True)
+    got = reusable_gradients([g, g, torch.ones(3, 2), transposed, graph], v)
+    assert got[0] is g
+    assert got[1] is None  # the same tensor again: both denominators would share one memory
+    assert got[2] is not None
+    assert got[3] is None  # other strides than the moment's
+    assert got[4] is None  # part of an autograd graph
+    assert reusable_gradients([None], [torch.zeros(1)]) == [None]

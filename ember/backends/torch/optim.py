@@ -471,8 +471,9 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
     Args:
         optimizer: an Ember optimizer for which :func:`written_slots` is not None.
         grads, params, slots, step, lr, decay: as :func:`apply_gradients_into`.
-        scratch: one spare tensor per parameter (its values are overwritten), or None entries for
-            ``SGD``, which needs none.
+        scratch: one spare tensor per parameter (its values are overwritten), or None entries (Adam
+            then allocates them for this step; ``fit`` passes the gradients it owns where they can
+            serve, :func:`reusable_gradients`); ``SGD`` needs none.
         iterations: the optimizer's 0-d step counter, incremented in place by the write.
 
     Raises:
@@ -492,9 +493,11 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
     lr_s, t = _scalar(lr), _scalar(step)
     p = [params[i] for i in active]
     s = [[slots[name][i] for i in active] for name in names]
+    adam = _kernel_name(optimizer) != "sgd"
+    d = _denominator_space([scratch[i] for i in active], s[1]) if adam else None
     if not _base.host_reads_free(p[0].device):
-        return _plan_on_accelerator(optimizer, g, p, s, [scratch[i] for i in active], lr_s, t,
-                                    [decay is None or decay[i] for i in active], iterations)
+        return _plan_on_accelerator(optimizer, g, p, s, d, lr_s, t, [decay is None or decay[i] for i in active],
+                                    iterations)
     rate = optimizer.weight_decay
     decaying = [p[k] for k, i in enumerate(active) if decay is None or decay[i]] if rate is not None else []
     shrink = (decaying, -lr_s * rate if decaying else 0.0)
@@ -502,10 +505,45 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
     if _kernel_name(optimizer) == "sgd":
         constants = (-lr_s, optimizer.momentum, bool(optimizer.nesterov))
         return ("sgd", p, g, s, None, shrink, constants, iterations)
-    d = [scratch[i] for i in active]
     constants = (1.0 - optimizer.beta_1, optimizer.beta_2, 1.0 - optimizer.beta_2, optimizer.epsilon,
                  _step_size(optimizer, lr_s, t), bool(optimizer.amsgrad))
     return ("adam", p, g, s, d, shrink, constants, iterations)
+
+
+def reusable_gradients(grads: list, second_moments: list) -> list:
+    """For each parameter, its gradient where that gradient can hold the Adam denominator, else None.
+
+    For the caller that owns the gradients and drops them after the write (``fit``'s step): the
+    write reads every gradient (the moments' updates) before it writes any denominator, so such a
+    gradient is free space by then. It must be a plain tensor that does not require grad, with the
+    second moment's shape, dtype and strides (so as dense as it), and share no memory with another chosen one
+    (autograd hands one tensor to both inputs of an add). Then fit keeps no param-sized spare
+    buffer through the backward pass.
+
+    Example:
+        >>> import torch
+        >>> v = [torch.zeros(3), torch.zeros(2)]
+        >>> g = torch.ones(3)
+        >>> [x is g for x in reusable_gradients([g, g[:2]], v)]  # the second shares the first's memory
+        [True, False]
+    """
+    space, taken = [], set()
+    for grad, moment in zip(grads, second_moments):
+        reusable = None
+        if type(grad) is torch.Tensor and not grad.requires_grad:
+            memory = grad.untyped_storage().data_ptr()
+            # The moment is dense (made like its param), so the same shape and strides make the gradient dense.
+            if (memory not in taken and grad.shape == moment.shape and grad.dtype == moment.dtype
+                    and grad.stride() == moment.stride()):
+                taken.add(memory)
+                reusable = grad
+        space.append(reusable)
+    return space
+
+
+def _denominator_space(scratch: list, second_moments: list) -> list:
+    """The spare tensor given for each Adam denominator, or a new one where none was given."""
+    return [torch.empty_like(moment) if spare is None else spare for spare, moment in zip(scratch, second_moments)]
 
 
 def _plan_on_accelerator(optimizer: Any, grads: Tensors, params: list, slots: list, scratch: list, lr: Scalar,

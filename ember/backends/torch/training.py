@@ -198,7 +198,7 @@ class _UpdateLayout:
     state taken anew by ``own`` has new ones).
     """
 
-    def __init__(self, optimizer: Any, opt_state: dict, trainable: dict, leaves: list, scratch: Any) -> None:
+    def __init__(self, optimizer: Any, opt_state: dict, trainable: dict, leaves: list) -> None:
         spec = optree.tree_structure(trainable)
         names = optim.in_place_slots(optimizer, leaves) or ()
         self.opt_state = opt_state
@@ -206,7 +206,8 @@ class _UpdateLayout:
         self.trees = [opt_state[name] for name in names]
         self.slots = {name: spec.flatten_up_to(tree) for name, tree in zip(names, self.trees)}
         self.decay = optimizer.decay_mask(trainable)
-        self.scratch = spec.flatten_up_to(scratch) if scratch is not None else [None] * len(leaves)
+        # Adam's second moments (its denominators take their shape and memory order), or None for SGD.
+        self.second_moments = self.slots[names[1]] if len(names) > 1 else None
 
     def fits(self, opt_state: dict, leaves: list) -> bool:
         """Whether this layout shows ``opt_state`` for the params ``leaves``."""
@@ -503,22 +504,20 @@ class TorchSteps(GenericSteps):
         if layout is not None and layout.fits(opt_state, leaves):
             lr = optimizer.learning_rate_at(iterations, opt_state)
             return optim.plan_in_place(optimizer, grads, leaves, layout.slots, 0 if step is None else step, lr,
-                                       layout.decay, layout.scratch, iterations)
-        scratch = self._scratch_for(trainable, leaves)
-        spec = optree.tree_structure(trainable)
-        plan = optimizer.plan_in_place(spec.unflatten(grads), opt_state, trainable, scratch, step=step)
-        self._layout = _UpdateLayout(optimizer, opt_state, trainable, leaves, scratch)
+                                       layout.decay, self._denominator_space(grads, layout), iterations)
+        spec = optree.tree_structure(trainable)  # checked by the optimizer first; its denominators made anew
+        plan = optimizer.plan_in_place(spec.unflatten(grads), opt_state, trainable, None, step=step)
+        self._layout = _UpdateLayout(optimizer, opt_state, trainable, leaves)
         return plan
 
-    def _scratch_for(self, trainable: dict, leaves: list) -> Any:
-        """Tensors mirroring ``trainable`` for Adam's denominators (None for SGD), kept until fit ends."""
-        if self.core.optimizer.kernel_name == "sgd":
-            return None
-        key = [(leaf.shape, leaf.dtype, leaf.device) for leaf in leaves]
-        buffers = self.buffers
-        assert buffers is not None  # fit's own: the in-place write runs in fit_step only
-        scratch = buffers.scratch(key, lambda: [torch.empty_like(leaf, requires_grad=False) for leaf in leaves])
-        return optree.tree_structure(trainable).unflatten(scratch)
+    @staticmethod
+    def _denominator_space(grads: list, layout: _UpdateLayout) -> list:
+        """Where Adam writes this step's denominators: the step's own gradients where they can hold them
+        (they are dropped after the write; :func:`optim.reusable_gradients`), None (a tensor made for
+        this step) elsewhere and for SGD. fit keeps no param-sized spare buffer through the backward pass."""
+        if layout.second_moments is None:
+            return [None] * len(grads)
+        return optim.reusable_gradients(grads, layout.second_moments)
 
     def _gradients(self, trainable: dict, frozen: dict, buffers: dict, x: Any, y: Any, sw: Any, rng: Any,
                    leaves: list, scale: Any = None) -> tuple:
