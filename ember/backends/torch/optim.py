@@ -546,7 +546,7 @@ def _denominator_space(scratch: list, second_moments: list) -> list:
     return [torch.empty_like(moment) if spare is None else spare for spare, moment in zip(scratch, second_moments)]
 
 
-def _plan_on_accelerator(optimizer: Any, grads: Tensors, params: list, slots: list, scratch: list, lr: Scalar,
+def _plan_on_accelerator(optimizer: Any, grads: Tensors, params: list, slots: list, scratch: list | None, lr: Scalar,
                          t: Scalar, decayed: list, iterations: Any) -> tuple:
     """:func:`plan_in_place` for tensors on an accelerator: every factor a 0-d tensor on the device,
     the terms that read only the old values (decay, scaled gradients) computed here; the write is
