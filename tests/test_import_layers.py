@@ -185,7 +185,7 @@ def test_backends_import_nothing_above_the_op_protocol():
 
 
 def test_backend_step_builders_and_kernels_import_nothing_of_the_trainer():
-    """The trainer hands a backend its building blocks (``make_steps(core, kit)``) and optimizers name
+    """The trainer hands a backend its step core (``make_steps(core, jit)``) and optimizers name
     their fused kernels: ``training.py``/``optim.py`` of a backend import nothing above the op protocol."""
     above = ("ember.training", "ember.autodiff", "ember.ops", "ember.layers", "ember.models", "ember.optimizers")
     checked = 0

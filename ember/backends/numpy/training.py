@@ -137,7 +137,7 @@ class NumpySteps(GenericSteps):
 
     fit_step_is_pure = False
 
-    def __init__(self, core: Any, jit: Any = False) -> None:
+    def __init__(self, core: Any) -> None:
         super().__init__(core, lambda fn: fn, detach=_detach)
         self._fused_loss = core.fusable_sparse_crossentropy
         self._regularized: bool | None = None
@@ -303,4 +303,4 @@ def make_steps(core: Any, jit: Any = "auto") -> NumpySteps:
     if jit is True:
         warnings.warn("jit_compile=True: the NumPy backend has no compiler; proceeding with the eager step "
                       "(jit_compile compiles on torch and MLX)", UserWarning, stacklevel=4)
-    return NumpySteps(core, jit=jit)
+    return NumpySteps(core)

@@ -118,8 +118,8 @@ class CompiledSteps:
     sync: Any  # ember.distribute's StepSync (set by the Trainer), or None
     buffers: Any  # None: the compiled step updates nothing in place
 
-    def __init__(self, core: Any, jit: Any = True) -> None:
-        super().__init__(core, jit)  # type: ignore[call-arg]  # the eager TorchSteps after this mixin
+    def __init__(self, core: Any) -> None:
+        super().__init__(core)  # type: ignore[call-arg]  # the eager TorchSteps after this mixin
         self.buffers = None  # no spare arrays: nothing is updated in place
         self.compile_seconds: float | None = None  # the first (compiling) call's wall time
         self.fallback_reason: str | None = None  # why the step runs eagerly, once it does

@@ -301,7 +301,7 @@ class TorchSteps(GenericSteps):
 
     fit_step_is_pure = False
 
-    def __init__(self, core: Any, jit: Any = False) -> None:
+    def __init__(self, core: Any) -> None:
         core = copy.copy(core)  # this backend's own view, with the fused loss
         core.compile_loss = _FusedLoss(core.compile_loss, core.fusable_sparse_crossentropy,
                                        core.fusable_mean_squared_error)
@@ -563,5 +563,5 @@ def make_steps(core: Any, jit: Any = "auto") -> TorchSteps:
     step, which only long runs win back).
     """
     if jit is True:
-        return CompiledTorchSteps(core, jit=jit)
-    return TorchSteps(core, jit=jit)
+        return CompiledTorchSteps(core)
+    return TorchSteps(core)
