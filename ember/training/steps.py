@@ -47,7 +47,17 @@ def trainable_mask(layer: Any, params: dict) -> Any:
 def conv_kernel_mask(layer: Any, params: dict) -> Any:
     """A tree of bools mirroring ``params``: True at the N-d convolution kernels, in Keras's layout
     ``(*spatial, in, out)``, that their layer names in ``conv_kernel_weights`` (a backend may keep them
-    in the memory order its convolutions read, :meth:`StepCore.conv_kernels`)."""
+    in the memory order its convolutions read, :meth:`StepCore.conv_kernels`).
+
+    Example:
+        >>> import ember
+        >>> from ember import layers
+        >>> ember.set_backend("numpy")
+        >>> model = ember.Sequential([ember.Input((5, 5, 2)), layers.Conv2D(3, 3), layers.Flatten(), layers.Dense(1)])
+        >>> mask = conv_kernel_mask(model, model.build(seed=0)["params"])
+        >>> sorted((layer, name) for layer, weights in mask.items() for name, flag in weights.items() if flag)
+        [('conv2d', 'kernel')]
+    """
     names = getattr(type(layer), "conv_kernel_weights", ())
     children = layer._state_children()  # {state key: sub-layer}
     mask = {}
