@@ -37,8 +37,6 @@ from typing import Any
 
 import optree
 
-from ember.backends._step_buffers import StepBuffers
-
 # Park-Miller "minimal standard" generator: the step seeds s_{k+1} = 48271 s_k mod (2^31 - 1).
 _RNG_MULTIPLIER = 48271
 _RNG_MODULUS = 2147483647
@@ -65,7 +63,6 @@ class GenericSteps:
     # Set by the Trainer under ember.distribute: a ShardedBatch's step then sums gradients and
     # metric states over the ranks (ember.training.distributed.StepSync) before the update.
     sync: Any = None
-    buffers: StepBuffers | None = None  # of steps that update in place (NumPy, torch): cleared after fit
 
     def __init__(self, core: Any, value_and_grad: Callable, detach: Callable = lambda x: x) -> None:
         self.core = core
@@ -85,9 +82,7 @@ class GenericSteps:
         return state
 
     def finish_fit(self) -> None:
-        """``fit`` ended: drop what its steps kept between steps (spare arrays, cached views)."""
-        if self.buffers is not None:
-            self.buffers.clear()
+        """``fit`` ended: drop what its steps kept between steps (scratch arrays, cached views)."""
 
     def release(self, model_state: dict) -> dict:
         return model_state

@@ -9,6 +9,7 @@ import pytest
 import ember
 from ember import layers, ops, optimizers
 from tests.tolerances import FLOAT32_PAIR
+from tests.training.step_paths import force_copy_path
 
 
 def _logits_labels(n=16, c=5, dtype=np.float32):
@@ -158,36 +159,31 @@ def test_fused_loss_takes_the_generic_path_for_other_inputs(backend):
     lambda: optimizers.AdamW(0.01, weight_decay=0.1),
     lambda: optimizers.Adam(optimizers.schedules.ExponentialDecay(0.01, 2, 0.5)),
 ], ids=["sgd", "sgd_nesterov_wd", "sgd_momentum", "adam", "adam_amsgrad", "adamw", "adam_schedule"])
-def test_numpy_inplace_update_equals_the_pure_optimizer(make):
-    """The fused update, written out of place into a second set of arrays (as fit does), leaves its input intact."""
-    from ember.backends.numpy import optim
+def test_numpy_copy_path_update_equals_the_pure_optimizer(make):
+    """The fused update on copies (fit's copy path, and train_step's) leaves its input intact and gives the
+    pure optimizer's numbers."""
+    from ember.backends.numpy import training
 
     rng = np.random.default_rng(0)
     params = {"a": {"kernel": rng.normal(size=(3, 4)).astype(np.float32), "bias": np.zeros(4, np.float32)}}
     opt = make()
     if isinstance(opt, optimizers.AdamW):
         opt.exclude_from_weight_decay(var_names=["bias"])
-    assert optim.written_slots(opt, optree.tree_leaves(params)) is not None
+    model = ember.Sequential([ember.Input((3,)), layers.Dense(4, name="a")])
+    model.build(seed=0)
+    steps = ember.Trainer(model, optimizer=opt, loss="mse").steps
+    assert isinstance(steps, training.NumpySteps)
     pure_params, pure_state = params, opt.init(params)
-    decay = [opt.weight_decay is not None and opt.uses_weight_decay("/".join(path))
-             for path in optree.tree_paths(params)]
-    own = optree.tree_map(np.copy, params)
-    own_state = optree.tree_map(lambda v: v.copy(), opt.init(own))
-    spare, spare_state = optree.tree_map(np.copy, (own, own_state))
-    for step in range(5):
+    own, own_state = optree.tree_map(np.copy, (params, opt.init(params)))
+    steps.core.prepare_mask(own)
+    for _ in range(5):
         grads = optree.tree_map(lambda p: rng.normal(size=p.shape).astype(np.float32), params)
         pure_params, pure_state = opt.apply_gradients(grads, pure_state, pure_params)
-        leaves, spec = optree.tree_flatten(own)
-        slots = {name: spec.flatten_up_to(own_state[name]) for name in opt.slot_initializers()}
-        new_slots = {name: spec.flatten_up_to(spare_state[name]) for name in opt.slot_initializers()}
-        lr = float(np.asarray(opt.learning_rate_at(own_state["iterations"], own_state)))
         before = optree.tree_map(np.copy, (own, own_state))
-        optim.apply_gradients_into(opt, spec.flatten_up_to(grads), leaves, slots, spec.flatten_up_to(spare),
-                                   new_slots, step=step + 1, lr=lr, decay=decay)
+        new, new_state = steps._updated_copy(own, own_state, grads, optree.tree_structure(own))
         for got, want in zip(optree.tree_leaves((own, own_state)), optree.tree_leaves(before)):
             np.testing.assert_array_equal(got, want)  # the given arrays are only read
-        spare_state["iterations"] = own_state["iterations"] + 1
-        own, own_state, spare, spare_state = spare, spare_state, own, own_state
+        own, own_state = new, new_state
     # The same gradients, 5 steps a side of ~4 roundings: slots sum <= 5 terms (|terms| summing to <= 1.2 for
     # |g| <= 3; v has no cancellation): 2 sides * 20 u * 1.2 = 3e-6 absolute, 20 u relative (within FLOAT32_PAIR's
     # rtol); the parameters also round once a step, and Adam's alpha (host float64 against float32, both by expm1)
@@ -204,9 +200,9 @@ def test_numpy_clipping_optimizers_take_the_pure_path():
     from ember.backends.numpy import optim
 
     leaves = [np.zeros(2, np.float32)]
-    assert optim.written_slots(optimizers.Adam(clipnorm=1.0), leaves) is None
-    assert optim.written_slots(optimizers.RMSprop(), leaves) is None
-    assert optim.written_slots(optimizers.SGD(), [np.zeros(2, np.float16)]) is None
+    assert optim.in_place_slots(optimizers.Adam(clipnorm=1.0), leaves) is None
+    assert optim.in_place_slots(optimizers.RMSprop(), leaves) is None
+    assert optim.in_place_slots(optimizers.SGD(), [np.zeros(2, np.float16)]) is None
 
 
 class _ParamArrays(ember.callbacks.Callback):
@@ -228,18 +224,19 @@ class _ParamArrays(ember.callbacks.Callback):
                                   lambda: optimizers.SGD(0.1),
                                   lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True, weight_decay=0.01)],
                          ids=["adam_amsgrad", "adamw", "sgd", "sgd_nesterov_wd"])
-def test_numpy_fit_in_place_update_equals_the_out_of_place_path(make, monkeypatch):
+def test_numpy_fit_in_place_update_equals_the_copy_path(make, monkeypatch):
     """NumPy's fit writes SGD/Adam/AdamW updates in place under held signals, into one set of arrays
-    (no second copy of params and slots); forced onto the out-of-place path (spare arrays) it gives
-    the same weights and optimizer state bit for bit."""
-    from ember.backends.numpy import optim, training
+    (no second copy of params and slots); sent down the copy path (new arrays each step) it gives the
+    same weights and optimizer state bit for bit."""
+    from ember.backends.numpy import training
 
     written = []
-    write = optim.write_in_place
-    monkeypatch.setattr(optim, "write_in_place", lambda plan: written.append(1) or write(plan))
-    results, steps = [], 6
-    for held in (True, False):
-        monkeypatch.setattr(training, "_IN_PLACE_UNDER_HELD_SIGNALS", held)
+    write = training.NumpySteps._write_in_place
+    monkeypatch.setattr(training.NumpySteps, "_write_in_place", lambda self, *a: written.append(1) or write(self, *a))
+    results, steps, routed = [], 6, []
+    for in_place in (True, False):
+        if not in_place:
+            routed = force_copy_path(monkeypatch, "numpy")
         model = ember.Sequential([ember.Input((4,)), layers.Dense(5, name="d"), layers.Dense(3, name="out")])
         model.build(seed=0)
         model.compile(optimizer=make(), loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -247,17 +244,20 @@ def test_numpy_fit_in_place_update_equals_the_out_of_place_path(make, monkeypatc
         arrays = _ParamArrays()
         model.fit(x, np.arange(24) % 3, batch_size=8, epochs=2, verbose=0, shuffle=False, callbacks=[arrays])
         results.append([np.array(leaf) for leaf in optree.tree_leaves((model.state, model._training.opt_state))])
-        assert len(written) == steps  # only the in-place run writes in place
-        assert len(set(arrays.ids)) == (1 if held else 2)  # one set of arrays, or two taking turns
+        assert len(written) == steps  # only the in-place run writes into its state
+        if in_place:
+            assert len(set(arrays.ids)) == 1  # one set of arrays
+        else:  # new arrays every step (made while the last step's are alive, so their ids differ)
+            assert len(routed) == steps and all(a != b for a, b in zip(arrays.ids, arrays.ids[1:]))
     for got, want in zip(results[1], results[0]):
         np.testing.assert_array_equal(got, want)
 
 
-def test_numpy_fit_keeps_the_out_of_place_update_for_constraints(monkeypatch):
-    """A constrained model's step (like ember.distribute's and other optimizers') writes into spare arrays."""
-    from ember.backends.numpy import optim
+def test_numpy_fit_takes_the_copy_path_for_constraints(monkeypatch):
+    """A constrained model's step (like other optimizers') writes new arrays, never its state's."""
+    from ember.backends.numpy import training
 
-    monkeypatch.setattr(optim, "write_in_place", lambda plan: pytest.fail("written in place"))
+    monkeypatch.setattr(training.NumpySteps, "_write_in_place", lambda *a: pytest.fail("written in place"))
     model = ember.Sequential([ember.Input((4,)), layers.Dense(3, kernel_constraint="non_neg", name="d")])
     model.build(seed=0)
     model.compile(optimizer=optimizers.Adam(0.1), loss="mse")
@@ -269,24 +269,22 @@ def test_numpy_fit_keeps_the_out_of_place_update_for_constraints(monkeypatch):
                                   lambda: optimizers.AdamW(0.01, weight_decay=0.1),
                                   lambda: optimizers.SGD(0.1, momentum=0.9, nesterov=True)],
                          ids=["adam_amsgrad", "adamw", "sgd_nesterov"])
-def test_torch_fit_out_of_place_update_equals_the_copy_path(torch_backend, make, monkeypatch, torch_on_cpu):
-    """torch's fit updates in place under held signals; its other atomic paths (forced here) write the
-    update out of place, or into refilled copies: all three bit-identical."""
-    from ember.backends.torch import training
-
-    results = []
-    for held, threshold in ((True, 0), (False, 0), (False, float("inf"))):  # held; out of place; copies
-        monkeypatch.setattr(training, "_IN_PLACE_UNDER_HELD_SIGNALS", held)
-        monkeypatch.setattr(training, "_OUT_OF_PLACE_MEAN_SIZE", threshold)
+def test_torch_fit_in_place_update_equals_the_copy_path(torch_backend, make, monkeypatch, torch_on_cpu):
+    """torch's fit updates in place under held signals; sent down the copy path (new tensors each step)
+    it gives the same weights bit for bit."""
+    results, routed = [], []
+    for in_place in (True, False):
+        if not in_place:
+            routed = force_copy_path(monkeypatch, "torch")
         model = ember.Sequential([ember.Input((4,)), layers.Dense(5, name="d"), layers.Dense(3, name="out")])
         model.build(seed=0)
         model.compile(optimizer=make(), loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True))
         x = np.random.default_rng(2).normal(size=(24, 4)).astype(np.float32)
         model.fit(x, np.arange(24) % 3, batch_size=8, epochs=2, verbose=0, shuffle=False)
         results.append([ops.to_numpy(leaf) for leaf in optree.tree_leaves(model.state)])
-    for other in results[1:]:
-        for got, want in zip(other, results[0]):
-            np.testing.assert_array_equal(got, want)
+    assert len(routed) == 6
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_torch_step_counter_reads_the_device_counter_once_per_change(torch_backend, monkeypatch):
@@ -333,8 +331,7 @@ def test_torch_fit_plans_from_the_state_it_holds_after_a_callback_replaces_it(to
                                                                              torch_on_cpu):
     """fit's in-place update keeps flat views of its state between steps (torch's _UpdateLayout); a
     callback that replaces the weights mid-epoch gives a new state, which the next step plans from:
-    the same weights and slots, bit for bit, as the out-of-place path (which keeps no views)."""
-    from ember.backends.torch import training
+    the same weights and slots, bit for bit, as the copy path (which keeps no views)."""
     from ember.training.callbacks._monitor import copy_state
 
     class Rewind(ember.callbacks.Callback):
@@ -349,8 +346,8 @@ def test_torch_fit_plans_from_the_state_it_holds_after_a_callback_replaces_it(to
     monkeypatch.setattr(optimizers.Optimizer, "plan_in_place",
                         lambda self, *args, **kwargs: plans.append(1) or plan_in_place(self, *args, **kwargs))
     for held in (True, False):
-        monkeypatch.setattr(training, "_IN_PLACE_UNDER_HELD_SIGNALS", held)
-        monkeypatch.setattr(training, "_OUT_OF_PLACE_MEAN_SIZE", 0)
+        if not held:
+            force_copy_path(monkeypatch, "torch")
         model = ember.Sequential([ember.Input((4,)), layers.Dense(5, name="d"), layers.Dense(3, name="out")])
         model.build(seed=0)
         model.compile(optimizer=make(), loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True))

@@ -27,6 +27,7 @@ from ember.autodiff import recording
 from ember.autodiff import tape as tape_module
 from ember.recorded import calls, graph
 from tests.tolerances import FLOAT32
+from tests.training.step_paths import force_copy_path
 
 X = np.random.default_rng(0).normal(size=(24, 4)).astype("float32")
 Y = np.random.default_rng(1).integers(0, 3, 24)
@@ -165,18 +166,11 @@ def test_keyboard_interrupt_anywhere_leaves_whole_steps(backend, optimizer):
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum"])
-def test_keyboard_interrupt_in_torch_out_of_place_update_leaves_whole_steps(torch_backend, optimizer, monkeypatch,
-                                                                            torch_on_cpu):
-    """The out-of-place update torch's fit uses for large tensors (forced here on this small model)."""
-    from ember.backends.torch import optim, training
-
-    calls = []
-    into = optim.apply_gradients_into
-    monkeypatch.setattr(training, "_IN_PLACE_UNDER_HELD_SIGNALS", False)  # fit's default: written in place
-    monkeypatch.setattr(training, "_OUT_OF_PLACE_MEAN_SIZE", 0)
-    monkeypatch.setattr(optim, "apply_gradients_into", lambda *a, **k: calls.append(1) or into(*a, **k))
+def test_keyboard_interrupt_in_torch_copy_path_leaves_whole_steps(torch_backend, optimizer, monkeypatch, torch_on_cpu):
+    """torch fit's copy path (new tensors each step: constraints, other optimizers; forced here)."""
+    routed = force_copy_path(monkeypatch, "torch")
     _check_interrupts_leave_whole_steps("torch", optimizer)
-    assert calls, "fit did not take the out-of-place update"
+    assert routed, "fit did not take the copy path"
 
 
 def _check_the_sigint_lands_after_the_fourth_step(optimizer, reference, raised_at):
@@ -227,17 +221,12 @@ def test_real_sigint_during_torch_in_place_write_interrupts_after_the_step(torch
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "sgd_momentum"])
-def test_keyboard_interrupt_in_numpy_out_of_place_update_leaves_whole_steps(optimizer, monkeypatch):
-    """NumPy's out-of-place update into spare arrays (fit's path for constraints and ember.distribute,
-    forced here): the given state stays intact until the step returns."""
-    from ember.backends.numpy import optim, training
-
-    calls = []
-    into = optim.apply_gradients_into
-    monkeypatch.setattr(training, "_IN_PLACE_UNDER_HELD_SIGNALS", False)  # fit's default: written in place
-    monkeypatch.setattr(optim, "apply_gradients_into", lambda *a, **k: calls.append(1) or into(*a, **k))
+def test_keyboard_interrupt_in_numpy_copy_path_leaves_whole_steps(optimizer, monkeypatch):
+    """NumPy fit's copy path (new arrays each step: constraints, other optimizers; forced here): the
+    given state stays intact until the step returns."""
+    routed = force_copy_path(monkeypatch, "numpy")
     _check_interrupts_leave_whole_steps("numpy", optimizer)
-    assert calls, "fit did not take the out-of-place update"
+    assert routed, "fit did not take the copy path"
 
 
 def _split_numpy_write(write, plan, between):

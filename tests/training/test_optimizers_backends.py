@@ -192,49 +192,49 @@ def test_mlx_compiled_step_equals_eager(mlx_backend, case):
     assert ember.get_backend() == "mlx"
 
 
-OUT_OF_PLACE_CASES = ["sgd", "sgd_momentum_clipnorm", "sgd_nesterov_wd", "adam", "adam_amsgrad_global_clip",
-                      "adamw_schedule"]
+IN_PLACE_CASES = ["sgd", "sgd_momentum_clipnorm", "sgd_nesterov_wd", "adam", "adam_amsgrad_global_clip",
+                  "adamw_schedule"]
 
 
-@pytest.mark.parametrize("case", OUT_OF_PLACE_CASES)
-def test_torch_out_of_place_step_equals_in_place_step_bit_for_bit(torch_backend, case, torch_on_cpu):
-    """``apply_gradients_into`` (fit's atomic step) gives the in-place kernels' exact numbers, inputs untouched."""
+@pytest.mark.parametrize("case", IN_PLACE_CASES)
+def test_torch_all_or_nothing_write_equals_apply_gradients_inplace_bit_for_bit(torch_backend, case, torch_on_cpu):
+    """fit's two torch updates agree bit for bit: the all-or-nothing write (``plan_in_place`` then
+    ``write_in_place``, into fit's own tensors) and ``apply_gradients_inplace`` (on the copies of the
+    copy path); a param without a gradient and its slots are not written."""
+    from ember.backends.torch import optim
+
     params, grads = _arrays(1, 5)
     for g in grads[::2]:
-        g["p1"] = None  # a param without a gradient: neither it nor its slots are written
+        g["p1"] = None
     opt = FAST_CASES[case]()
     if opt.weight_decay is not None:
         opt.exclude_from_weight_decay(var_names=["p2"])
-    inplace_params, current = _native(params), _native(params)
-    inplace_state, state = opt.init(inplace_params), opt.init(current)
-    spare = _native(params)
-    spare_state = opt.init(spare)
+    copied, written = _native(params), _native(params)
+    copied_state, written_state = opt.init(copied), opt.init(written)
+    arrays = optree.tree_leaves((written, written_state))
     for g in grads:
-        inplace_params, inplace_state = opt.apply_gradients_inplace(_native(g), inplace_state, inplace_params)
-        before = _numpy((current, state))
-        # the arrays of what is not written must hold their current values (StepBuffers refills them)
-        for key in ("p1",) if g["p1"] is None else ():
-            spare[key].copy_(current[key])
-            for name in opt.slot_initializers():
-                spare_state[name][key].copy_(state[name][key])
-        new, new_state = opt.apply_gradients_into(_native(g), state, current, spare_state, spare)
-        assert all(new[k] is spare[k] for k in spare)
-        for got, want in zip(optree.tree_leaves(_numpy((current, state))), optree.tree_leaves(before)):
-            np.testing.assert_array_equal(got, want)  # the given state is never written
-        current, state, spare, spare_state = new, new_state, current, state
-    for got, want in zip(optree.tree_leaves(_numpy((current, state))),
-                         optree.tree_leaves(_numpy((inplace_params, inplace_state)))):
+        copied, copied_state = opt.apply_gradients_inplace(_native(g), copied_state, copied)
+        untouched = _numpy(written["p1"]) if g["p1"] is None else None
+        optim.write_in_place(opt.plan_in_place(_native(g), written_state, written))
+        if untouched is not None:
+            np.testing.assert_array_equal(_numpy(written["p1"]), untouched)
+    assert all(a is b for a, b in zip(optree.tree_leaves((written, written_state)), arrays))  # written in place
+    for got, want in zip(optree.tree_leaves(_numpy((written, written_state))),
+                         optree.tree_leaves(_numpy((copied, copied_state)))):
         np.testing.assert_array_equal(got, want)
 
 
-def test_apply_gradients_into_needs_an_out_of_place_kernel(backend):
+def test_plan_in_place_needs_an_in_place_kernel(backend):
     params = {"w": ops.ones((2,))}
     opt = optimizers.SGD(0.1) if ember.get_backend() == "mlx" else optimizers.RMSprop(0.1)
-    with pytest.raises(TypeError, match="apply_gradients_into: no out-of-place kernel on the"):
-        opt.apply_gradients_into({"w": ops.ones((2,))}, opt.init(params), params, opt.init(params), params)
+    before = _numpy(params)
+    with pytest.raises(TypeError, match=f"RMSprop.plan_in_place: no in-place kernel on the {ember.get_backend()}"
+                       if ember.get_backend() != "mlx" else "SGD.plan_in_place: no in-place kernel on the mlx"):
+        opt.plan_in_place({"w": ops.ones((2,))}, opt.init(params), params)
+    np.testing.assert_array_equal(_numpy(params)["w"], before["w"])
 
 
-NUMPY_OUT_OF_PLACE_CASES = {
+NUMPY_IN_PLACE_CASES = {
     "sgd": lambda: optimizers.SGD(0.1),
     "sgd_momentum": lambda: optimizers.SGD(0.05, momentum=0.9),
     "sgd_nesterov_wd": lambda: optimizers.SGD(0.05, momentum=0.8, nesterov=True, weight_decay=0.1),
@@ -244,71 +244,32 @@ NUMPY_OUT_OF_PLACE_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(NUMPY_OUT_OF_PLACE_CASES))
-def test_numpy_fused_kernel_equals_generic_path(case):  # the autouse fixture selects NumPy
-    """NumPy's fused kernels (fit's out-of-place step) give the generic path's numbers; inputs untouched."""
-    from ember.backends.numpy import optim
-
-    params, grads = _arrays(2, 6)
-    for g in grads[::2]:
-        g["p1"] = None  # a param without a gradient: neither it nor its slots are written
-    opt = NUMPY_OUT_OF_PLACE_CASES[case]()
-    if opt.weight_decay is not None:
-        opt.exclude_from_weight_decay(var_names=["p2"])
-    assert optim.written_slots(opt, list(_native(params).values())) is not None
-    generic, current = _native(params), _native(params)
-    generic_state, state = opt.init(generic), opt.init(current)
-    spare = _native(params)
-    spare_state = opt.init(spare)
-    for g in grads:
-        generic, generic_state = opt.apply_gradients(_native(g), generic_state, generic)
-        before = _numpy((current, state))
-        for key in ("p1",) if g["p1"] is None else ():  # what is not written must hold its value already
-            spare[key][...] = current[key]
-            for name in opt.slot_initializers():
-                spare_state[name][key][...] = state[name][key]
-        new, new_state = opt.apply_gradients_into(_native(g), state, current, spare_state, spare)
-        assert all(new[k] is spare[k] for k in spare)
-        for got, want in zip(optree.tree_leaves(_numpy((current, state))), optree.tree_leaves(before)):
-            np.testing.assert_array_equal(got, want)  # the given state is never written
-        current, state, spare, spare_state = new, new_state, current, state
-    for got, want in zip(optree.tree_leaves(_numpy((current, state))),
-                         optree.tree_leaves(_numpy((generic, generic_state)))):
-        np.testing.assert_allclose(got, want, rtol=0, atol=_fast_path_atol(want, len(grads)))
-
-
-@pytest.mark.parametrize("case", sorted(NUMPY_OUT_OF_PLACE_CASES))
-def test_numpy_in_place_write_equals_out_of_place_kernel_bit_for_bit(case):  # the autouse fixture selects NumPy
-    """NumPy's all-or-nothing in-place update (fit's step: plan, then ufuncs only) gives the out-of-place
-    kernel's exact numbers, hence the generic path's within its rounding; the step counter advances."""
+@pytest.mark.parametrize("case", sorted(NUMPY_IN_PLACE_CASES))
+def test_numpy_in_place_write_equals_generic_path(case):  # the autouse fixture selects NumPy
+    """NumPy's all-or-nothing in-place update (fit's step: plan, then ufuncs only) gives the generic
+    path's numbers within its rounding, in the given arrays; the step counter advances, and a param
+    without a gradient and its slots are not written."""
     from ember.backends.numpy import optim
 
     params, grads = _arrays(3, 6)
     for g in grads[::2]:
-        g["p1"] = None  # a param without a gradient: neither it nor its slots are written
-    opt = NUMPY_OUT_OF_PLACE_CASES[case]()
+        g["p1"] = None
+    opt = NUMPY_IN_PLACE_CASES[case]()
     if opt.weight_decay is not None:
         opt.exclude_from_weight_decay(var_names=["p2"])
-    generic, current, in_place = _native(params), _native(params), _native(params)
-    generic_state, state, in_place_state = opt.init(generic), opt.init(current), opt.init(in_place)
-    spare = _native(params)
-    spare_state = opt.init(spare)
+    assert optim.in_place_slots(opt, list(_native(params).values())) is not None
+    generic, in_place = _native(params), _native(params)
+    generic_state, in_place_state = opt.init(generic), opt.init(in_place)
     arrays = optree.tree_leaves((in_place, in_place_state))
     scratch = {key: np.full(value.shape, np.nan, np.float32) for key, value in params.items()}  # stale values
     for step, g in enumerate(grads, start=1):
         generic, generic_state = opt.apply_gradients(_native(g), generic_state, generic)
-        for key in ("p1",) if g["p1"] is None else ():  # what is not written must hold its value already
-            spare[key][...] = current[key]
-            for name in opt.slot_initializers():
-                spare_state[name][key][...] = state[name][key]
-        new, new_state = opt.apply_gradients_into(_native(g), state, current, spare_state, spare)
-        current, state, spare, spare_state = new, new_state, current, state
+        untouched = np.copy(in_place["p1"]) if g["p1"] is None else None
         optim.write_in_place(opt.plan_in_place(_native(g), in_place_state, in_place, scratch))
         assert int(in_place_state["iterations"]) == step
+        if untouched is not None:
+            np.testing.assert_array_equal(in_place["p1"], untouched)
     assert all(a is b for a, b in zip(optree.tree_leaves((in_place, in_place_state)), arrays))  # written in place
-    for got, want in zip(optree.tree_leaves(_numpy((in_place, in_place_state))),
-                         optree.tree_leaves(_numpy((current, state)))):
-        np.testing.assert_array_equal(got, want)
     for got, want in zip(optree.tree_leaves(_numpy((in_place, in_place_state))),
                          optree.tree_leaves(_numpy((generic, generic_state)))):
         np.testing.assert_allclose(got, want, rtol=0, atol=_fast_path_atol(want, len(grads)))
@@ -357,7 +318,7 @@ def test_numpy_plan_in_place_checks_its_scratch_arrays():
 
 
 @pytest.mark.parametrize("name", ["numpy", "torch"])
-def test_fused_kernels_follow_the_optimizer_class_not_its_subclasses(name, torch_on_cpu):  # written_slots: CPU
+def test_fused_kernels_follow_the_optimizer_class_not_its_subclasses(name, torch_on_cpu):
     """Backends find kernels by ``kernel_name`` (no import of the classes); a subclass runs the generic path."""
     ember.set_backend(name)
     fast = base._fast_path()
@@ -367,14 +328,13 @@ def test_fused_kernels_follow_the_optimizer_class_not_its_subclasses(name, torch
 
     leaves = [ops.ones((2,))]
     assert optimizers.Adam().kernel_name == optimizers.AdamW().kernel_name == "adam"
-    assert fast.written_slots(optimizers.AdamW(), leaves) == ("momentum", "velocity")
-    assert MyAdam().kernel_name is None and fast.written_slots(MyAdam(), leaves) is None
+    assert fast.in_place_slots(optimizers.AdamW(), leaves) == ("momentum", "velocity")
+    assert MyAdam().kernel_name is None and fast.in_place_slots(MyAdam(), leaves) is None
     assert not fast.supports(MyAdam())
     opt = MyAdam(0.1)
     params = {"w": ops.ones((2,))}
-    with pytest.raises(TypeError, match="MyAdam.apply_gradients_into: no out-of-place kernel"):
-        opt.apply_gradients_into({"w": ops.ones((2,))}, opt.init(params), params, opt.init(params),
-                                 {"w": ops.zeros((2,))})
+    with pytest.raises(TypeError, match="MyAdam.plan_in_place: no in-place kernel"):
+        opt.plan_in_place({"w": ops.ones((2,))}, opt.init(params), params)
 
 
 def test_fits_adam_writes_its_denominators_into_the_steps_own_gradients(torch_backend, monkeypatch):

@@ -7,21 +7,20 @@
   tape starts its backward pass from the logits with that gradient: the same math as the
   op-by-op loss, without recording a dozen small ops.
 * ``fit`` owns its params and optimizer slots (:meth:`NumpySteps.own` adopts the arrays nobody
-  else holds and copies the others). Its update is all or nothing. For ``SGD``, ``Adam`` and
-  ``AdamW`` without gradient clipping (no constraints, no ``ember.distribute``) it is written into
-  the state's own arrays by the fused kernels of :mod:`ember.backends.numpy.optim` (NumPy ``out=``
-  ufuncs, the formulas of :mod:`ember.training.optimizers`): everything it needs is computed
-  first (the optimizer's plan, metrics, the next state), then, with the signals held
+  else holds and copies the others). Its update is all or nothing, in one of two ways. For ``SGD``,
+  ``Adam`` and ``AdamW`` without gradient clipping (and no constraints) it is written **in place**
+  into the state's own arrays by the fused kernels of :mod:`ember.backends.numpy.optim` (NumPy
+  ``out=`` ufuncs, the formulas of :mod:`ember.training.optimizers`): everything it needs is
+  computed first (the optimizer's plan, metrics, the next state), then, with the signals held
   (:mod:`ember.backends._held_signals`) and NumPy's floating-point errors logged
   (:mod:`ember.backends.numpy.float_errors`), ufuncs write params, slots and the step counter
   without entering any Python function, and the step returns to the loop, whose publish
   (:meth:`release`) delivers a Ctrl-C (or reports a floating-point error) that arrived meanwhile.
   So ``fit`` holds one copy of the params and slots, plus one scratch array the size of the
-  largest parameter. Otherwise the update goes into a second set of arrays
-  (:mod:`ember.backends._step_buffers`, out of place for these optimizers) and the given state
-  stays intact; other optimizers take the pure path.
+  largest parameter. Every other update goes **into new arrays** (the same kernels on copies, or
+  the optimizer's pure update) and the given state is never written.
 
-The pure ``train_step`` writes into new arrays, so its input is never modified.
+``train_step`` writes into new arrays, so its input is never modified.
 
 Example:
     >>> import numpy as np
@@ -46,7 +45,6 @@ import numpy as np
 import optree
 
 from ember.backends._held_signals import HeldSignals
-from ember.backends._step_buffers import StepBuffers
 from ember.backends._steps import GenericSteps, advance_rng
 from ember.backends.numpy import optim
 from ember.backends.numpy.float_errors import DeferredFloatErrors
@@ -71,25 +69,6 @@ def _owns_memory(value: Any) -> bool:
     """Whether ``value`` is a plain ndarray whose memory no other array views (no ``base``: a view
     of it would hold it as its base, which the caller's reference count shows)."""
     return type(value) is np.ndarray and value.base is None and value.flags.owndata and value.flags.writeable
-
-
-def _fits(spare: Any, leaf: Any) -> bool:
-    """Whether the array ``spare`` can hold the next value of ``leaf`` (see StepBuffers)."""
-    return (isinstance(spare, np.ndarray) and isinstance(leaf, np.ndarray) and spare.shape == leaf.shape
-            and spare.dtype == leaf.dtype and spare is not leaf)
-
-
-def _copy_into(targets: list, sources: list) -> None:
-    for target, source in zip(targets, sources):
-        np.copyto(target, source)
-
-
-def _buffers() -> StepBuffers:
-    return StepBuffers(_copy, _fits, _copy_into)
-
-
-# fit's update for SGD/Adam/AdamW: written in place under held signals (False: into spare arrays).
-_IN_PLACE_UNDER_HELD_SIGNALS = True
 
 
 def _shared_scratch(leaves: list) -> list:
@@ -141,7 +120,7 @@ class NumpySteps(GenericSteps):
         super().__init__(core, lambda fn: fn, detach=_detach)
         self._fused_loss = core.fusable_sparse_crossentropy
         self._regularized: bool | None = None
-        self.buffers = _buffers()
+        self._scratch: tuple | None = None  # (shapes and dtypes, arrays) of the in-place write's scratch
         self._held = HeldSignals()  # held from an in-place write until the loop publishes its result
         self._float_errors = DeferredFloatErrors()  # logged during an in-place write, reported at its publish
 
@@ -207,16 +186,21 @@ class NumpySteps(GenericSteps):
 
     # --- steps ---------------------------------------------------------------------------------
     def fit_step(self, state: dict, batch: tuple) -> dict:
-        """One step of ``fit``: all or nothing (written in place under held signals, or into spare arrays)."""
+        """One step of ``fit``: all or nothing (written in place under held signals, or into new arrays)."""
         self._settle_write()  # nothing is pending unless the loop skipped a publish
-        return self._step(state, batch, self.buffers)
+        return self._step(state, batch, owned=True)
 
     def train_step(self, state: dict, batch: tuple) -> dict:
-        return self._step(state, batch, _buffers())  # new arrays for the new state
+        return self._step(state, batch, owned=False)  # new arrays for the new state
 
-    def _step(self, state: dict, batch: tuple, buffers: Any) -> dict:
-        """A step. With fit's own ``buffers`` the fused update is written into ``state``'s arrays under held
-        signals (:meth:`_write_in_place`) where it can be, else into ``buffers``' arrays, never ``state``'s."""
+    def finish_fit(self) -> None:
+        super().finish_fit()
+        self._scratch = None
+
+    def _step(self, state: dict, batch: tuple, owned: bool) -> dict:
+        """A step. ``owned`` (fit's state, made by :meth:`own`): the fused update is written into
+        ``state``'s arrays under held signals (:meth:`_write_in_place`) where it can be; every other
+        update goes into new arrays (:meth:`_updated_copy`), never ``state``'s."""
         core = self.core
         x, y, sw = batch
         model_state = state["model"]
@@ -224,7 +208,6 @@ class NumpySteps(GenericSteps):
         trainable, frozen = core.split(params)
         rng = state["rng"]
         scale = core.loss_scale_of(state["optimizer"])
-        metrics = None
         if self.sync is not None and getattr(batch, "window", None) is not None:  # ember.distribute
             grads, new_buffers, metrics = self.sync.train(
                 core, lambda: self.gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng, scale), state,
@@ -232,66 +215,61 @@ class NumpySteps(GenericSteps):
         else:
             (total, per_output, y_pred_flat, new_buffers), grads = self.gradients(
                 trainable, frozen, model_state["buffers"], x, y, sw, rng, scale)
-        optimizer, opt_state = core.optimizer, state["optimizer"]
-        leaves, spec = optree.tree_flatten(trainable)
-        written = optim.written_slots(optimizer, leaves)
-        if (written is not None and buffers is self.buffers and self.sync is None and _IN_PLACE_UNDER_HELD_SIGNALS
-                and not core.constraints and leaves and optim.writable_in_place(
-                    leaves, [spec.flatten_up_to(opt_state[name]) for name in written], opt_state["iterations"])):
-            return self._write_in_place(state, batch, (total, per_output, y_pred_flat, new_buffers), grads,
-                                        trainable, leaves)
-        in_place = written is not None
-        if written is not None:  # the fused kernel writes the new values straight into the spare arrays
-            grad_leaves = spec.flatten_up_to(grads)
-            slots = [spec.flatten_up_to(opt_state[name]) for name in written]
-            overwritten = frozenset([id(array) for i, g in enumerate(grad_leaves) if g is not None
-                                     for array in [leaves[i]] + [values[i] for values in slots]])
-            params, new_opt_state = buffers.writable(params, opt_state, overwritten)  # the new state's arrays
-            new_trainable, frozen = core.split(params)
-            _, opt_state = optimizer.apply_gradients_into(grads, opt_state, trainable, new_opt_state, new_trainable)
-            if core.constraints:
-                constrained = core.apply_constraints(params)
-                for leaf, new in zip(optree.tree_leaves(params), optree.tree_leaves(constrained)):
-                    if new is not leaf:
-                        np.copyto(leaf, _plain(new))
-        else:
-            new_trainable, opt_state = optimizer.apply_gradients(grads, opt_state, trainable)
-            params = core.apply_constraints(core.merge(new_trainable, frozen))
-        if metrics is None:
             metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
-        if in_place:  # the last action: the step is taken
-            buffers.commit(model_state["params"], state["optimizer"], params, opt_state)
-        return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
-                "rng": advance_rng(rng)}
+        new = {"model": {"params": params, "buffers": new_buffers}, "optimizer": state["optimizer"],
+               "metrics": metrics, "rng": advance_rng(rng)}
+        leaves, spec = optree.tree_flatten(trainable)
+        if owned and not core.constraints and self._writable_in_place(leaves, spec, state["optimizer"]):
+            return self._write_in_place(new, grads, trainable, leaves)
+        new["model"]["params"], new["optimizer"] = self._updated_copy(params, state["optimizer"], grads, spec)
+        return new
 
-    def _write_in_place(self, state: dict, batch: tuple, aux: tuple, grads: dict, trainable: dict,
-                        leaves: list) -> dict:
-        """The step's update written into ``state``'s own arrays: all or nothing.
+    def _writable_in_place(self, leaves: list, spec: Any, opt_state: dict) -> bool:
+        """Whether the fused kernels can write the update into the params ``leaves`` (flattened by
+        ``spec``) and ``opt_state``'s arrays."""
+        names = optim.in_place_slots(self.core.optimizer, leaves)
+        return bool(leaves) and names is not None and optim.writable_in_place(
+            leaves, [spec.flatten_up_to(opt_state[name]) for name in names], opt_state["iterations"])
 
-        Everything is computed first (metrics, the next state's dict, the optimizer's plan with its
-        scratch arrays); then NumPy's floating-point errors are logged instead of raised or warned,
+    def _scratch_for(self, leaves: list) -> list:
+        """The in-place write's scratch arrays for ``leaves`` (kept between the steps of a ``fit``)."""
+        key = [(leaf.shape, leaf.dtype) for leaf in leaves]
+        if self._scratch is None or self._scratch[0] != key:
+            self._scratch = (key, _shared_scratch(leaves))
+        return self._scratch[1]
+
+    def _write_in_place(self, new: dict, grads: dict, trainable: dict, leaves: list) -> dict:
+        """The step's update written into the state's own arrays, all or nothing; returns ``new``, the
+        next state (made by the caller, with ``new["optimizer"]`` the state's own optimizer state).
+
+        Everything is computed first (the caller's metrics and next state, the optimizer's plan with
+        its scratch arrays); then NumPy's floating-point errors are logged instead of raised or warned,
         the signals are held (:mod:`ember.backends._held_signals`), the ufuncs of
         ``optim.write_in_place`` update params, slots and the step counter, and the step returns
         straight to the loop, which records it and publishes (``release`` delivers what was held).
         No Python function is entered from the first write until then, so neither a signal handler,
         a warning nor a trace function's call event can stop the step half-way.
         """
-        core = self.core
-        x, y, sw = batch
-        total, per_output, y_pred_flat, new_buffers = aux
-        metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
-        key = [(leaf.shape, leaf.dtype) for leaf in leaves]
-        buffers = self.buffers
-        assert buffers is not None  # fit's own: the in-place write runs in fit_step only
-        scratch = buffers.scratch(key, lambda: _shared_scratch(leaves))
-        plan = core.optimizer.plan_in_place(grads, state["optimizer"], trainable,
-                                            optree.tree_structure(trainable).unflatten(scratch))
-        new = {"model": {"params": state["model"]["params"], "buffers": new_buffers}, "optimizer": state["optimizer"],
-               "metrics": metrics, "rng": advance_rng(state["rng"])}
+        scratch = optree.tree_structure(trainable).unflatten(self._scratch_for(leaves))
+        plan = self.core.optimizer.plan_in_place(grads, new["optimizer"], trainable, scratch)
         self._float_errors.defer()
         self._held.hold()
         optim.write_in_place(plan)
         return new
+
+    def _updated_copy(self, params: dict, opt_state: dict, grads: dict, spec: Any) -> tuple[dict, dict]:
+        """``(new params, new optimizer state)`` in new arrays (``params``' and ``opt_state``'s are never
+        written): the fused kernels on copies of the trainable params and the optimizer's arrays where
+        they apply, else the optimizer's pure update; then the constraints."""
+        core = self.core
+        trainable, frozen = core.split(params)
+        leaves = spec.flatten_up_to(trainable)
+        if self._writable_in_place(leaves, spec, opt_state):
+            trainable, opt_state = optree.tree_map(_copy, (trainable, opt_state))
+            optim.write_in_place(core.optimizer.plan_in_place(grads, opt_state, trainable))
+        else:
+            trainable, opt_state = core.optimizer.apply_gradients(grads, opt_state, trainable)
+        return core.apply_constraints(core.merge(trainable, frozen)), opt_state
 
 
 def make_steps(core: Any, jit: Any = "auto") -> NumpySteps:

@@ -116,11 +116,9 @@ class CompiledSteps:
     fit_step_is_pure = True  # new tensors every step: the given state is never written
     core: Any  # the StepCore (set by the eager steps' __init__)
     sync: Any  # ember.distribute's StepSync (set by the Trainer), or None
-    buffers: Any  # None: the compiled step updates nothing in place
 
     def __init__(self, core: Any) -> None:
         super().__init__(core)  # type: ignore[call-arg]  # the eager TorchSteps after this mixin
-        self.buffers = None  # no spare arrays: nothing is updated in place
         self.compile_seconds: float | None = None  # the first (compiling) call's wall time
         self.fallback_reason: str | None = None  # why the step runs eagerly, once it does
         self._step_fn = _fresh_function(self.pure_step)

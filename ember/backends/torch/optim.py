@@ -257,39 +257,6 @@ def _lion(opt, grads, params, slots, lr, t, shared):
     torch._foreach_lerp_(m, grads, 1.0 - opt.beta_2)
 
 
-# ------------------------------------------------------------------ out-of-place kernels
-# The same math as the kernels above for one parameter, reading the old tensors and writing the
-# new values whole into other tensors (``out=``): (optimizer, grad, param, new_param, slots,
-# new_slots, lr, step_size) -> None, with ``slots``/``new_slots`` in :func:`written_slots` order and
-# ``step_size`` from :func:`_step_size` (computed once per step). ``param`` may be ``new_param``
-# (already holding the decayed value). On the CPU the ``_foreach_*`` kernels above run these same
-# per-tensor ops: the numbers are equal.
-
-
-def _sgd_into(opt, g, param, new_param, slots, new_slots, lr, step_size):
-    if opt.momentum == 0.0:
-        torch.add(param, g, alpha=-lr, out=new_param)
-        return
-    velocity = torch.mul(slots[0], opt.momentum, out=new_slots[0])
-    velocity.add_(g, alpha=-lr)
-    if opt.nesterov:
-        torch.add(param, velocity, alpha=opt.momentum, out=new_param)
-        new_param.add_(g, alpha=-lr)
-    else:
-        torch.add(param, velocity, out=new_param)
-
-
-def _adam_into(opt, g, param, new_param, slots, new_slots, lr, step_size):
-    m = torch.lerp(slots[0], g, 1.0 - opt.beta_1, out=new_slots[0])
-    v = torch.mul(slots[1], opt.beta_2, out=new_slots[1])
-    v.addcmul_(g, g, value=1.0 - opt.beta_2)
-    if opt.amsgrad:
-        v = torch.maximum(slots[2], v, out=new_slots[2])
-    denominator = torch.sqrt(v)
-    denominator.add_(opt.epsilon)
-    torch.addcdiv(param, m, denominator, value=-step_size, out=new_param)
-
-
 def _step_size(optimizer: Any, lr: Scalar, t: Scalar) -> Scalar:
     """The factor of the update every parameter shares this step (Adam's bias-corrected rate)."""
     if _kernel_name(optimizer) == "sgd":
@@ -298,8 +265,8 @@ def _step_size(optimizer: Any, lr: Scalar, t: Scalar) -> Scalar:
 
 
 # The optimizers name their fused kernels (``Optimizer.fused_kernel``): this backend imports none of them.
-# Both tables are looked up by Optimizer.kernel_name (None: the optimizer has no kernel).
-_KERNELS_INTO: dict[str | None, Callable] = {"sgd": _sgd_into, "adam": _adam_into}
+# Looked up by Optimizer.kernel_name (None: the optimizer has no kernel): those plan_in_place writes.
+_IN_PLACE_KERNELS = ("sgd", "adam")
 
 
 def _kernel_name(optimizer: Any) -> str | None:
@@ -322,92 +289,13 @@ def in_place_slots(optimizer: Any, params: list) -> tuple[str, ...] | None:
         ('momentum',)
     """
     name = _kernel_name(optimizer)
-    if name not in _KERNELS_INTO:
+    if name not in _IN_PLACE_KERNELS:
         return None
     if not _base.host_reads_free(params[0].device) and len({p.dtype for p in params}) > 1:
         return None
     if name == "sgd":
         return ("momentum",) if optimizer.momentum != 0.0 else ()
     return ("momentum", "velocity") + (("velocity_hat",) if optimizer.amsgrad else ())
-
-
-def written_slots(optimizer: Any, params: list) -> tuple[str, ...] | None:
-    """The slots :func:`apply_gradients_into` writes, or None when it has no kernel for these.
-
-    Out-of-place kernels exist for ``SGD``, ``Adam`` and ``AdamW`` on CPU tensors. On an
-    accelerator the multi-tensor in-place kernels (one launch per op for all tensors) stay
-    the fast path.
-
-    Example:
-        >>> import ember
-        >>> from ember import ops, optimizers
-        >>> from ember.backends.torch import optim
-        >>> ember.set_backend("torch")
-        >>> optim.written_slots(optimizers.Adam(), [ops.ones((2,))])
-        ('momentum', 'velocity')
-        >>> optim.written_slots(optimizers.RMSprop(), [ops.ones((2,))]) is None
-        True
-    """
-    if any([p.device.type != "cpu" for p in params]):
-        return None
-    return in_place_slots(optimizer, params)
-
-
-def apply_gradients_into(optimizer: Any, grads: list, params: list, slots: dict, new_params: list, new_slots: dict,
-                         step: Any, lr: Any, decay: list | None = None) -> None:
-    """One optimizer step out of place: reads ``params``/``slots``, writes ``new_params``/``new_slots``.
-
-    The numbers of :func:`apply_gradients_inplace`; each tensor is read once and its new value
-    written once into a distinct tensor, so ``params`` and ``slots`` are never modified. A
-    parameter whose gradient is None is not written (nor are its slots).
-
-    Args:
-        optimizer: an Ember optimizer for which :func:`written_slots` is not None.
-        grads: one gradient (or None) per parameter.
-        params: the parameters, read only.
-        slots: ``{slot_name: list aligned with params}``, read only.
-        new_params: tensors (distinct from ``params``) that receive the new parameters.
-        new_slots: like ``slots``; its :func:`written_slots` receive the new slot values.
-        step: the 1-based step number: int, float or 0-d CPU tensor.
-        lr: the learning rate for this step: float or 0-d CPU tensor.
-        decay: per-parameter flags for weight decay (default: all, when ``weight_decay`` is set).
-
-    Raises:
-        TypeError: the optimizer (or the tensors' device) has no out-of-place kernel.
-        ValueError: every gradient is None.
-
-    Example:
-        >>> import ember
-        >>> from ember import ops, optimizers
-        >>> from ember.backends.torch import optim
-        >>> ember.set_backend("torch")
-        >>> params, new_params = [ops.ones((2,))], [ops.zeros((2,))]
-        >>> optim.apply_gradients_into(optimizers.SGD(0.5), [ops.ones((2,))], params, {}, new_params, {},
-        ...                            step=1, lr=0.5)
-        >>> params[0].tolist(), new_params[0].tolist()
-        ([1.0, 1.0], [0.5, 0.5])
-    """
-    names = written_slots(optimizer, params)
-    if names is None:
-        raise TypeError(f"apply_gradients_into: no out-of-place torch kernel for {type(optimizer).__name__} on "
-                        f"these tensors; use apply_gradients_inplace on a copy")
-    active = [i for i, g in enumerate(grads) if g is not None]
-    if not active:
-        raise ValueError(f"{type(optimizer).__name__}: no gradients provided for any variable (every grad is None)")
-    kernel = _KERNELS_INTO[_kernel_name(optimizer)]
-    with torch.no_grad():
-        g = _clip(optimizer, [grads[i] if grads[i].dtype == params[i].dtype else grads[i].to(params[i].dtype)
-                              for i in active])
-        lr_s, t = _scalar(lr), _scalar(step)
-        step_size = _step_size(optimizer, lr_s, t)
-        rate = optimizer.weight_decay
-        old_slots, fresh_slots = [slots[name] for name in names], [new_slots[name] for name in names]
-        for k, i in enumerate(active):
-            param, new_param = params[i], new_params[i]
-            if rate is not None and (decay is None or decay[i]):
-                param = torch.add(param, param, alpha=-lr_s * rate, out=new_param)
-            kernel(optimizer, g[k], param, new_param, [values[i] for values in old_slots],
-                   [values[i] for values in fresh_slots], lr_s, step_size)
 
 
 _KERNELS: dict[str | None, Callable] = {"sgd": _sgd, "adam": _adam, "adamax": _adamax, "nadam": _nadam, "lamb": _lamb,
@@ -469,8 +357,8 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
     """Everything :func:`write_in_place` needs, computed first (nothing is written here).
 
     Args:
-        optimizer: an Ember optimizer for which :func:`written_slots` is not None.
-        grads, params, slots, step, lr, decay: as :func:`apply_gradients_into`.
+        optimizer: an Ember optimizer for which :func:`in_place_slots` is not None.
+        grads, params, slots, step, lr, decay: as :func:`apply_gradients_inplace`.
         scratch: one spare tensor per parameter (its values are overwritten), or None entries (Adam
             then allocates them for this step; ``fit`` passes the gradients it owns where they can
             serve, :func:`reusable_gradients`); ``SGD`` needs none.
@@ -483,7 +371,7 @@ def plan_in_place(optimizer: Any, grads: list, params: list, slots: dict, step: 
     names = in_place_slots(optimizer, params) if params else None
     if names is None:
         raise TypeError(f"plan_in_place: no torch kernel for {type(optimizer).__name__} on these tensors; "
-                        f"use apply_gradients_inplace on a copy")
+                        f"use apply_gradients_inplace")
     active = [i for i, g in enumerate(grads) if g is not None]
     if not active:
         raise ValueError(f"{type(optimizer).__name__}: no gradients provided for any variable (every grad is None)")

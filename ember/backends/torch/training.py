@@ -4,20 +4,21 @@
 state, taken once per ``fit`` by :meth:`TorchSteps.own`: the tensors nobody else holds are adopted
 (aliases of their storage, no copy), the others cloned.
 Each step runs the forward pass and the losses under autograd, ``torch.autograd.grad``
-for the trainable leaves, then ``optimizer.apply_gradients_inplace`` (``torch._foreach_*``
-kernels from :mod:`ember.backends.torch.optim`) updates params and slots under ``no_grad``;
-metrics accumulate on the device. The update is all or nothing. For ``SGD``/``Adam``/``AdamW`` on
-any device (no constraints, no ``ember.distribute``) it is written into the state's own tensors:
-everything it needs is computed first (the optimizer's plan, metrics, the next state), then,
-with the signals held (:mod:`ember.backends._held_signals`), C kernels write params, slots and
-the step counter without entering any Python function, and the step returns to the loop, whose
-publish (:meth:`release`) delivers a Ctrl-C that arrived meanwhile. Otherwise the update goes
-into a second set of tensors (:mod:`ember.backends._step_buffers`), so the given state stays
-intact: written out of place by ``optimizer.apply_gradients_into`` (large CPU tensors), or
-into copies refilled with one ``torch._foreach_copy_`` and updated in place. Nothing in a
-step reads a value on the host, so a CUDA step never synchronises (the progress bar reads the
-loss at most every 0.1 s).
-The pure ``train_step`` copies the state first, so its input is never modified.
+for the trainable leaves, then the optimizer's update under ``no_grad``; metrics accumulate on the
+device. The update is all or nothing, in one of two ways:
+
+* **in place** (``SGD``/``Adam``/``AdamW``, no constraints): everything the update needs is computed
+  first (the optimizer's plan, metrics, the next state), then, with the signals held
+  (:mod:`ember.backends._held_signals`), the ``torch._foreach_*`` kernels of
+  :mod:`ember.backends.torch.optim` write params, slots and the step counter without entering any
+  Python function, and the step returns to the loop, whose publish (:meth:`release`) delivers a
+  Ctrl-C that arrived meanwhile;
+* **into new tensors** (any other optimizer, constraints, ``train_step``): the trainable params and
+  the optimizer's tensors are cloned and updated (``optimizer.apply_gradients_inplace``); the given
+  state's tensors are never written, so an interrupted step is simply not taken.
+
+Nothing in a step reads a value on the host, so a CUDA step never synchronises (the progress bar
+reads the loss at most every 0.1 s).
 
 Example:
     >>> import numpy as np
@@ -45,7 +46,6 @@ import torch
 import torch.nn.functional as F
 
 from ember.backends._held_signals import HeldSignals
-from ember.backends._step_buffers import StepBuffers
 from ember.backends._steps import GenericSteps, advance_rng
 from ember.backends.torch import _base, optim
 from ember.backends.torch.compiled_step import CompiledSteps
@@ -242,6 +242,14 @@ def gradients_of_scalar(loss: Any, leaves: list) -> tuple:
     return torch.autograd.grad(loss, leaves, allow_unused=True)
 
 
+def _as_param(value: Any, trainable: bool) -> Any:
+    """A param tensor as a step's gradients need it: a trainable floating one requires grad (it is a
+    leaf: a clone, a detached alias, or made under ``no_grad``)."""
+    if trainable and isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+        value.requires_grad_(True)
+    return value
+
+
 def _keeps_grad_mode(step: Callable) -> Callable:
     """Restore torch's global grad mode when ``step`` ends, however it ends.
 
@@ -261,41 +269,6 @@ def _keeps_grad_mode(step: Callable) -> Callable:
     return run
 
 
-def _clone_leaf(value: Any) -> Any:
-    """A copy of a tensor that keeps its ``requires_grad`` (an owned trainable param stays a leaf)."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone().requires_grad_(value.requires_grad)
-    return value
-
-
-# The out-of-place kernels run tensor by tensor from Python (~6 calls per tensor), the in-place ones
-# loop in C++ but need the copy first: the first wins once the tensors average about this many
-# elements (measured on a CPU: 20 tensors of 2k elements 0.2 vs 0.1 ms, of 8k even, of 32k 0.9 vs 1.3 ms).
-_OUT_OF_PLACE_MEAN_SIZE = 8192
-
-
-# fit's update for SGD/Adam/AdamW: written in place under held signals (False: into spare tensors).
-_IN_PLACE_UNDER_HELD_SIGNALS = True
-
-
-def _large(leaves: list) -> bool:
-    """Whether the tensors are large enough on average for the out-of-place update to pay."""
-    return sum([leaf.numel() for leaf in leaves]) >= _OUT_OF_PLACE_MEAN_SIZE * len(leaves)
-
-
-def _fits(spare: Any, leaf: Any) -> bool:
-    """Whether the tensor ``spare`` can hold the next value of ``leaf`` (see StepBuffers)."""
-    return (isinstance(spare, torch.Tensor) and isinstance(leaf, torch.Tensor) and spare.shape == leaf.shape
-            and spare.dtype == leaf.dtype and spare.device == leaf.device
-            and spare.requires_grad == leaf.requires_grad and spare is not leaf)
-
-
-def _copy_into(targets: list, sources: list) -> None:
-    """One multi-tensor copy."""
-    with torch.no_grad():
-        torch._foreach_copy_(targets, sources)
-
-
 class TorchSteps(GenericSteps):
     """Autograd + fused in-place optimizer steps (see the module docstring)."""
 
@@ -308,7 +281,6 @@ class TorchSteps(GenericSteps):
         core.accumulate = functools.partial(_accumulate, core.accumulate)
         super().__init__(core, lambda fn: fn)
         self._released: tuple | None = None
-        self.buffers = StepBuffers(_clone_leaf, _fits, _copy_into)
         self._held = HeldSignals()  # held from an in-place write until the loop publishes its result
         self._step_counter = _StepCounter()
         self._layout: _UpdateLayout | None = None  # the flat views of the state fit updates in place
@@ -335,12 +307,7 @@ class TorchSteps(GenericSteps):
             return value.detach() if adopted else _clone(value)
 
         def own_param(value: Any, trainable: bool, conv_kernel: bool) -> Any:
-            if not isinstance(value, torch.Tensor):
-                return value
-            tensor = own(value, conv_kernel)
-            if trainable and (tensor.is_floating_point() or tensor.is_complex()):
-                tensor.requires_grad_(True)
-            return tensor
+            return _as_param(own(value, conv_kernel), trainable) if isinstance(value, torch.Tensor) else value
 
         def own_slots(tree: Any) -> Any:
             """An optimizer-state entry; slots mirroring the trainable params follow their kernels' layout."""
@@ -357,6 +324,15 @@ class TorchSteps(GenericSteps):
                      else own_slots(opt_state))
         return {"model": {"params": owned, "buffers": state["model"]["buffers"]},
                 "optimizer": owned_opt, "metrics": state["metrics"], "rng": state["rng"]}
+
+    def _watched(self, state: dict) -> dict:
+        """``state`` with its trainable params as aliases requiring grad: no copy, for a step that writes
+        only new tensors (``train_step``)."""
+        params = state["model"]["params"]
+        self.core.prepare_mask(params)
+        watched = optree.tree_map(lambda value, trainable: _as_param(_detach(value), trainable), params,
+                                  self.core._mask)
+        return {**state, "model": {"params": watched, "buffers": state["model"]["buffers"]}}
 
     def finish_fit(self) -> None:
         super().finish_fit()
@@ -382,12 +358,14 @@ class TorchSteps(GenericSteps):
     # --- steps -----------------------------------------------------------------------------
     @_keeps_grad_mode
     def fit_step(self, state: dict, batch: tuple) -> dict:
-        """One step of ``fit``: all or nothing (written in place under held signals, or into spare tensors)."""
+        """One step of ``fit``: all or nothing (written in place under held signals, or into new tensors)."""
         self._held.release()  # nothing is held unless the loop skipped a publish
-        return self._step(state, batch, self.buffers)
+        return self._step(state, batch, owned=True)
 
-    def _step(self, state: dict, batch: tuple, buffers: Any) -> dict:
-        """A step; with ``buffers`` the in-place update writes into spare tensors, else into ``state``'s."""
+    def _step(self, state: dict, batch: tuple, owned: bool) -> dict:
+        """A step. ``owned`` (fit's state, made by :meth:`own`): the fused update is written into
+        ``state``'s tensors under held signals where the optimizer has one; every other update goes
+        into new tensors and never writes ``state``'s (an interrupted step is simply not taken)."""
         core = self.core
         x, y, sw = batch
         model_state = state["model"]
@@ -405,7 +383,6 @@ class TorchSteps(GenericSteps):
         if len([leaf for leaf in leaves if leaf.requires_grad]) != len(leaves):
             raise RuntimeError("TorchSteps.fit_step needs a state made by own(state); use train_step for "
                                "a state you hold")
-        metrics = None
         scale = core.loss_scale_of(state["optimizer"])
         if self.sync is not None and getattr(batch, "window", None) is not None:  # ember.distribute
             def gradients() -> tuple:
@@ -414,75 +391,52 @@ class TorchSteps(GenericSteps):
                 local_grads = [torch.zeros_like(leaf) if g is None else g for leaf, g in zip(leaves, local_grads)]
                 return optree.tree_map(_detach, local_aux), spec.unflatten(local_grads)
 
-            with torch.no_grad():
-                synced, new_buffers, metrics = self.sync.train(core, gradients, state, batch, trainable)
+            torch._C._set_grad_enabled(False)  # a C call, no context manager: the steps' wrapper restores the mode
+            synced, new_buffers, metrics = self.sync.train(core, gradients, state, batch, trainable)
             grads = spec.flatten_up_to(synced)
         else:
             aux, grads = self._gradients(trainable, frozen, model_state["buffers"], x, y, sw, rng, leaves, scale)
-        if (buffers is not None and self.sync is None and _IN_PLACE_UNDER_HELD_SIGNALS and not core.constraints
-                and optim.in_place_slots(core.optimizer, leaves) is not None):
-            return self._write_in_place(state, batch, aux, list(grads), trainable, leaves)
-        with torch.no_grad():
-            optimizer, opt_state = core.optimizer, state["optimizer"]
-            written = optim.written_slots(optimizer, leaves) if buffers is not None and _large(leaves) else None
-            if written is not None:  # out of place: the new values go straight into the spare tensors
-                slots = [spec.flatten_up_to(opt_state[name]) for name in written]
-                overwritten = frozenset([id(tensor) for i, g in enumerate(grads) if g is not None
-                                         for tensor in [leaves[i]] + [values[i] for values in slots]])
-                params, new_opt_state = buffers.writable(params, opt_state, overwritten)
-                new_trainable, frozen = core.split(params)
-                _, opt_state = optimizer.apply_gradients_into(spec.unflatten(list(grads)), opt_state, trainable,
-                                                              new_opt_state, new_trainable)
-            else:  # in place, into a copy (spare tensors refilled) or into train_step's own state
-                if buffers is not None:
-                    params, opt_state = buffers.writable(params, opt_state)
-                    trainable, frozen = core.split(params)
-                    leaves = spec.flatten_up_to(trainable)
-                new_trainable, opt_state = optimizer.apply_gradients_inplace(
-                    spec.unflatten(list(grads)), opt_state, trainable)
-                new_leaves = spec.flatten_up_to(new_trainable)
-                for leaf, new in zip(leaves, new_leaves):
-                    if new is not leaf:  # an optimizer without a fused path returns new tensors
-                        leaf.copy_(new)
-            if core.constraints:
-                constrained = core.apply_constraints(params)
-                for leaf, new in zip(optree.tree_leaves(params), optree.tree_leaves(constrained)):
-                    if new is not leaf:
-                        leaf.copy_(new)
-            if metrics is None:
-                total, per_output, y_pred_flat, new_buffers = optree.tree_map(_detach, aux)
-                metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
-        if buffers is not None:  # the last action: the step is taken
-            buffers.commit(model_state["params"], state["optimizer"], params, opt_state)
-        return {"model": {"params": params, "buffers": new_buffers}, "optimizer": opt_state, "metrics": metrics,
-                "rng": advance_rng(rng)}
+            torch._C._set_grad_enabled(False)  # gradients off from here (the steps' wrapper restores the mode)
+            # The metrics read no gradients: only the buffers kept in the state are detached.
+            total, per_output, y_pred_flat, new_buffers = aux
+            if new_buffers:
+                new_buffers = optree.tree_map(_detach, new_buffers)
+            metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+        new = {"model": {"params": params, "buffers": new_buffers}, "optimizer": state["optimizer"],
+               "metrics": metrics, "rng": advance_rng(rng)}
+        if owned and not core.constraints and optim.in_place_slots(core.optimizer, leaves) is not None:
+            return self._write_in_place(new, list(grads), trainable, leaves)
+        new["model"]["params"], new["optimizer"] = self._updated_copy(params, state["optimizer"], list(grads), spec)
+        return new
 
-    def _write_in_place(self, state: dict, batch: tuple, aux: tuple, grads: list, trainable: dict,
-                        leaves: list) -> dict:
-        """The step's update written into ``state``'s own tensors: all or nothing.
-
-        Everything is computed first (metrics, the next state's dict, the optimizer's plan with its
-        scratch tensors); then, with the signals held (:mod:`ember.backends._held_signals`), the
-        C kernels of ``optim.write_in_place`` update params, slots and the step counter, and the
-        step returns straight to the loop, which records it and publishes (``release`` delivers the
-        held signals). No Python function is entered from the first write until then, so neither a
-        signal handler nor a trace function's call event can stop the step half-way.
-        """
+    def _updated_copy(self, params: dict, opt_state: dict, grads: list, spec: Any) -> tuple[dict, dict]:
+        """``(new params, new optimizer state)`` in new tensors (``params``' and ``opt_state``'s are never
+        written): the trainable params and the optimizer's tensors cloned, updated in place by the
+        optimizer's fused kernels (``apply_gradients_inplace``; its pure update where it has none),
+        then the constraints applied. The new trainable params are leaves requiring grad, as
+        :meth:`own` makes them."""
         core = self.core
-        x, y, sw = batch
-        opt_state = state["optimizer"]
-        # Gradients off from here (a C call, no context manager: the steps' wrapper restores the mode).
-        # The metrics read no gradients: only the buffers kept in the state are detached.
-        torch._C._set_grad_enabled(False)
-        total, per_output, y_pred_flat, new_buffers = aux
-        if new_buffers:
-            new_buffers = optree.tree_map(_detach, new_buffers)
-        metrics = core.update_metrics(state["metrics"], x, y, y_pred_flat, sw, total, per_output)
+        trainable, frozen = core.split(params)
+        copies, new_opt_state = optree.tree_map(_clone, (trainable, opt_state))
+        updated, new_opt_state = core.optimizer.apply_gradients_inplace(spec.unflatten(grads), new_opt_state, copies)
+        new_params = core.apply_constraints(core.merge(updated, frozen))
+        return optree.tree_map(_as_param, new_params, core._mask), new_opt_state
+
+    def _write_in_place(self, new: dict, grads: list, trainable: dict, leaves: list) -> dict:
+        """The step's update written into the state's own tensors, all or nothing; returns ``new``, the
+        next state (made by the caller, with ``new["optimizer"]`` the state's own optimizer state).
+
+        Everything is computed first (the caller's metrics and next state, the optimizer's plan);
+        then, with the signals held (:mod:`ember.backends._held_signals`), the C kernels of
+        ``optim.write_in_place`` update params, slots and the step counter, and the step returns
+        straight to the loop, which records it and publishes (``release`` delivers the held signals).
+        No Python function is entered from the first write until then, so neither a signal handler
+        nor a trace function's call event can stop the step half-way.
+        """
+        opt_state = new["optimizer"]
         iterations = opt_state["iterations"]
-        step = None if core.optimizer.kernel_name == "sgd" else self._step_counter.next(iterations)
+        step = None if self.core.optimizer.kernel_name == "sgd" else self._step_counter.next(iterations)
         plan = self._plan(grads, opt_state, trainable, leaves, iterations, step)
-        new = {"model": {"params": state["model"]["params"], "buffers": new_buffers}, "optimizer": opt_state,
-               "metrics": metrics, "rng": advance_rng(state["rng"])}
         counter = self._step_counter
         self._held.hold()
         optim.write_in_place(plan)
@@ -535,7 +489,7 @@ class TorchSteps(GenericSteps):
 
     @_keeps_grad_mode
     def train_step(self, state: dict, batch: tuple) -> dict:
-        new = self._step(self.own(state), batch, None)
+        new = self._step(self._watched(state), batch, owned=False)
         params = optree.tree_map(_detach, new["model"]["params"])
         new["model"] = {"params": params, "buffers": new["model"]["buffers"]}
         return new

@@ -516,7 +516,7 @@ class Optimizer:
         With the torch backend the arrays in ``params`` and ``opt_state`` are updated in
         place with ``torch._foreach_*`` kernels (same numbers as the pure path) and returned;
         elsewhere this is :meth:`apply_gradients`. Always use the returned values. Only for
-        arrays the caller owns (the trainer copies params once at the start of ``fit``).
+        arrays the caller owns (``fit``'s updates that must not write its state run on copies).
 
         Example:
             >>> import ember
@@ -544,49 +544,6 @@ class Optimizer:
         new_state = dict(opt_state)
         new_state["iterations"] = step
         return params, new_state
-
-    def apply_gradients_into(self, grads: Any, opt_state: dict, params: Any, new_opt_state: dict,
-                             new_params: Any) -> tuple[Any, dict]:
-        """Like :meth:`apply_gradients_inplace`, but out of place into arrays the caller provides.
-
-        Reads ``params`` and ``opt_state`` (never modified) and writes the new params and
-        the new slots whole into the arrays of ``new_params`` and ``new_opt_state`` (same
-        structure, distinct arrays), which are returned. Only where the active backend has
-        an out-of-place kernel (``written_slots`` of its ``optim`` module is not None: torch,
-        ``SGD``/``Adam``/``AdamW`` on the CPU); the arrays of the slots it does not write
-        and of params without a gradient must already hold their current values.
-
-        Raises:
-            TypeError: no out-of-place kernel for this optimizer on this backend.
-
-        Example:
-            >>> import ember
-            >>> from ember import ops, optimizers
-            >>> ember.set_backend("torch")
-            >>> opt = optimizers.SGD(1.0)
-            >>> params, spare = {"w": ops.ones((2,))}, {"w": ops.zeros((2,))}
-            >>> state = opt.init(params)
-            >>> new, _ = opt.apply_gradients_into({"w": ops.ones((2,))}, state, params, opt.init(spare), spare)
-            >>> new["w"] is spare["w"], ops.to_numpy(params["w"]).tolist(), ops.to_numpy(new["w"]).tolist()
-            (True, [1.0, 1.0], [0.0, 0.0])
-        """
-        fast = _fast_path()
-        written = getattr(fast, "written_slots", None)
-        leaves, treedef, grad_leaves, slots, active = self._prepare(grads, opt_state, params)
-        if written is None or written(self, leaves) is None:
-            raise TypeError(f"{type(self).__name__}.apply_gradients_into: no out-of-place kernel on the "
-                            f"{backends.get_backend()} backend for these arrays; use apply_gradients")
-        if not leaves:
-            return new_params, new_opt_state
-        iterations = opt_state["iterations"]
-        lr = self.learning_rate_at(iterations, opt_state)
-        step = ops.add(iterations, 1)
-        fast.apply_gradients_into(self, grad_leaves, leaves, slots, treedef.flatten_up_to(new_params),
-                                  self._flatten_state(treedef, new_opt_state), step, lr,
-                                  decay=self._decay_mask(params, len(leaves)))
-        new_state = dict(new_opt_state)
-        new_state["iterations"] = step
-        return new_params, new_state
 
     def plan_in_place(self, grads: Any, opt_state: dict, params: Any, scratch: Any = None,
                       step: int | None = None) -> Any:
@@ -625,7 +582,7 @@ class Optimizer:
         fast = _fast_path()
         plan = getattr(fast, "plan_in_place", None)
         leaves, treedef, grad_leaves, slots, active = self._prepare(grads, opt_state, params)
-        slots_written = getattr(fast, "in_place_slots", None) or getattr(fast, "written_slots", None)
+        slots_written = getattr(fast, "in_place_slots", None)
         if plan is None or slots_written is None or not leaves or slots_written(self, leaves) is None:
             raise TypeError(f"{type(self).__name__}.plan_in_place: no in-place kernel on the "
                             f"{backends.get_backend()} backend for these arrays; use apply_gradients")
