@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from ember import dtypes as _dt
-from ember.backends._common import foreign_array_error, tensor_native
+from ember.backends._common import foreign_array_error, normalize_axis, tensor_native
 
 BACKEND = "torch"
 Tensor = torch.Tensor
@@ -490,6 +490,16 @@ def to_float(x: Any, argument: str = "x") -> torch.Tensor:
     if x.dtype in INEXACT:
         return x
     return x.to(floatx())
+
+
+def along_axis(x: Any, axis: int | None) -> tuple[torch.Tensor, int]:
+    """``x`` as a tensor and ``axis`` normalized to ``[0, ndim)``; ``axis=None`` means the flattened
+    array's axis 0, as NumPy's ``take``, ``cumsum`` and ``repeat`` read it."""
+    if type(x) is not Tensor:
+        x = native(x)
+    if axis is None:
+        return x.reshape(-1), 0
+    return x, normalize_axis(axis, x.ndim)
 
 
 def index_tensor(indices: Any, device: torch.device, argument: str = "indices") -> torch.Tensor:

@@ -23,6 +23,7 @@ from ember.backends.torch._base import (
     FLOATING,
     INTEGER,
     Tensor,
+    along_axis,
     dtype_name,
     index_tensor,
     native,
@@ -184,13 +185,7 @@ def _wrap(idx: Tensor, n: int) -> Tensor:
 
 
 def take(x, indices, axis=None):
-    if type(x) is not Tensor:
-        x = native(x)
-    if axis is None:
-        x = x.reshape(-1)
-        axis_ = 0
-    else:
-        axis_ = normalize_axis(axis, x.ndim)
+    x, axis_ = along_axis(x, axis)
     n = x.shape[axis_]
     idx = _checked_indices(indices, x.device, lambda host: _check_bounds(host, n, "take", axis_))
     flat = _wrap(idx, n).reshape(-1)
@@ -199,13 +194,7 @@ def take(x, indices, axis=None):
 
 
 def take_along_axis(x, indices, axis):
-    if type(x) is not Tensor:
-        x = native(x)
-    if axis is None:
-        x = x.reshape(-1)
-        axis_ = 0
-    else:
-        axis_ = normalize_axis(axis, x.ndim)
+    x, axis_ = along_axis(x, axis)
     n = x.shape[axis_]
     idx = _checked_indices(indices, x.device, lambda host: _check_bounds(host, n, "take_along_axis", axis_))
     if idx.ndim != x.ndim:

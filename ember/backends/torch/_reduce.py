@@ -16,7 +16,7 @@ import warnings
 import torch
 
 from ember.backends._common import named_op, normalize_axes, normalize_axis
-from ember.backends.torch._base import ACCUMULATE, COMPLEX, Tensor, native, to_float
+from ember.backends.torch._base import ACCUMULATE, COMPLEX, Tensor, along_axis, native, to_float
 
 
 def _reduce_axes(x: Tensor, axis) -> tuple[int, ...] | None:
@@ -173,13 +173,7 @@ any = _boolean_reduction(torch.any, "any")
 
 def _cumulative(fn, name):
     def op(x, axis=None):
-        if type(x) is not Tensor:
-            x = native(x)
-        if axis is None:
-            x = x.reshape(-1)
-            axis_ = 0
-        else:
-            axis_ = normalize_axis(axis, x.ndim)
+        x, axis_ = along_axis(x, axis)
         return fn(x, dim=axis_, dtype=ACCUMULATE.get(x.dtype))
 
     return named_op(op, name)

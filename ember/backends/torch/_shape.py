@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from ember.backends._common import normalize_axes, normalize_axis
 from ember.backends.torch._base import (
     Tensor,
+    along_axis,
     index_tensor,
     many,
     native,
@@ -132,13 +133,7 @@ def tile(x, repeats):
 
 
 def repeat(x, repeats, axis=None):
-    if type(x) is not Tensor:
-        x = native(x)
-    if axis is None:
-        x = x.reshape(-1)
-        axis_ = 0
-    else:
-        axis_ = normalize_axis(axis, x.ndim)
+    x, axis_ = along_axis(x, axis)
     if isinstance(repeats, (int, np.integer)):
         return torch.repeat_interleave(x, int(repeats), dim=axis_)
     counts = index_tensor(repeats, x.device, "repeats").reshape(-1)
