@@ -29,8 +29,8 @@ class EarlyStopping(Callback):
         >>> import ember
         >>> from ember import callbacks, layers
         >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
-        >>> model.compile(optimizer="sgd", loss="mse")
-        >>> stop = callbacks.EarlyStopping(monitor="loss", patience=0, min_delta=10.0)
+        >>> model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+        >>> stop = callbacks.EarlyStopping(monitor="mae", patience=0, min_delta=10.0)  # any logged metric
         >>> history = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=20, verbose=0, callbacks=[stop])
         >>> len(history.epoch), stop.stopped_epoch
         (2, 1)

@@ -24,8 +24,8 @@ class LearningRateScheduler(Callback):
         >>> import ember
         >>> from ember import callbacks, layers
         >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
-        >>> model.compile(optimizer="sgd", loss="mse")
-        >>> scheduler = callbacks.LearningRateScheduler(lambda epoch, lr: 0.1 / (epoch + 1))
+        >>> model.compile(optimizer=ember.optimizers.SGD(learning_rate=0.1), loss="mse")
+        >>> scheduler = callbacks.LearningRateScheduler(lambda epoch, lr: lr / (epoch + 1))  # lr: the current rate
         >>> history = model.fit(np.ones((4, 1)), np.ones((4, 1)), epochs=2, verbose=0, callbacks=[scheduler])
         >>> [round(v, 4) for v in history.history["learning_rate"]]
         [0.1, 0.05]

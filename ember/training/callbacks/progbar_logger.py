@@ -36,10 +36,10 @@ class ProgbarLogger(Callback):
         >>> import ember
         >>> from ember import layers
         >>> model = ember.Sequential([ember.Input((2,)), layers.Dense(1)])
-        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
         >>> _ = model.fit(np.zeros((8, 2)), np.zeros((8, 1)), epochs=1, verbose=2)  # doctest: +ELLIPSIS
         Epoch 1/1
-        1/1 - 0s - ...s/step - loss: 0.0000
+        1/1 - 0s - ...s/step - loss: 0.0000 - mae: 0.0000
     """
 
     def __init__(self) -> None:

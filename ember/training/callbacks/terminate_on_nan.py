@@ -21,9 +21,9 @@ class TerminateOnNaN(Callback):
         >>> import numpy as np
         >>> import ember
         >>> from ember import callbacks, layers
+        >>> x = np.array([[1.0], [np.nan]], dtype="float32")  # the second sample makes the loss NaN
         >>> model = ember.Sequential([ember.Input((1,)), layers.Dense(1)])
         >>> model.compile(optimizer="sgd", loss="mse")
-        >>> x = np.array([[1.0], [np.nan]], dtype="float32")
         >>> history = model.fit(x, np.ones((2, 1)), batch_size=1, epochs=3, shuffle=False, verbose=0,
         ...                     callbacks=[callbacks.TerminateOnNaN()])  # doctest: +NORMALIZE_WHITESPACE
         TerminateOnNaN: invalid loss (nan) at epoch 1, batch 1 (training step 2); training stopped,
