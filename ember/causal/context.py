@@ -100,11 +100,11 @@ class CausalContext:
         >>> import numpy as np
         >>> from ember import layers
         >>> from ember.causal import causal_context
-        >>> lif = layers.LIF(1, beta=0.5, recurrent=False, use_bias=False)
+        >>> lif = layers.LIF(1, beta=0.9, recurrent=False, use_bias=False)  # a slow leak: two spikes in four steps
         >>> state = {"params": {"kernel": np.array([[0.7]], dtype="float32")}, "buffers": {}}
-        >>> ctx = causal_context(lif, state, np.ones((1, 3, 1)))
+        >>> ctx = causal_context(lif, state, np.ones((1, 4, 1)))
         >>> ctx.spikes[0, :, 0].tolist(), len(ctx.links)
-        ([0, 1, 0], 2)
+        ([0, 1, 0, 1], 4)
     """
 
     layer: str

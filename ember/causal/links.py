@@ -67,10 +67,10 @@ class CausalLink:
         >>> from ember import layers
         >>> from ember.causal import causal_context
         >>> lif = layers.LIF(1, beta=0.5, recurrent=False, use_bias=False)
-        >>> state = {"params": {"kernel": np.array([[0.7]], dtype="float32")}, "buffers": {}}
-        >>> link = causal_context(lif, state, np.ones((1, 3, 1))).links[-1]
-        >>> link.kind, link.source_step, round(link.weight, 2)
-        ('input', 1, 0.7)
+        >>> state = {"params": {"kernel": np.array([[1.2]], dtype="float32")}, "buffers": {}}  # over threshold
+        >>> link = causal_context(lif, state, np.ones((1, 3, 1))).links[0]  # the first spike's one cause
+        >>> link.kind, link.target, link.source_step, round(link.weight, 2)
+        ('input', 0, 0, 1.2)
     """
 
     target: int

@@ -255,7 +255,7 @@ def perspective_transform(images, start_points, end_points, interpolation="bilin
         data_format: ``"channels_last"`` (default) or ``"channels_first"``.
 
     Returns:
-        The warped images.
+        The warped images, ``fill_value`` where an output pixel maps from outside the input.
 
     Example:
         >>> from ember import ops
