@@ -93,8 +93,7 @@ class RandomContrast(_ColorJitter):
 
     Args:
         factor: a number ``f`` in [0, 1] (range ``[1 - f, 1 + f]``) or a ``(lower, upper)`` pair.
-        value_range: the ``(low, high)`` range of the pixel values.
-        seed: int seed used when ``apply`` receives no ``rng``.
+        value_range, seed: as for :class:`RandomBrightness`.
 
     Example:
         >>> import ember

@@ -16,7 +16,7 @@ class RandomCrop(DeclarativeLayer):
 
     Args:
         height, width: output size.
-        seed: int seed used when ``apply`` receives no ``rng``.
+        seed: int seed of the crop offsets when ``apply`` receives no ``rng``.
         data_format: ``"channels_last"`` (default) or ``"channels_first"``.
 
     Example:

@@ -18,7 +18,7 @@ class RandomFlip(DeclarativeLayer):
 
     Args:
         mode: which flips to draw.
-        seed: int seed used when ``apply`` receives no ``rng``.
+        seed: int seed of the flip draws when ``apply`` receives no ``rng``.
         data_format: ``"channels_last"`` (default) or ``"channels_first"``.
 
     Example:

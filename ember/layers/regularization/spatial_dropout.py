@@ -118,10 +118,8 @@ class SpatialDropout3D(_SpatialDropout):
         rate, data_format, seed: as for :class:`SpatialDropout1D`.
 
     Example:
-        >>> import ember
         >>> from ember import layers, ops
-        >>> ember.set_backend("numpy")
-        >>> layer = layers.SpatialDropout3D(0.5, name="sd3")
+        >>> layer = layers.SpatialDropout3D(0.5, name="sd3")  # on any backend
         >>> y, _ = layer.apply(layer.build((None, 2, 2, 2, 3)), ops.ones((1, 2, 2, 2, 3)))
         >>> float(ops.to_numpy(y).min())   # inference: unchanged
         1.0
