@@ -14,8 +14,7 @@ Example:
     >>> import numpy as np
     >>> import ember
     >>> from ember import layers
-    >>> ember.set_backend("numpy")
-    >>> model = ember.Sequential([ember.Input((3,)), layers.Dense(2, name="dense")])
+    >>> model = ember.Sequential([ember.Input((3,)), layers.Dense(2, name="dense")])  # on the active backend
     >>> _ = model.build(seed=0)
     >>> path = os.path.join(tempfile.mkdtemp(), "demo.weights.h5")
     >>> model.save_weights(path)
