@@ -345,14 +345,12 @@ class TorchSteps(GenericSteps):
         # delivered now (a Ctrl-C during the write interrupts here, with the step taken).
         self._held.release()
         params = model_state["params"]
-        cached = self._released  # the detached views of the last two param trees (fit alternates two)
+        cached = self._released  # the detached views of the last param tree (the in-place write keeps it)
         if cached is not None and cached[0] is params:
             views = cached[1]
-        elif cached is not None and cached[2] is params:
-            views = cached[3]
         else:
             views = optree.tree_map(_detach, params)
-        self._released = (params, views) + ((cached[0], cached[1]) if cached is not None else (None, None))
+            self._released = (params, views)
         return {"params": views, "buffers": model_state["buffers"]}
 
     # --- steps -----------------------------------------------------------------------------
