@@ -14,15 +14,19 @@ tests compare these kernels with the generic path. :func:`supports` is False: th
 of ``apply_gradients_inplace`` take the generic path on NumPy.
 
 Example:
+    Through the optimizer, with NumPy the active backend:
+
     >>> import numpy as np
+    >>> import ember
     >>> from ember import optimizers
     >>> from ember.backends.numpy import optim
-    >>> params, counter = [np.ones(2, "float32")], np.zeros((), "int64")
-    >>> plan = optim.plan_in_place(optimizers.SGD(0.5), [np.ones(2, "float32")], params, {}, step=1, lr=0.5,
-    ...                            decay=None, scratch=[None], iterations=counter)
-    >>> optim.write_in_place(plan)
-    >>> params[0].tolist(), int(counter)
-    ([0.5, 0.5], 1)
+    >>> ember.set_backend("numpy")
+    >>> opt = optimizers.Adam(0.1)
+    >>> params = {"w": np.ones(2, "float32")}
+    >>> state = opt.init(params)
+    >>> optim.write_in_place(opt.plan_in_place({"w": np.ones(2, "float32")}, state, params))
+    >>> [round(float(w), 4) for w in params["w"]], int(state["iterations"])
+    ([0.9, 0.9], 1)
 """
 
 from __future__ import annotations
