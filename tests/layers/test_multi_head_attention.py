@@ -524,3 +524,46 @@ def test_bad_symbolic_calls():
         mha(q, v, attention_mask=ember.Input((3, 4), dtype="bool"))
     with pytest.raises(TypeError, match="unexpected keyword"):
         layers.Dense(2, name="dense")(q, attention_mask=ember.Input((3, 5), dtype="bool"))
+
+
+@pytest.mark.parametrize("use_bias", [True, False], ids=["bias", "no_bias"])
+def test_self_attention_projects_in_one_gemm_with_the_same_values_and_gradients(backend, use_bias, monkeypatch):
+    """Self-attention (query, key and value one tensor, key_dim == value_dim) projects q, k and v with
+    the three kernels side by side in one GEMM, as torch's in_proj does; outputs and the gradients of
+    every param equal the three separate projections (the same tensor passed as a copy) and the float64
+    NumPy reference."""
+    from ember.layers.attention import multi_head_attention
+
+    taken = []
+    fused = multi_head_attention.project_self_attention
+    monkeypatch.setattr(multi_head_attention, "project_self_attention", lambda *a: taken.append(1) or fused(*a))
+    batch, t, embed = 2, 5, 6
+    x = np.random.default_rng(7).normal(size=(batch, t, embed)).astype(np.float32)
+    mha = layers.MultiHeadAttention(num_heads=2, key_dim=3, use_bias=use_bias, name="mha")
+    state, params = _random_state(mha, [(None, t, embed), (None, t, embed)], seed=4)
+
+    def loss_and_grads(inputs):
+        with ember.GradientTape() as tape:
+            tape.watch(state["params"])
+            out, _ = mha.apply(state, inputs, use_causal_mask=True)
+            loss = ops.sum(ops.square(out))
+        return out, tape.gradient(loss, state["params"])
+
+    same = ops.convert_to_tensor(x)
+    out, grads = loss_and_grads([same, same])
+    assert len(taken) == 1
+    separate_out, separate_grads = loss_and_grads([same, ops.convert_to_tensor(x.copy())])
+    assert len(taken) == 1  # distinct tensors: three projections
+    expected = mha_reference(params, x.astype(np.float64), x.astype(np.float64),
+                             mask=causal(t, t)[None], use_bias=use_bias)
+    # float32 against float64 and two float32 GEMM orders: sums of 6 products of O(1) terms through a
+    # softmax and a second GEMM of 6: a few ulps of values <= ~10, inside RTOL/ATOL (1e-5, 1e-6 absolute
+    # on values near 0: every element is checked relative first).
+    np.testing.assert_allclose(ops.to_numpy(out), expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(ops.to_numpy(out), ops.to_numpy(separate_out), rtol=RTOL, atol=ATOL)
+    for name in ("query", "key", "value", "attention_output"):
+        for leaf in ("kernel", "bias") if use_bias else ("kernel",):
+            # the gradients sum the same products in another order: relative 1e-5 of values O(10), absolute 1e-5
+            # for the key bias, whose gradient is zero up to rounding (softmax ignores a per-row shift)
+            np.testing.assert_allclose(ops.to_numpy(grads[name][leaf]), ops.to_numpy(separate_grads[name][leaf]),
+                                       rtol=RTOL, atol=1e-5, err_msg=f"{name}/{leaf}")

@@ -22,7 +22,7 @@ from typing import Any
 
 from ember import initializers, ops
 from ember.layers.attention._common import as_bool_mask, causal_mask, combine_masks
-from ember.layers.attention._fused import attend_unfused, project_heads, use_fused_kernel
+from ember.layers.attention._fused import attend_unfused, project_heads, project_self_attention, use_fused_kernel
 from ember.layers.layer import DeclarativeLayer
 from ember.seeds import check_seed, sub_seed
 from ember.symbolic import is_shape
@@ -359,9 +359,13 @@ class MultiHeadAttention(DeclarativeLayer):
         batch, t_dims, s_dims = q_shape[0], tuple(q_shape[1:-1]), tuple(v_shape[1:-1])
         length, memory = math.prod(t_dims), math.prod(s_dims)
         head_value_dim = self.head_value_dim
-        q = self._project(params["query"], query, batch, length, self.key_dim)      # (B, T, N, H)
-        k = self._project(params["key"], key, batch, memory, self.key_dim)          # (B, S, N, H)
-        v = self._project(params["value"], value, batch, memory, head_value_dim)    # (B, S, N, Hv)
+        if query is value and key is value and head_value_dim == self.key_dim:  # self-attention: one GEMM
+            q, k, v = project_self_attention(params, query, batch, length, self.num_heads, self.key_dim,
+                                             self.use_bias)
+        else:
+            q = self._project(params["query"], query, batch, length, self.key_dim)      # (B, T, N, H)
+            k = self._project(params["key"], key, batch, memory, self.key_dim)          # (B, S, N, H)
+            v = self._project(params["value"], value, batch, memory, head_value_dim)    # (B, S, N, Hv)
         if fused:
             context = ops.nn.dot_product_attention(
                 q, k, v, mask=None if mask is None else ops.expand_dims(mask, 1),
