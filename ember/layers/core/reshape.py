@@ -57,7 +57,7 @@ class Reshape(DeclarativeLayer):
     def _resolve(self, dims: tuple) -> tuple:
         """``target_shape`` for an example of shape ``dims`` (the -1 filled in when known)."""
         total = known_size(dims)
-        fixed = math.prod(d for d in self.target_shape if d != -1)
+        fixed = math.prod([d for d in self.target_shape if d != -1])  # a list: torch.compile traces no generator here
         if total is None:
             return tuple(None if d == -1 else d for d in self.target_shape)
         if -1 in self.target_shape:
