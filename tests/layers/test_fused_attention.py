@@ -238,6 +238,30 @@ def test_group_query_attention_equals_keras(backend, use_causal_mask):
     assert ops.shape(scores) == (B, 4, T, T)
 
 
+def test_group_query_attention_self_attention_in_one_gemm_equals_keras(backend, monkeypatch):
+    """Self-attention (one tensor for query, key and value) projects q and the grouped k, v in one GEMM;
+    the output is Keras's, whose three projections run apart."""
+    from ember.layers.attention import group_query_attention
+
+    taken = []
+    fused = group_query_attention.project_self_attention
+    monkeypatch.setattr(group_query_attention, "project_self_attention", lambda *a: taken.append(1) or fused(*a))
+    keras = _keras()
+    x = np.random.default_rng(5).normal(size=(B, T, 8)).astype(np.float32)
+    reference = keras.layers.GroupQueryAttention(head_dim=3, num_query_heads=4, num_key_value_heads=2)
+    expected = keras.ops.convert_to_numpy(reference(x, x, use_causal_mask=True))
+    gqa = layers.GroupQueryAttention(head_dim=3, num_query_heads=4, num_key_value_heads=2)
+    gqa.build([(B, T, 8), (B, T, 8)], seed=0)
+    params = {}
+    for variable in reference.weights:
+        owner, part = variable.path.split("/")[-2:]
+        params.setdefault(owner, {})[part] = ops.convert_to_tensor(np.asarray(variable.numpy()))
+    same = ops.convert_to_tensor(x)
+    out, _ = gqa.apply({"params": params, "buffers": {}}, [same, same], use_causal_mask=True)
+    assert taken == [1]
+    np.testing.assert_allclose(ops.to_numpy(out), expected, **FLOAT32_PAIR)  # float32, sums of 8 and of T terms
+
+
 def test_group_query_attention_bad_arguments():
     with pytest.raises(ValueError, match="num_query_heads must be a multiple of num_key_value_heads.*3.*2"):
         layers.GroupQueryAttention(head_dim=2, num_query_heads=3, num_key_value_heads=2)

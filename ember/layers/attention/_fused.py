@@ -57,18 +57,20 @@ def project_heads(params: dict, x: Any, batch: int, length: int, heads: int, hea
     return ops.reshape(y, (batch, length, heads, head_dim))
 
 
-def project_self_attention(params: dict, x: Any, batch: int, length: int, heads: int, head_dim: int,
-                           use_bias: bool) -> tuple[Any, Any, Any]:
-    """``(q, k, v)`` of self-attention, each ``(batch, length, heads, head_dim)``, from one GEMM: the
-    ``query``, ``key`` and ``value`` kernels ``(dim, heads, head_dim)`` side by side (as the fused
+def project_self_attention(params: dict, x: Any, batch: int, length: int, heads: tuple[int, int, int],
+                           head_dim: int, use_bias: bool) -> tuple[Any, Any, Any]:
+    """``(q, k, v)`` of self-attention, each ``(batch, length, its heads, head_dim)``, from one GEMM: the
+    ``query``, ``key`` and ``value`` kernels ``(dim, heads[i], head_dim)`` side by side (as the fused
     ``in_proj`` of ``torch.nn.MultiheadAttention``), the same sums as three :func:`project_heads`."""
     names = ("query", "key", "value")
-    dim, width = ops.shape(params["query"]["kernel"])[0], heads * head_dim
-    kernel = ops.concatenate([ops.reshape(params[name]["kernel"], (dim, width)) for name in names], axis=1)
-    bias = ops.concatenate([ops.reshape(params[name]["bias"], (width,)) for name in names]) if use_bias else None
+    dim = ops.shape(params["query"]["kernel"])[0]
+    kernel = ops.concatenate([ops.reshape(params[name]["kernel"], (dim, count * head_dim))
+                              for name, count in zip(names, heads)], axis=1)
+    bias = (ops.concatenate([ops.reshape(params[name]["bias"], (count * head_dim,))
+                             for name, count in zip(names, heads)]) if use_bias else None)
     y = ops.reshape(ops.nn.dense(ops.reshape(x, (batch, length, dim)), kernel, bias),
-                    (batch, length, 3 * heads, head_dim))
-    q, k, v = ops.split(y, 3, axis=2)
+                    (batch, length, sum(heads), head_dim))
+    q, k, v = ops.split(y, [heads[0], heads[0] + heads[1]], axis=2)
     return q, k, v
 
 

@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from ember import initializers, ops
-from ember.layers.attention._fused import attend_unfused, project_heads, use_fused_kernel
+from ember.layers.attention._fused import attend_unfused, project_heads, project_self_attention, use_fused_kernel
 from ember.layers.attention.multi_head_attention import MultiHeadAttention
 from ember.layers.layer import DeclarativeLayer
 from ember.seeds import check_seed, sub_seed
@@ -194,9 +194,13 @@ class GroupQueryAttention(DeclarativeLayer):
                                         use_causal_mask, build_causal=not fused)
         batch, length, memory = q_shape[0], q_shape[1], v_shape[1]
         heads, kv_heads, head_dim = self.num_query_heads, self.num_key_value_heads, self.head_dim
-        q = project_heads(params["query"], query, batch, length, heads, head_dim, self.use_bias)
-        k = project_heads(params["key"], key, batch, memory, kv_heads, head_dim, self.use_bias)
-        v = project_heads(params["value"], value, batch, memory, kv_heads, head_dim, self.use_bias)
+        if query is value and key is value:  # self-attention: one GEMM
+            q, k, v = project_self_attention(params, query, batch, length, (heads, kv_heads, kv_heads), head_dim,
+                                             self.use_bias)
+        else:
+            q = project_heads(params["query"], query, batch, length, heads, head_dim, self.use_bias)
+            k = project_heads(params["key"], key, batch, memory, kv_heads, head_dim, self.use_bias)
+            v = project_heads(params["value"], value, batch, memory, kv_heads, head_dim, self.use_bias)
         scores = None
         if fused:
             context = ops.nn.dot_product_attention(

@@ -360,7 +360,7 @@ class MultiHeadAttention(DeclarativeLayer):
         length, memory = math.prod(t_dims), math.prod(s_dims)
         head_value_dim = self.head_value_dim
         if query is value and key is value and head_value_dim == self.key_dim:  # self-attention: one GEMM
-            q, k, v = project_self_attention(params, query, batch, length, self.num_heads, self.key_dim,
+            q, k, v = project_self_attention(params, query, batch, length, (self.num_heads,) * 3, self.key_dim,
                                              self.use_bias)
         else:
             q = self._project(params["query"], query, batch, length, self.key_dim)      # (B, T, N, H)
