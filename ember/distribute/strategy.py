@@ -110,12 +110,15 @@ class DataParallel:
             variables are gathered after each step. The weights equal the unsharded run's. An attribute:
             it may be changed between fits (a full optimizer state is then sharded; a sharded one moves to
             another layout through ``ember.saving.save_sharded``/``load_sharded``).
-        fully_shard: fully sharded parameters (torch's FSDP2): not implemented, raises (see below).
+        fully_shard: fully sharded parameters on the torch backend, through torch's own FSDP2
+            (``torch.distributed.fsdp.fully_shard``; ``ember/backends/torch/fsdp.py``): each rank keeps its
+            rows of every trainable variable, their gradients (reduce-scattered) and their optimizer
+            state; implies ``shard_optimizer``. NumPy and MLX have no such engine: NotImplementedError.
 
     Raises:
         ValueError: ``timeout`` not a positive number.
         TypeError: ``shard_optimizer`` or ``fully_shard`` not a bool.
-        NotImplementedError: ``fully_shard=True`` (the message names what is missing and the alternative).
+        NotImplementedError: ``fully_shard=True`` on NumPy or MLX (the message names the alternative).
         ImportError: no engine is installed for the active backend (the message names the extra).
         RuntimeError: the launcher does not match the backend's engine (the message names the right one).
 
@@ -136,10 +139,11 @@ class DataParallel:
             if not isinstance(value, bool):
                 raise TypeError(f"DataParallel: {argument} must be a bool, received {value!r}")
         self.backend = backends.get_backend()
-        if fully_shard:
+        if fully_shard and self.backend != "torch":
             raise NotImplementedError(fully_shard_unsupported(self.backend))
         self.timeout = float(timeout)
-        self.shard_optimizer = shard_optimizer
+        self.fully_shard = fully_shard
+        self.shard_optimizer = shard_optimizer or fully_shard  # FSDP2 shards the optimizer state with the params
         environ = os.environ if environ is None else environ
         self.engine = backends.current().distributed.make_engine(environ, self.timeout)
         self.rank = int(self.engine.rank)
@@ -150,7 +154,8 @@ class DataParallel:
 
     def __repr__(self) -> str:
         return (f"DataParallel(backend={self.backend!r}, engine={self.engine.name!r}, rank={self.rank}, "
-                f"world_size={self.world_size}, shard_optimizer={self.shard_optimizer})")
+                f"world_size={self.world_size}, shard_optimizer={self.shard_optimizer}, "
+                f"fully_shard={self.fully_shard})")
 
     # --- facts --------------------------------------------------------------------------------
     @property
@@ -271,16 +276,10 @@ def fully_shard_unsupported(backend: str) -> str:
         >>> "shard_optimizer=True" in fully_shard_unsupported("numpy")
         True
     """
-    if backend == "torch":
-        missing = ("torch 2.13 runs torch.distributed.fsdp.fully_shard on the CPU with gloo, but only on "
-                   "torch.nn.Module parameters (DTensor shards gathered by module hooks); Ember's torch backend "
-                   "trains a functional tree of plain tensors (no nn.Module), which fully_shard cannot wrap")
-    else:
-        missing = (f"the {backend} backend's engine has no fully sharded data parallelism (FSDP2 is "
-                   "torch.distributed's, for torch.nn.Module models)")
     return (f"DataParallel(fully_shard=True): fully sharded parameters are not implemented on the {backend} backend: "
-            f"{missing}. Use shard_optimizer=True (ZeRO-1/2: the optimizer state sharded over the ranks, on "
-            "every backend)")
+            f"its engine has no fully sharded data parallelism (FSDP2 is torch.distributed's, used by the torch "
+            "backend). Use shard_optimizer=True (ZeRO-1/2: the optimizer state sharded over the ranks, on every "
+            "backend), or the torch backend")
 
 
 _active: DataParallel | None = None

@@ -6,7 +6,7 @@ of them only and updates only that part; the updated parameters are then gathere
 
 The trainable variables, in their flat order (``optree`` order of the params tree), are seen as
 one flat concatenation of ``total`` elements. Each rank's part is a list of *pieces*, one
-``(lo, hi)`` range of elements per variable (``(0, 0)``: none of it), in one of two layouts:
+``(lo, hi)`` range of elements per variable (``(0, 0)``: none of it), in one of three layouts:
 
 * :func:`element_pieces`: rank ``r`` owns elements ``[offset, offset + count)`` of the
   concatenation (:func:`ember.distribute.shard_rows`: ``total / N``, to one element), cutting
@@ -16,6 +16,9 @@ one flat concatenation of ``total`` elements. Each rank's part is a list of *pie
 * :func:`variable_pieces`: whole variables, contiguous runs of about ``total / N`` elements
   (:func:`partition`), for every other optimizer (per-variable norms, factored moments): its
   math is unchanged, and a rank holds at most ``total / N + largest variable`` elements per slot.
+* :func:`row_pieces`: rank ``r`` owns chunk ``r`` of each variable's first axis, as torch's FSDP2
+  shards its parameters (``fully_shard=True``): ``torch.chunk`` rows of ``ceil(rows / N)``, the last
+  ranks fewer or none; a 0-d variable is one row. Element-wise optimizers only, like the first.
 
 :func:`gather_owned` is the all-gather of the updated pieces. The engines offer one collective
 on every backend (``all_sum``: gloo, ``mx.distributed``, MPI), so the gather is an all-sum of one
@@ -32,6 +35,8 @@ Example:
     [(0, 0), (30, 40), (0, 3), (0, 24)]
     >>> [zero.piece_elements(zero.element_pieces([8, 40, 3, 24], r, 2)) for r in range(2)]
     [38, 37]
+    >>> zero.row_pieces([(8,), (5, 8), (3,), ()], rank=1, world_size=2)
+    [(4, 8), (24, 40), (2, 3), (0, 0)]
 """
 
 from __future__ import annotations
@@ -93,6 +98,29 @@ def element_pieces(sizes: Sequence[int], rank: int, world_size: int) -> list[Pie
         lo, hi = max(offset, start) - start, min(offset + count, start + size) - start
         pieces.append((lo, hi) if hi > lo else (0, 0))
         start += size
+    return pieces
+
+
+def row_pieces(shapes: Sequence[Sequence[int]], rank: int, world_size: int) -> list[Piece]:
+    """``rank``'s pieces in the row layout: chunk ``rank`` of each variable's first axis, cut as
+    ``torch.chunk(variable, world_size)`` cuts it (chunks of ``ceil(rows / world_size)`` rows; the last
+    ranks hold fewer, or none). A row of a C-ordered array is a contiguous run of elements, so each
+    chunk is one ``(lo, hi)`` range of the flat variable.
+
+    Raises:
+        ValueError: ``world_size < 1``, ``rank`` outside ``[0, world_size)``, or a negative dimension.
+    """
+    shapes = [tuple(int(d) for d in shape) for shape in shapes]
+    _check([d for shape in shapes for d in shape], world_size)
+    if not 0 <= rank < world_size:
+        raise ValueError(f"zero: rank must be in [0, world_size), received rank={rank}, world_size={world_size}")
+    pieces = []
+    for shape in shapes:
+        rows = shape[0] if shape else 1
+        width = int(np.prod(shape[1:], dtype=np.int64)) if shape else 1
+        chunk = -(-rows // world_size)  # ceil: torch.chunk's chunk size
+        lo, hi = min(rank * chunk, rows), min((rank + 1) * chunk, rows)
+        pieces.append((lo * width, hi * width) if hi > lo and width else (0, 0))
     return pieces
 
 

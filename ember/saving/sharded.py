@@ -1,7 +1,7 @@
 """Sharded checkpoints: each rank writes its shard of the optimizer state; any number of processes loads it.
 
-Under ``ember.distribute.initialize(shard_optimizer=True)`` each rank holds its own pieces of the
-optimizer slots only (:mod:`ember.distribute.zero`), so ``model.save`` on the main rank cannot
+Under ``ember.distribute.initialize(shard_optimizer=True)`` (or ``fully_shard=True``) each rank holds
+its own pieces of the optimizer slots only (:mod:`ember.distribute.zero`), so ``model.save`` on the main rank cannot
 write the whole state (it refuses). :func:`save_sharded`, called on every rank, writes a directory::
 
     model.h5                        the main rank's model.save(include_optimizer=False): architecture,
@@ -11,8 +11,9 @@ write the whole state (it refuses). :func:`save_sharded`, called on every rank, 
                                     optimizer's scalars (/optimizer/scalars: iterations, learning rate,
                                     loss scale ...); Ember checkpoint files (kind "object", checksummed)
     index.json                      written last (the completeness marker): format and version, the
-                                    writing world size and layout ("elements" or "variables": which
-                                    rank holds which elements, :mod:`ember.distribute.zero`), each
+                                    writing world size and layout ("elements", "variables", or "rows"
+                                    under fully_shard=True: which rank holds which elements,
+                                    :mod:`ember.distribute.zero`), each
                                     variable's path, shape and dtype, the slot names, and the training
                                     document that model.save stores (seed, step RNG, epoch, step, fits)
 
@@ -115,10 +116,16 @@ def _layout(trainer: Any, sharded: bool) -> str:
         return "variables"
     optimizer = trainer.steps.core.optimizer
     optimizer = getattr(optimizer, "inner_optimizer", optimizer)
-    return "elements" if getattr(optimizer, "split", False) else "variables"
+    return getattr(optimizer, "layout", "variables")
 
 
-def _pieces(layout: str, sizes: list[int], rank: int, world: int) -> list[zero.Piece]:
+_LAYOUTS = ("elements", "variables", "rows")
+
+
+def _pieces(layout: str, shapes: list[tuple], rank: int, world: int) -> list[zero.Piece]:
+    if layout == "rows":
+        return zero.row_pieces(shapes, rank, world)
+    sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
     return (zero.element_pieces if layout == "elements" else zero.variable_pieces)(sizes, rank, world)
 
 
@@ -140,7 +147,7 @@ def save_sharded(model: Any, directory: Any) -> None:
     if opt_state is None:  # compiled, never trained: a fresh state in the layout of this process's steps
         opt_state = trainer.init_state(model.state)["optimizer"]
     leaves, treedef, paths = _trainable(model, trainer)
-    sizes = [zero.size_of(leaf) for leaf in leaves]
+    shapes = [tuple(ops.shape(leaf)) for leaf in leaves]
     rank, world = distribute.rank(), distribute.world_size()
     sharded = training_state.is_sharded(opt_state)
     if sharded:
@@ -149,7 +156,7 @@ def save_sharded(model: Any, directory: Any) -> None:
             raise ValueError(f"{caller}: the optimizer state is rank {marker[0]}'s shard of {marker[1]} processes, "
                              f"but this is rank {rank} of {world}")
     layout = _layout(trainer, sharded)
-    pieces = _step_pieces(trainer, leaves) if sharded else _pieces(layout, sizes, rank, world)
+    pieces = _step_pieces(trainer, leaves) if sharded else _pieces(layout, shapes, rank, world)
     slots = list(trainer.optimizer.slot_initializers())
     values = {slot: treedef.flatten_up_to(opt_state[slot]) for slot in slots}
     variables = {_variable_key(i): {slot: values[slot][i] for slot in slots}
@@ -206,7 +213,7 @@ def read_index(directory: Any) -> dict:
     world = index["world_size"]
     if not isinstance(world, int) or world < 1 or len(index["shard_files"]) != world:
         raise fmt.CheckpointError(path, "malformed: the world size and the shard files disagree")
-    if index["layout"] not in ("elements", "variables"):
+    if index["layout"] not in _LAYOUTS:
         raise fmt.CheckpointError(path, f"malformed: unknown layout {index['layout']!r}")
     for name in [index["model_file"], *index["shard_files"]]:
         if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
@@ -281,7 +288,7 @@ def load_sharded(directory: Any, custom_objects: dict | None = None) -> Any:
     template = trainer.init_state(model.state)["optimizer"]  # this process's layout (sharded or full)
     sizes = [zero.size_of(leaf) for leaf in leaves]
     world = index["world_size"]
-    old = [_pieces(index["layout"], sizes, q, world) for q in range(world)]
+    old = [_pieces(index["layout"], [tuple(ops.shape(leaf)) for leaf in leaves], q, world) for q in range(world)]
     new = _step_pieces(trainer, leaves) if training_state.is_sharded(template) else [(0, n) for n in sizes]
     wanted = [i for i, (lo, hi) in enumerate(new) if hi > lo]
     needed: dict[int, list[int]] = {}

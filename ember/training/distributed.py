@@ -167,6 +167,29 @@ class StepSync:
         leaves, spec = optree.tree_flatten(delta)
         return optree.tree_map(ops.add, metrics, spec.unflatten(self.sum_leaves(leaves)))
 
+    @staticmethod
+    def global_batch(batch: ShardedBatch) -> Any:
+        """The context in which random layers draw for ``batch``'s rows of the global batch."""
+        offset, _, total = batch.window
+        return batch_window.global_batch(offset, total)
+
+    def state_after(self, core: Any, state: dict, batch: ShardedBatch, aux: tuple | None) -> tuple[dict, dict]:
+        """``(new buffers, new metric state)`` of a step whose gradients were reduced elsewhere (FSDP2's
+        reduce-scatter under ``fully_shard=True``): this rank's metric deltas summed and the floating
+        buffers averaged over the ranks, in one all-reduce per dtype.
+
+        ``aux``: ``(loss, per-output losses, y_pred_flat, new_buffers)`` of this rank's rows, or None for
+        a rank without rows (it contributes zeros and its buffers as they were)."""
+        x, y, sw = batch
+        metrics = state["metrics"]
+        delta = optree.tree_map(ops.zeros_like, metrics)
+        buffers = state["model"]["buffers"]
+        if aux is not None:
+            loss, per_output, y_pred_flat, buffers = aux
+            delta = core.update_metrics(delta, x, y, y_pred_flat, sw, loss, per_output)
+        _, delta, buffers = self._reduce({}, delta, buffers)
+        return buffers, optree.tree_map(ops.add, metrics, delta)
+
     def _reduce(self, grads: dict, delta: dict, buffers: dict) -> tuple[dict, dict, dict]:
         g_leaves, g_spec = optree.tree_flatten(grads)
         d_leaves, d_spec = optree.tree_flatten(delta)

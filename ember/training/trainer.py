@@ -206,7 +206,7 @@ class Trainer:
         self._fits = 0
         self.core = StepCore(model, self.optimizer, self.compile_loss, self.compile_metrics, self.output_names)
         self.first_batch = FirstBatchCheck(self.core)
-        self._steps: dict[str | tuple[str, Any, bool], Any] = {}  # by backend (and strategy, sharding)
+        self._steps: dict[str | tuple[str, Any, bool, bool], Any] = {}  # by backend (and strategy, sharding)
 
     # --- backend steps ---------------------------------------------------------------------
     @property
@@ -215,13 +215,18 @@ class Trainer:
         name = backends.get_backend()
         strategy = distribute.get_strategy()
         shard = strategy is not None and strategy.shard_optimizer
-        key = name if strategy is None else (name, strategy, shard)
+        fully = strategy is not None and strategy.fully_shard
+        key = name if strategy is None else (name, strategy, shard, fully)
         steps: Any = self._steps.get(key)
         if steps is None:
             backend = backends.current()
-            # shard_optimizer: the steps' optimizer keeps and updates this rank's variables only (zero_optimizer)
-            core = zero_optimizer.sharded_core(self.core, strategy) if shard else self.core
-            steps = backend.training.make_steps(core, jit=self.jit_compile)  # the backend imports no trainer
+            # shard_optimizer: the steps' optimizer keeps and updates this rank's variables only (zero_optimizer);
+            # fully_shard: its rows of each variable, as FSDP2 shards the params (torch's fsdp steps)
+            core = zero_optimizer.sharded_core(self.core, strategy, rows=fully) if shard or fully else self.core
+            if fully:
+                steps = backend.distributed.make_fully_sharded_steps(core, jit=self.jit_compile)
+            else:
+                steps = backend.training.make_steps(core, jit=self.jit_compile)  # the backend imports no trainer
             if strategy is not None:  # sharded batches sum gradients and metric states over the ranks
                 steps.sync = StepSync(strategy.all_sum, strategy.world_size)
             if self.cuda_graphs:  # fit's step replayed from a CUDA graph (the torch steps only)

@@ -63,15 +63,19 @@ class ShardedOptimizer(Optimizer):
         rank: this process's rank.
         world_size: the number of ranks.
         all_sum: the strategy's sum of one native array over the ranks.
+        rows: shard each variable's first axis as torch's FSDP2 does (``fully_shard=True``;
+            :func:`ember.distribute.zero.row_pieces`) instead of the flat elements or whole variables.
 
     Raises:
         TypeError: ``inner`` is not an Ember optimizer, or is a ``LossScaleOptimizer``.
-        NotImplementedError: ``inner`` clips by the global norm (it needs every gradient).
+        NotImplementedError: ``inner`` clips by the global norm (it needs every gradient), or ``rows``
+            with an optimizer whose update is not element-wise.
     """
 
     default_name = "sharded_optimizer"
 
-    def __init__(self, inner: Optimizer, rank: int, world_size: int, all_sum: Callable[[Any], Any]) -> None:
+    def __init__(self, inner: Optimizer, rank: int, world_size: int, all_sum: Callable[[Any], Any],
+                 rows: bool = False) -> None:
         if not isinstance(inner, Optimizer) or isinstance(inner, LossScaleOptimizer):
             raise TypeError(f"ShardedOptimizer: inner must be an ember optimizer (not a LossScaleOptimizer), "
                             f"received {inner!r}")
@@ -88,6 +92,14 @@ class ShardedOptimizer(Optimizer):
         self.all_sum = all_sum
         # Slices of variables where the math is element-wise (clipnorm takes a whole variable's norm).
         self.split = type(inner).update_variable in ELEMENTWISE and not inner.clipnorm
+        if rows and not self.split:
+            raise NotImplementedError(
+                f"ember.distribute(fully_shard=True): {type(inner).__name__}"
+                f"{'(clipnorm=...)' if inner.clipnorm else ''} does not update element by element (it takes a "
+                "whole variable's norm or factored moments), but each rank holds only its rows of each variable; "
+                "use an element-wise optimizer (SGD, Adam, AdamW, Adamax, Nadam, RMSprop, Adagrad, Adadelta, Lion) "
+                "without clipnorm, or shard_optimizer=True without fully_shard")
+        self.rows = bool(rows)
         self._pieces: dict[tuple, list[zero.Piece]] = {}
 
     # --- the inner optimizer's settings -----------------------------------------------------------
@@ -133,9 +145,18 @@ class ShardedOptimizer(Optimizer):
         key = tuple(tuple(ops.shape(leaf)) for leaf in leaves)
         pieces = self._pieces.get(key)
         if pieces is None:
-            layout = zero.element_pieces if self.split else zero.variable_pieces
-            pieces = self._pieces[key] = layout([zero.size_of(leaf) for leaf in leaves], self.rank, self.world_size)
+            if self.rows:
+                pieces = zero.row_pieces(key, self.rank, self.world_size)
+            else:
+                layout = zero.element_pieces if self.split else zero.variable_pieces
+                pieces = layout([zero.size_of(leaf) for leaf in leaves], self.rank, self.world_size)
+            self._pieces[key] = pieces
         return pieces
+
+    @property
+    def layout(self) -> str:
+        """The layout's name in a sharded checkpoint's index: ``"rows"``, ``"elements"`` or ``"variables"``."""
+        return "rows" if self.rows else "elements" if self.split else "variables"
 
     def _marker(self, like: Any) -> Any:
         return ops.convert_to_tensor([self.rank, self.world_size], dtype=ops.dtype(like))
@@ -188,14 +209,20 @@ class ShardedOptimizer(Optimizer):
                       for leaf, piece, owned in zip(leaves, pieces, mine)]
         sub_grads = [zero.piece_of(g, piece) if owned and g is not None else None
                      for g, piece, owned in zip(grad_leaves, pieces, mine)]
-        if any(g is not None for g in sub_grads):
-            new_sub, new_state = self.inner.apply_gradients(treedef.unflatten(sub_grads), opt_state,
-                                                            treedef.unflatten(sub_params))
-            new_values = treedef.flatten_up_to(new_sub)
-        else:  # this rank owns no piece with a gradient: only the step counter and shared scalars move
-            new_values, new_state = sub_params, self._count_step(opt_state)
+        new_values, new_state = self.update_pieces(treedef, sub_grads, opt_state, sub_params)
         gathered = zero.gather_owned(self.all_sum, leaves, new_values, pieces)
         return treedef.unflatten(gathered), new_state
+
+    def update_pieces(self, treedef: Any, grads: list, opt_state: dict, values: list) -> tuple[list, dict]:
+        """``(new values, new state)``: the inner update of this rank's pieces, nothing gathered.
+
+        ``values[i]`` is this rank's piece of variable ``i`` (any value where it owns none) and
+        ``grads[i]`` its gradient, None where it owns none or the variable has no gradient; the
+        values come back in new arrays. The step counter and shared scalars move on every rank."""
+        if any(g is not None for g in grads):
+            new, new_state = self.inner.apply_gradients(treedef.unflatten(grads), opt_state, treedef.unflatten(values))
+            return treedef.flatten_up_to(new), new_state
+        return list(values), self._count_step(opt_state)  # no piece of this rank has a gradient
 
     def apply_gradients_inplace(self, grads: Any, opt_state: dict, params: Any) -> tuple[Any, dict]:
         """:meth:`apply_gradients` (the sharded update has no fused in-place form)."""
@@ -219,19 +246,21 @@ def _cut(slot: Any, piece: zero.Piece, param: Any) -> Any:
     return zero.piece_of(slot, piece)
 
 
-def sharded(optimizer: Optimizer, strategy: Any) -> Optimizer:
-    """``optimizer`` sharded over ``strategy``'s ranks (a ``LossScaleOptimizer`` around the sharded inner)."""
+def sharded(optimizer: Optimizer, strategy: Any, rows: bool = False) -> Optimizer:
+    """``optimizer`` sharded over ``strategy``'s ranks (a ``LossScaleOptimizer`` around the sharded inner);
+    ``rows``: in FSDP2's layout (:class:`ShardedOptimizer`)."""
     if isinstance(optimizer, LossScaleOptimizer):
-        inner = ShardedOptimizer(optimizer.inner_optimizer, strategy.rank, strategy.world_size, strategy.all_sum)
+        inner = ShardedOptimizer(optimizer.inner_optimizer, strategy.rank, strategy.world_size, strategy.all_sum,
+                                 rows)
         return LossScaleOptimizer(inner, initial_scale=optimizer.initial_scale,
                                   dynamic_growth_steps=optimizer.dynamic_growth_steps, name=optimizer.name)
-    return ShardedOptimizer(optimizer, strategy.rank, strategy.world_size, strategy.all_sum)
+    return ShardedOptimizer(optimizer, strategy.rank, strategy.world_size, strategy.all_sum, rows)
 
 
-def sharded_core(core: Any, strategy: Any) -> Any:
+def sharded_core(core: Any, strategy: Any, rows: bool = False) -> Any:
     """A copy of a ``StepCore`` whose optimizer is :func:`sharded` over ``strategy``'s ranks."""
     new = copy.copy(core)
-    new.optimizer = sharded(core.optimizer, strategy)
+    new.optimizer = sharded(core.optimizer, strategy, rows)
     return new
 
 

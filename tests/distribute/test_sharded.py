@@ -220,12 +220,7 @@ def test_gather_puts_every_ranks_pieces_together(backend):
         np.testing.assert_array_equal(ember.ops.to_numpy(got), want.astype("float32"))
 
 
-def test_fully_sharded_parameters_raise_naming_the_alternative(backend):
-    with pytest.raises(NotImplementedError, match=f"not implemented on the {backend} backend.*shard_optimizer=True"):
-        distribute.DataParallel(fully_shard=True)
-    if backend == "torch":
-        with pytest.raises(NotImplementedError, match="no nn.Module"):
-            distribute.DataParallel(fully_shard=True)
+def test_bad_shard_optimizer_argument(backend):
     with pytest.raises(TypeError, match="shard_optimizer must be a bool, received 'yes'"):
         distribute.DataParallel(shard_optimizer="yes")
     assert distribute.get_strategy() is None

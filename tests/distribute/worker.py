@@ -17,7 +17,7 @@ import numpy as np
 import optree
 
 import ember
-from ember import callbacks, distribute, layers, optimizers
+from ember import callbacks, distribute, layers, optimizers, saving
 
 DISTRIBUTED = "RANK" in os.environ or "MLX_RANK" in os.environ
 # Every scenario trains in float64: ranks and one process then differ by float64 rounding only,
@@ -44,7 +44,7 @@ def model(dropout: float) -> ember.Model:
     return net
 
 
-def fit_scenario(out: dict, optimizer: str) -> ember.Model:
+def fit_scenario(out: dict, optimizer: str, extra: tuple = ()) -> ember.Model:
     x, y = data()
     net = model(0.3)
     opt = {"adam": lambda: optimizers.Adam(0.01), "sgd": lambda: optimizers.SGD(0.1, momentum=0.9),
@@ -54,7 +54,8 @@ def fit_scenario(out: dict, optimizer: str) -> ember.Model:
     net.compile(optimizer=opt, loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True),
                 metrics=["accuracy"], seed=3)
     # 37 samples, validation_split 0.2 -> 29 training samples: batches 8,8,8,5 (the last uneven).
-    history = net.fit(x, y, batch_size=8, epochs=3, shuffle=True, validation_split=0.2, verbose=0)
+    history = net.fit(x, y, batch_size=8, epochs=3, shuffle=True, validation_split=0.2, verbose=0,
+                      callbacks=list(extra))
     for key, values in history.history.items():
         out[f"{optimizer}_history_{key}"] = np.asarray(values)
     for i, w in enumerate(optree.tree_leaves(net.state["params"])):
@@ -207,12 +208,56 @@ def mismatch_scenario(out: dict) -> None:
         out["error"] = np.asarray(str(error))
 
 
+class ShardShapes(callbacks.Callback):
+    """Records, at the first batch, what each trainable param of fit's steps is on this rank (FSDP2)."""
+
+    def __init__(self, out: dict) -> None:
+        super().__init__()
+        self.out = out
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        if batch == 0 and "rankonly_fsdp_local" not in self.out:
+            sharded = self.model._training.trainer.steps._sharded
+            self.out["rankonly_fsdp_types"] = np.asarray([type(p).__name__ for p in sharded])
+            self.out["rankonly_fsdp_local"] = np.asarray([p.to_local().numel() for p in sharded])
+            self.out["rankonly_fsdp_global"] = np.asarray([p.numel() for p in sharded])
+
+
+def fully_sharded_scenario(out: dict, directory: str) -> None:
+    """Under DataParallel(fully_shard=True) (torch's FSDP2; one process runs the same code unsharded):
+    SGD and Adam with validation, evaluate and predict; a Dataset whose last batch leaves rank 1 without
+    rows; a sharded checkpoint; and the refusals."""
+    extra = (ShardShapes(out),) if DISTRIBUTED else ()
+    fit_scenario(out, "sgd")
+    net = fit_scenario(out, "adam", extra)
+    dataset_scenario(out)
+    saving.save_sharded(net, os.path.join(directory, "ckpt"))
+    if not DISTRIBUTED:
+        return
+    x, y = data()
+    for name, optimizer, jit in (("clipnorm", optimizers.Adam(0.01, clipnorm=1.0), "auto"),
+                                 ("lso", optimizers.LossScaleOptimizer(optimizers.Adam(0.01)), "auto"),
+                                 ("jit", optimizers.Adam(0.01), True)):
+        refused = model(0.0)
+        refused.compile(optimizer=optimizer, loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True),
+                        jit_compile=jit, seed=2)
+        before = [np.asarray(ember.ops.to_numpy(w)) for w in optree.tree_leaves(refused.state["params"])]
+        try:
+            refused.fit(x, y, batch_size=8, epochs=1, verbose=0)
+            out[f"rankonly_refusal_{name}"] = np.asarray("no error")
+        except NotImplementedError as error:
+            out[f"rankonly_refusal_{name}"] = np.asarray(str(error))
+        after = [np.asarray(ember.ops.to_numpy(w)) for w in optree.tree_leaves(refused.state["params"])]
+        out[f"rankonly_refusal_{name}_unchanged"] = np.asarray(all(np.array_equal(a, b) for a, b in zip(before, after)))
+
+
 def main() -> None:
     scenario, backend, directory = sys.argv[1:4]
     ember.set_backend(backend)
     ember.dtypes.set_floatx(FLOATX)
     if DISTRIBUTED:
-        distribute.initialize(timeout=float(os.environ.get("EMBER_TEST_TIMEOUT", "60")))
+        distribute.initialize(timeout=float(os.environ.get("EMBER_TEST_TIMEOUT", "60")),
+                              fully_shard=scenario == "fully_sharded")
     out: dict = {"world_size": np.asarray(distribute.world_size())}
     if scenario == "fit":
         fit_scenario(out, "sgd")
@@ -221,6 +266,8 @@ def main() -> None:
         dataset_scenario(out)
         backup_scenario(out, directory)
         batchnorm_scenario(out)
+    elif scenario == "fully_sharded":
+        fully_sharded_scenario(out, directory)
     elif scenario == "checkpoint":
         checkpoint_scenario(out, directory)
     elif scenario == "resume":

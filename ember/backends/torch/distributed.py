@@ -89,6 +89,17 @@ class TorchEngine:
             dist.destroy_process_group()
 
 
+def make_fully_sharded_steps(core: Any, jit: Any = "auto") -> Any:
+    """``fit``'s steps under ``DataParallel(fully_shard=True)``: torch's FSDP2 (:mod:`.fsdp`).
+
+    Imported here, on the first such fit: ``torch.distributed.fsdp`` takes about half a second to
+    import, which no other use of the backend should pay.
+    """
+    from ember.backends.torch import fsdp
+
+    return fsdp.make_steps(core, jit)
+
+
 def make_engine(environ: Mapping[str, str], timeout: float) -> TorchEngine:
     """The engine for this process: torchrun's environment, or an initialized process group.
 
