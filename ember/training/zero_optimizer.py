@@ -213,14 +213,18 @@ class ShardedOptimizer(Optimizer):
         gathered = zero.gather_owned(self.all_sum, leaves, new_values, pieces)
         return treedef.unflatten(gathered), new_state
 
-    def update_pieces(self, treedef: Any, grads: list, opt_state: dict, values: list) -> tuple[list, dict]:
+    def update_pieces(self, treedef: Any, grads: list, opt_state: dict, values: list,
+                      in_place: bool = False) -> tuple[list, dict]:
         """``(new values, new state)``: the inner update of this rank's pieces, nothing gathered.
 
         ``values[i]`` is this rank's piece of variable ``i`` (any value where it owns none) and
-        ``grads[i]`` its gradient, None where it owns none or the variable has no gradient; the
-        values come back in new arrays. The step counter and shared scalars move on every rank."""
+        ``grads[i]`` its gradient, None where it owns none or the variable has no gradient. The values
+        come back in new arrays; ``in_place``: through ``apply_gradients_inplace``, which writes
+        ``values`` and ``opt_state``'s arrays where the backend has fused kernels (the caller owns them;
+        use the returned values). The step counter and shared scalars move on every rank."""
         if any(g is not None for g in grads):
-            new, new_state = self.inner.apply_gradients(treedef.unflatten(grads), opt_state, treedef.unflatten(values))
+            update = self.inner.apply_gradients_inplace if in_place else self.inner.apply_gradients
+            new, new_state = update(treedef.unflatten(grads), opt_state, treedef.unflatten(values))
             return treedef.flatten_up_to(new), new_state
         return list(values), self._count_step(opt_state)  # no piece of this rank has a gradient
 

@@ -93,6 +93,29 @@ def test_two_fully_sharded_ranks_match_one_process(tmp_path):
         ember.dtypes.set_floatx(previous)
 
 
+def test_four_fully_sharded_ranks_match_one_process(tmp_path):
+    """4 ranks: batches of 8 rows split 2-2-2-2 (the uneven last one 2-1-1-1), the Dataset's one-row last
+    batch leaves 3 ranks without rows, and the 3-element bias has no row on rank 3: the same weights,
+    History and results as one process (TOLERANCE as above: sums of at most 37 rows in another order)."""
+    if not ember.backends.is_installed("torch"):
+        pytest.skip("fully_shard=True is torch's FSDP2: torch is not installed")
+    single_dir, group_dir = tmp_path / "single", tmp_path / "group"
+    group_dir.mkdir(parents=True)
+    processes = launch.start("fully_sharded", "torch", group_dir, launch.rank_envs("torch", 4, group_dir, 60.0))
+    processes += launch.start("fully_sharded", "torch", single_dir, [launch.base_env(60.0)])
+    for code, output in launch.finish(processes):
+        assert code == 0, f"a worker failed ({code}):\n{output[-4000:]}"
+    single = dict(np.load(single_dir / "rank0.npz"))
+    ranks = [dict(np.load(group_dir / f"rank{r}.npz")) for r in range(4)]
+    keys = sorted(k for k in single if k != "world_size" and not k.startswith("rankonly_"))
+    for rank, result in enumerate(ranks):
+        assert int(result["world_size"]) == 4
+        assert list(result["rankonly_fsdp_local"]) == [hi - lo for lo, hi in zero.row_pieces(SHAPES, rank, 4)]
+        for key in keys:
+            np.testing.assert_allclose(result[key], single[key], **TOLERANCE, err_msg=f"rank {rank}: {key}")
+    assert [int(r["rankonly_fsdp_local"][2]) for r in ranks] == [1, 1, 1, 0]
+
+
 # --------------------------------------------------------------------- in one process, no launch
 @pytest.mark.parametrize("world", [1, 2, 3, 4, 7])
 def test_row_pieces_are_torch_chunks_of_the_first_axis(world):

@@ -15,9 +15,10 @@ One step of ``fit`` (:meth:`FullyShardedSteps.fit_step`), on every rank:
    FSDP2's reduce-scatter averages over the ``N`` ranks, so each rank receives its rows of the
    gradient of the global batch's mean loss, as one process computes it;
 2. the metric states are summed and the buffers averaged over the ranks (``StepSync``);
-3. the optimizer updates this rank's rows into new tensors (``ShardedOptimizer.update_pieces``);
-4. with the signals held, the new rows are copied into the sharded params and FSDP2 gathers
-   them again (``reshard``, ``unshard``: one all-gather).
+3. with the signals held, the optimizer updates this rank's rows in place
+   (``ShardedOptimizer.update_pieces``: torch's fused kernels write the sharded params and
+   ``fit``'s own copy of the optimizer state), and FSDP2 gathers the params again (``reshard``,
+   ``unshard``: one all-gather).
 
 The gathered params stay gathered between steps (``reshard_after_forward=False``,
 ``set_reshard_after_backward(False)``): the next forward and backward use them without another
@@ -190,13 +191,13 @@ class FullyShardedSteps(TorchSteps):
         return optree.tree_map(_detach, aux)
 
     def _update(self, opt_state: dict, leaves: list, spec: Any) -> dict:
-        """This rank's rows updated into new tensors, then, with the signals held, copied into the sharded
-        params and gathered again; returns the new optimizer state."""
+        """With the signals held, this rank's rows updated in place (the optimizer's fused kernels write the
+        sharded params and fit's own copy of the optimizer state), then gathered again; returns the new
+        optimizer state."""
         optimizer = self.core.optimizer
         pieces = optimizer.pieces(leaves)
         grads: list = [None] * len(leaves)
-        values: list = list(leaves)
-        locals_ = []
+        values: list = [_detach(leaf) for leaf in leaves]  # size 0: variables outside the module
         for i, param in zip(self._moving, self._sharded):
             local = param.to_local()
             lo, hi = pieces[i]
@@ -204,19 +205,15 @@ class FullyShardedSteps(TorchSteps):
                 raise RuntimeError(f"fully_shard: FSDP2 gave this rank {local.numel()} elements of variable {i} "
                                    f"(shape {tuple(leaves[i].shape)}), the optimizer's row layout {hi - lo}; "
                                    "this torch version cuts parameters differently from torch.chunk")
-            gradient = param.grad
+            values[i] = local.view(-1)  # this rank's rows (none: a zero-size view), written in place
+            if param.grad is not None and hi > lo:
+                grads[i] = param.grad.to_local().view(-1)
             param.grad = None
-            locals_.append(local)
-            if hi > lo:
-                values[i] = local.reshape(-1)
-                grads[i] = None if gradient is None else gradient.to_local().reshape(-1)
-        new_values, new_state = optimizer.update_pieces(spec, grads, opt_state, values)
-        targets = [local for local, i in zip(locals_, self._moving) if grads[i] is not None]
-        sources = [new_values[i].reshape(local.shape) for local, i in zip(locals_, self._moving)
-                   if grads[i] is not None]
         self._held.hold()  # released by the loop's publish: a Ctrl-C now lands after the whole step
-        if targets:
-            torch._foreach_copy_(targets, sources)
+        new_values, new_state = optimizer.update_pieces(spec, grads, opt_state, values, in_place=True)
+        moved = [(value, new) for value, new in zip(values, new_values) if new is not value]
+        if moved:  # an optimizer without a fused kernel returned new tensors
+            torch._foreach_copy_([value for value, _ in moved], [new for _, new in moved])
         self._module.reshard()  # frees the gathered params' memory; unshard refills the same tensors
         self._module.unshard()  # with the new weights: the views fit shows hold them
         return new_state
