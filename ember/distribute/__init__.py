@@ -27,8 +27,13 @@ all-reduced as above and each rank reads its slice, updates it, and the updated 
 all-gathered, so the weights equal the unsharded run's. ``model.save`` then refuses to write a
 rank's partial state: ``ember.saving.save_sharded`` (every rank) writes one file per rank and an
 index, ``ember.saving.load_sharded`` reads it on any number of processes (resharding), and
-``ember.saving.export_sharded`` makes the single file ``load_model`` reads. Fully sharded parameters
-(torch's FSDP2) are not implemented: ``fully_shard=True`` raises NotImplementedError.
+``ember.saving.export_sharded`` makes the single file ``load_model`` reads.
+
+Fully sharded parameters (torch only): with ``initialize(fully_shard=True)`` ``fit`` trains through
+torch's FSDP2 (``ember/backends/torch/fsdp.py``): each rank keeps its rows of every trainable
+variable, their gradients (FSDP2's reduce-scatter) and their optimizer state, and the weights
+equal one process's. It implies ``shard_optimizer`` (checkpoints through ``save_sharded``, layout
+``"rows"``). NumPy and MLX raise NotImplementedError naming ``shard_optimizer=True``.
 
 Limits: metric states are summed over the ranks, which is right for every built-in metric (their
 states are totals and counts); a custom metric whose state is not a sum (a running maximum) is
@@ -67,8 +72,8 @@ def initialize(timeout: float = 300.0, *, shard_optimizer: bool = False, fully_s
     """Create a :class:`DataParallel` strategy from the launcher's environment and make it active.
 
     ``shard_optimizer=True``: ZeRO-1/2, each rank keeps the optimizer state of ~1/N of the variables
-    (:mod:`ember.distribute.zero`); ``fully_shard=True`` raises NotImplementedError (see
-    :class:`DataParallel`).
+    (:mod:`ember.distribute.zero`); ``fully_shard=True``: torch's FSDP2, each rank keeps its rows of the
+    params, gradients and optimizer state (torch only; see :class:`DataParallel`).
     """
     strategy = DataParallel(timeout=timeout, shard_optimizer=shard_optimizer, fully_shard=fully_shard)
     set_strategy(strategy)
