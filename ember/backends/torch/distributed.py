@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 
 from ember.backends._elastic import init_torchrun_group
+from ember.backends.torch import fsdp
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
@@ -90,13 +91,7 @@ class TorchEngine:
 
 
 def make_fully_sharded_steps(core: Any, jit: Any = "auto") -> Any:
-    """``fit``'s steps under ``DataParallel(fully_shard=True)``: torch's FSDP2 (:mod:`.fsdp`).
-
-    Imported here, on the first such fit: ``torch.distributed.fsdp`` takes about half a second to
-    import, which no other use of the backend should pay.
-    """
-    from ember.backends.torch import fsdp
-
+    """``fit``'s steps under ``DataParallel(fully_shard=True)``: torch's FSDP2 (:mod:`.fsdp`)."""
     return fsdp.make_steps(core, jit)
 
 

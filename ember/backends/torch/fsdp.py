@@ -52,7 +52,6 @@ from typing import Any
 import optree
 import torch
 import torch.nn as nn
-from torch.distributed.fsdp import fully_shard
 
 from ember.backends._steps import advance_rng
 from ember.backends.torch.training import TorchSteps, _clone, _detach, _keeps_grad_mode
@@ -116,6 +115,9 @@ class FullyShardedSteps(TorchSteps):
         self._moving = [i for i, leaf in enumerate(leaves) if leaf.numel()]
         self._published = [_detach(leaf) for leaf in leaves]
         if self._moving:
+            # ~0.5 s to import after torch: only a fit under fully_shard=True pays it (ARCHITECTURE.md)
+            from torch.distributed.fsdp import fully_shard
+
             module: Any = ShardedParams([leaves[i] for i in self._moving])
             fully_shard(module, reshard_after_forward=False)  # the module is now also an FSDPModule
             module.set_reshard_after_backward(False)  # gathered between steps: one all-gather per step
