@@ -22,11 +22,14 @@ step's own), and the state is restored as before. Whenever the quick check fails
 (inputs that do not match the model's, a loss rejecting the stand-in), the eager check runs at
 once: every error message is the one it gives.
 
-The quick check is for steps that run eagerly (:func:`eager_first_step`): a compiled step (torch's
-``jit_compile=True``, CUDA graphs, ``mx.compile``) may not surface what the eager forward raises,
-and under ``ember.distribute`` a rank failing alone in its first step would leave the others
-waiting in a collective; they keep the eager check (on MLX it is lazy: only the labels it reads
-are computed).
+The quick check is for first steps that raise what the eager forward raises
+(:func:`eager_first_step`): the eager steps, and torch's ``jit_compile=True`` step, which is pure
+(it writes nothing of the state) and, when compiling fails, runs the same function eagerly and
+raises the model's own error, for which :meth:`FirstBatchCheck.explain` then gives the check's.
+A step replayed from a CUDA graph or traced by ``mx.compile`` may not surface what the eager
+forward raises, and under ``ember.distribute`` a rank failing alone in its first step would leave
+the others waiting in a collective; they keep the eager check (on MLX it is lazy: only the labels
+it reads are computed).
 
 Example:
     >>> import numpy as np
@@ -153,9 +156,9 @@ def predicted_shapes(model: Any, names: list[str], x: Any) -> list[tuple] | None
 
 
 def eager_first_step(backend: str, jit_compile: Any, cuda_graphs: bool, distributed: bool) -> bool:
-    """Whether ``fit``'s first step runs the model eagerly (so it raises what the eager check would):
-    NumPy; torch without ``jit_compile=True`` or CUDA graphs; MLX with ``jit_compile=False``. Never
-    under ``ember.distribute``.
+    """Whether ``fit``'s first step raises what the eager check would (module docstring): NumPy; torch
+    without CUDA graphs (its compiled step falls back to the same step run eagerly); MLX with
+    ``jit_compile=False``. Never under ``ember.distribute``.
 
     Example:
         >>> eager_first_step("torch", "auto", cuda_graphs=False, distributed=False)
@@ -165,10 +168,8 @@ def eager_first_step(backend: str, jit_compile: Any, cuda_graphs: bool, distribu
     """
     if distributed or cuda_graphs:
         return False
-    if backend == "numpy":
+    if backend in ("numpy", "torch"):
         return True
-    if backend == "torch":
-        return jit_compile is not True
     return jit_compile is False
 
 

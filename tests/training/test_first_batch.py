@@ -70,7 +70,7 @@ def test_a_compiled_first_step_keeps_the_eager_check(mlx_backend):
     ("numpy", True, False, False, True),
     ("torch", "auto", False, False, True),
     ("torch", False, False, False, True),
-    ("torch", True, False, False, False),
+    ("torch", True, False, False, True),
     ("torch", "auto", True, False, False),
     ("torch", "auto", False, True, False),
     ("mlx", "auto", False, False, False),
@@ -137,6 +137,15 @@ class _OpaqueKernelError(RuntimeError):
     pass
 
 
+class _NonNegative(layers.Layer):
+    """Passes its inputs on; raises on a negative value (found only by running it)."""
+
+    def call(self, inputs):
+        if float(ops.convert_to_numpy(ops.min(inputs))) < 0:
+            raise ValueError(f"layer {self.name!r}: inputs must be >= 0")
+        return inputs
+
+
 def _failing_first_step(model, monkeypatch):
     """The first step fails the way a fused or compiled kernel may: with an error of its own."""
     def fail(state, batch):
@@ -158,6 +167,31 @@ def test_a_failing_first_step_gets_the_eager_checks_clear_error(backend, monkeyp
     with pytest.raises(_OpaqueKernelError, match="kernel failed"):
         _one_step(model, TOKENS, Y[:4])
     assert same_state(state_snapshot(model), before)
+
+
+def test_torchs_compiled_first_step_takes_the_quick_check_and_its_failure_the_clear_error(torch_backend,
+                                                                                          monkeypatch):
+    """torch's jit_compile=True step is pure and falls back to the same step run eagerly, raising the
+    model's own error: its first batch needs no inference-mode forward, and a first step that fails gets
+    the eager check's clear error with nothing changed."""
+    model = ember.Sequential([ember.Input((4,)), _NonNegative(name="non_negative"), layers.Dense(3)])
+    model.build(seed=0)
+    model.compile(optimizer=ember.optimizers.Adam(0.01), loss=_sce(), seed=0, jit_compile=True)
+    trainer = model._training.trainer
+    eager_checks = []
+    check = trainer.first_batch.eager
+    monkeypatch.setattr(trainer.first_batch, "eager", lambda *args: eager_checks.append(1) or check(*args))
+    trainer.check_first_batch({"model": model.state}, (ops.convert_to_tensor(np.abs(X)), ops.convert_to_tensor(Y),
+                                                       None))
+    assert eager_checks == []  # the stand-in decided: no forward before the compiled step
+    before = state_snapshot(model)
+    _failing_first_step(model, monkeypatch)  # the compiled step fails (as its eager fallback would, on X)
+    with pytest.raises(ValueError, match="layer 'non_negative': inputs must be >= 0") as caught:
+        _one_step(model, X, Y)  # X has negative values: only the forward finds it, the eager check explains
+    assert caught.value.__cause__ is None and eager_checks == [1]
+    assert same_state(state_snapshot(model), before)
+    with pytest.raises(_OpaqueKernelError, match="kernel failed"):  # good data: the step's own error stands
+        _one_step(model, np.abs(X), Y)
 
 
 # ------------------------------------------------------------------------- output shapes, learned
