@@ -190,9 +190,12 @@ class DataParallel:
         if self.closed:
             raise RuntimeError("DataParallel: the strategy was shut down; create a new one")
 
-    def all_sum(self, array: Any) -> Any:
-        """The sum over the ranks of one native array of the active backend (traceable on MLX)."""
-        return self.engine.all_sum(array)
+    def all_sum(self, array: Any, donate: bool = False) -> Any:
+        """The sum over the ranks of one native array of the active backend (traceable on MLX).
+
+        ``donate``: ``array`` is a buffer nothing else uses, which the engine may sum in place and
+        return (torch and NumPy over gloo), instead of a copy."""
+        return self.engine.all_sum(array, donate=donate)
 
     def barrier(self) -> None:
         """Wait until every rank arrives here (within the timeout)."""

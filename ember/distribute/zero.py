@@ -134,51 +134,78 @@ def size_of(array: Any) -> int:
     return int(np.prod(tuple(ops.shape(array)), dtype=np.int64))
 
 
-def piece_of(array: Any, piece: Piece) -> Any:
-    """The part of ``array`` a piece stands for: ``array`` itself (whole), a new 1-d array of its
-    flat elements ``[lo, hi)``, or a zero-size placeholder (``(0, 0)`` of a non-empty array)."""
+def piece_of(array: Any, piece: Piece, copy: bool = True) -> Any:
+    """The part of ``array`` a piece stands for: ``array`` itself (whole), a 1-d array of its flat
+    elements ``[lo, hi)``, or a zero-size placeholder (``(0, 0)`` of a non-empty array).
+
+    ``copy``: the part is a new array, which does not keep the whole one alive (what a kept slot
+    needs); False: a view where the backend makes one (for a value used within one step)."""
     lo, hi = piece
     size = size_of(array)
     if (lo, hi) == (0, size):
         return array
-    return ops.copy(ops.reshape(array, (-1,))[lo:hi])  # a copy: no view keeps the whole array alive
+    part = ops.reshape(array, (-1,))[lo:hi]
+    return ops.copy(part) if copy else part
 
 
-def gather_owned(all_sum: Callable[[Any], Any], leaves: Sequence[Any], values: Sequence[Any],
+def gather_owned(all_sum: Callable[..., Any], leaves: Sequence[Any], values: Sequence[Any],
                  pieces: Sequence[Piece]) -> list:
     """Every variable whole, on every rank, from each rank's updated pieces: one ``all_sum`` per dtype
     of a flat buffer holding this rank's ``values`` (piece ``i`` of variable ``i``) and zeros elsewhere.
 
+    The buffer is made in one allocation where this rank's pieces are one run of the flat
+    concatenation (the element and whole-variable layouts: its values padded with zeros), and the
+    engine sums it in place (``donate``): the variables come back as views of it.
+
     Args:
-        all_sum: the strategy's sum of one native array over the ranks.
+        all_sum: the strategy's ``all_sum(array, donate)``.
         leaves: the variables before the update (their shapes, dtypes and devices).
         values: this rank's new value of each piece (ignored where the piece is ``(0, 0)``).
         pieces: this rank's ``(lo, hi)`` of each variable.
     """
-    def zeros(flat: Any, count: int) -> Any:
-        return ops.zeros_like(flat[:count])  # the variable's dtype and device
-
     groups: dict[str, list[int]] = {}
     for i, leaf in enumerate(leaves):
         if size_of(leaf):
             groups.setdefault(str(ops.dtype(leaf)), []).append(i)
     out = list(leaves)  # zero-size variables stay as they are
     for indices in groups.values():
-        parts = []
-        for i in indices:
-            flat = ops.reshape(leaves[i], (-1,))
-            size = size_of(leaves[i])
-            lo, hi = pieces[i]
-            if lo:
-                parts.append(zeros(flat, lo))
-            if hi > lo:
-                parts.append(ops.reshape(values[i], (-1,)))
-            if size - max(hi, lo):
-                parts.append(zeros(flat, size - max(hi, lo)))
-        flat = all_sum(ops.concatenate(parts, axis=0) if len(parts) > 1 else parts[0])
+        buffer, owned = _flat_buffer(leaves, values, pieces, indices)
+        flat = all_sum(buffer, donate=owned)
         start = 0
         for i in indices:
             size = size_of(leaves[i])
             out[i] = ops.reshape(flat[start:start + size], tuple(ops.shape(leaves[i])))
             start += size
     return out
+
+
+def _flat_buffer(leaves: Sequence[Any], values: Sequence[Any], pieces: Sequence[Piece],
+                 indices: list[int]) -> tuple[Any, bool]:
+    """``(buffer, new)``: the flat concatenation of variables ``indices`` with this rank's values in its
+    pieces and zeros elsewhere; ``new``: the buffer is a new array (not one of ``values``)."""
+    runs, start = [], 0  # (offset in the concatenation, flat value) of each piece, in order
+    for i in indices:
+        lo, hi = pieces[i]
+        if hi > lo:
+            runs.append((start + lo, ops.reshape(values[i], (-1,))))
+        start += size_of(leaves[i])
+    like = ops.reshape(leaves[indices[0]], (-1,))
+    if not runs:
+        return ops.zeros_like(ops.broadcast_to(like[:1], (start,))), True
+    contiguous = all(a[0] + size_of(a[1]) == b[0] for a, b in zip(runs, runs[1:]))
+    if contiguous:
+        first = runs[0][0]
+        mine = ops.concatenate([v for _, v in runs], axis=0) if len(runs) > 1 else runs[0][1]
+        before, after = first, start - first - size_of(mine)
+        if not before and not after:
+            return mine, len(runs) > 1
+        return ops.pad(mine, [(before, after)]), True
+    parts, cursor = [], 0  # pieces apart (the row layout): zeros between them
+    for offset, value in runs:
+        if offset > cursor:
+            parts.append(ops.zeros_like(ops.broadcast_to(like[:1], (offset - cursor,))))
+        parts.append(value)
+        cursor = offset + size_of(value)
+    if start > cursor:
+        parts.append(ops.zeros_like(ops.broadcast_to(like[:1], (start - cursor,))))
+    return ops.concatenate(parts, axis=0), True

@@ -103,11 +103,11 @@ class StepSync:
     """The collectives of one training/test step (see the module docstring).
 
     Args:
-        all_sum: sums one native array over the ranks (the strategy's engine).
+        all_sum: sums one native array over the ranks (the strategy's ``all_sum(array, donate)``).
         world_size: the number of ranks.
     """
 
-    def __init__(self, all_sum: Callable[[Any], Any], world_size: int) -> None:
+    def __init__(self, all_sum: Callable[..., Any], world_size: int) -> None:
         self.all_sum = all_sum
         self.world_size = int(world_size)
 
@@ -119,7 +119,10 @@ class StepSync:
         out = list(leaves)
         for indices in groups.values():
             parts = [ops.reshape(leaves[i], (-1,)) for i in indices]
-            flat = self.all_sum(ops.concatenate(parts, axis=0) if len(parts) > 1 else parts[0])
+            if len(parts) > 1:  # a new buffer: the engine may sum it in place
+                flat = self.all_sum(ops.concatenate(parts, axis=0), donate=True)
+            else:
+                flat = self.all_sum(parts[0])
             start = 0
             for i in indices:
                 shape = tuple(ops.shape(leaves[i]))

@@ -73,8 +73,9 @@ class ShardedOptimizer(Optimizer):
     """
 
     default_name = "sharded_optimizer"
+    writes_given_arrays = False  # the update returns the gathered variables in new arrays
 
-    def __init__(self, inner: Optimizer, rank: int, world_size: int, all_sum: Callable[[Any], Any],
+    def __init__(self, inner: Optimizer, rank: int, world_size: int, all_sum: Callable[..., Any],
                  rows: bool = False) -> None:
         if not isinstance(inner, Optimizer) or isinstance(inner, LossScaleOptimizer):
             raise TypeError(f"ShardedOptimizer: inner must be an ember optimizer (not a LossScaleOptimizer), "
@@ -205,9 +206,10 @@ class ShardedOptimizer(Optimizer):
         grad_leaves = self._flatten_grads(treedef, grads)
         pieces = self.pieces(leaves)
         mine = [hi > lo for lo, hi in pieces]
-        sub_params = [zero.piece_of(leaf, piece) if owned else leaf
+        # Views of this step's arrays (the pure update writes none of them)
+        sub_params = [zero.piece_of(leaf, piece, copy=False) if owned else leaf
                       for leaf, piece, owned in zip(leaves, pieces, mine)]
-        sub_grads = [zero.piece_of(g, piece) if owned and g is not None else None
+        sub_grads = [zero.piece_of(g, piece, copy=False) if owned and g is not None else None
                      for g, piece, owned in zip(grad_leaves, pieces, mine)]
         new_values, new_state = self.update_pieces(treedef, sub_grads, opt_state, sub_params)
         gathered = zero.gather_owned(self.all_sum, leaves, new_values, pieces)

@@ -142,7 +142,7 @@ def test_sharded_adapter_gives_each_rank_its_rows_of_the_shuffled_global_batches
 def test_step_sync_packs_one_buffer_per_dtype(backend):
     calls = []
 
-    def all_sum(flat):
+    def all_sum(flat, donate=False):
         calls.append(tuple(ops.shape(flat)))
         return ops.multiply(flat, 2)  # what a sum over 2 identical ranks gives
 

@@ -212,8 +212,8 @@ def test_gather_puts_every_ranks_pieces_together(backend):
         pieces = zero.element_pieces(sizes, rank, 2)
         return [zero.piece_of(leaf, piece) for leaf, piece in zip(leaves, pieces)], pieces
 
-    zero.gather_owned(lambda b: buffers.append(b) or b, leaves, *rank_values(1))
-    out = zero.gather_owned(lambda b: ember.ops.add(b, buffers[0]), leaves, *rank_values(0))
+    zero.gather_owned(lambda b, donate: buffers.append(ember.ops.copy(b)) or b, leaves, *rank_values(1))
+    out = zero.gather_owned(lambda b, donate: ember.ops.add(b, buffers[0]), leaves, *rank_values(0))
     assert [zero.piece_elements(zero.element_pieces(sizes, r, 2)) for r in range(2)] == [8, 7]
     for got, want in zip(out, arrays):
         assert tuple(ember.ops.shape(got)) == want.shape and str(ember.ops.dtype(got)) == "float32"

@@ -38,8 +38,9 @@ class MLXEngine:
         self.world_size = self.group.size()
         self.backend = backend
 
-    def all_sum(self, array: Any) -> Any:
-        """The element-wise sum over the ranks (lazy; traceable under ``mx.compile``)."""
+    def all_sum(self, array: Any, donate: bool = False) -> Any:
+        """The element-wise sum over the ranks (lazy; traceable under ``mx.compile``; MLX arrays are
+        immutable, so ``donate`` changes nothing)."""
         return mx.distributed.all_sum(array, group=self.group)
 
     def barrier(self) -> None:

@@ -70,9 +70,12 @@ class NumpyTorchEngine:
         self.rank = dist.get_rank()
         self.world_size = dist.get_world_size()
 
-    def all_sum(self, array: Any) -> np.ndarray:
-        """The element-wise sum of ``array`` over the ranks (a new array)."""
-        buffer = np.array(array, copy=True, order="C")
+    def all_sum(self, array: Any, donate: bool = False) -> np.ndarray:
+        """The element-wise sum of ``array`` over the ranks: a new array; with ``donate`` (an array nothing
+        else uses) summed in place where it can be (C-contiguous, writable) and returned."""
+        donated = (donate and isinstance(array, np.ndarray) and array.flags.c_contiguous and array.flags.writeable
+                   and array.dtype != np.bool_)
+        buffer = array if donated else np.array(array, copy=True, order="C")
         if buffer.dtype == np.bool_:
             raise TypeError("all_sum: boolean arrays cannot be summed; cast to an integer dtype first")
         self._dist.all_reduce(self._torch.from_numpy(buffer), op=self._dist.ReduceOp.SUM)  # gloo sums in place
@@ -98,7 +101,8 @@ class NumpyMPIEngine:
         self.rank = self._comm.Get_rank()
         self.world_size = self._comm.Get_size()
 
-    def all_sum(self, array: Any) -> np.ndarray:
+    def all_sum(self, array: Any, donate: bool = False) -> np.ndarray:
+        """The element-wise sum of ``array`` over the ranks (a new array; ``donate`` changes nothing here)."""
         source = np.ascontiguousarray(array)
         result = np.empty_like(source)
         self._comm.Allreduce(source, result, op=self._mpi.SUM)

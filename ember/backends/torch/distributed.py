@@ -70,10 +70,15 @@ class TorchEngine:
         self.device = torch.device("cuda", torch.cuda.current_device()) if self.backend == "nccl" \
             else torch.device("cpu")
 
-    def all_sum(self, tensor: Any) -> Any:
-        """The element-wise sum of ``tensor`` over the ranks (a new tensor; the input is unchanged)."""
+    def all_sum(self, tensor: Any, donate: bool = False) -> Any:
+        """The element-wise sum of ``tensor`` over the ranks: a new tensor, the input unchanged; with
+        ``donate`` (a buffer nothing else uses) summed in place where it can be (contiguous, on the
+        group's device) and returned."""
         with torch.no_grad():
-            buffer = tensor.detach().to(self.device, copy=True).contiguous()
+            if donate and tensor.device == self.device and tensor.is_contiguous() and not tensor.requires_grad:
+                buffer = tensor
+            else:
+                buffer = tensor.detach().to(self.device, copy=True).contiguous()
             dist.all_reduce(buffer, op=dist.ReduceOp.SUM)
             return buffer.to(tensor.device)
 

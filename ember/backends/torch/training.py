@@ -410,13 +410,14 @@ class TorchSteps(GenericSteps):
     def _updated_copy(self, params: dict, opt_state: dict, grads: list, spec: Any) -> tuple[dict, dict]:
         """``(new params, new optimizer state)`` in new tensors (``params``' and ``opt_state``'s are never
         written): the trainable params and the optimizer's tensors cloned, updated in place by the
-        optimizer's fused kernels (``apply_gradients_inplace``; its pure update where it has none),
-        then the constraints applied. The new trainable params are leaves requiring grad, as
-        :meth:`own` makes them."""
+        optimizer's fused kernels (``apply_gradients_inplace``; its pure update where it has none; no
+        clones for an optimizer that never writes what it is given), then the constraints applied. The
+        new trainable params are leaves requiring grad, as :meth:`own` makes them."""
         core = self.core
         trainable, frozen = core.split(params)
-        copies, new_opt_state = optree.tree_map(_clone, (trainable, opt_state))
-        updated, new_opt_state = core.optimizer.apply_gradients_inplace(spec.unflatten(grads), new_opt_state, copies)
+        if core.optimizer.writes_given_arrays:  # else (ZeRO's sharded update) every array it returns is new
+            trainable, opt_state = optree.tree_map(_clone, (trainable, opt_state))
+        updated, new_opt_state = core.optimizer.apply_gradients_inplace(spec.unflatten(grads), opt_state, trainable)
         new_params = core.apply_constraints(core.merge(updated, frozen))
         return optree.tree_map(_as_param, new_params, core._mask), new_opt_state
 

@@ -117,6 +117,9 @@ class Optimizer:
     """
 
     default_name = "optimizer"
+    # Whether apply_gradients_inplace may write the arrays it is given (a fused kernel does). False: it
+    # always returns new arrays (the ZeRO ShardedOptimizer), so a caller need not copy its own first.
+    writes_given_arrays: bool = True
     # The name of the backends' fused kernels for this exact class's math (None: no kernel).
     fused_kernel: str | None = None
     # Per class, set by __init_subclass__ when the class is made: the step scalars its update_variable

@@ -94,6 +94,7 @@ class LossScaleOptimizer(Optimizer):
                 or dynamic_growth_steps < 1:
             raise ValueError(f"{owner}: dynamic_growth_steps must be an int >= 1, received {dynamic_growth_steps!r}")
         self.inner_optimizer = from_registry
+        self.writes_given_arrays = from_registry.writes_given_arrays  # it writes only through the inner one
         self.initial_scale = float(initial_scale)
         self.dynamic_growth_steps = int(dynamic_growth_steps)
 
