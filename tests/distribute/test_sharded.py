@@ -220,6 +220,45 @@ def test_gather_puts_every_ranks_pieces_together(backend):
         np.testing.assert_array_equal(ember.ops.to_numpy(got), want.astype("float32"))
 
 
+@pytest.mark.parametrize("layout", ["elements", "variables", "rows"])
+def test_gather_builds_one_new_buffer_per_dtype_for_the_engine_to_sum_in_place(backend, layout):
+    """Each rank's buffer holds its pieces and zeros elsewhere (one run padded, or pieces apart in the row
+    layout); it is new, so the engine is told it may sum it in place (donate=True), except where the
+    rank's one piece is a whole variable filling the group (that array is the caller's)."""
+    rng = np.random.default_rng(1)
+    shapes = [(3, 2), (5,), (4, 3), (2,)]
+    arrays = [rng.normal(size=s) for s in shapes]
+    leaves = [ember.ops.convert_to_tensor(a, dtype="float32") for a in arrays]
+    world = 3
+    flats = []
+    for rank in range(world):
+        if layout == "rows":
+            pieces = zero.row_pieces(shapes, rank, world)
+        else:
+            make = zero.element_pieces if layout == "elements" else zero.variable_pieces
+            pieces = make([a.size for a in arrays], rank, world)
+        values = [zero.piece_of(leaf, piece) for leaf, piece in zip(leaves, pieces)]
+        calls = []
+        zero.gather_owned(lambda b, donate: calls.append(donate) or flats.append(ember.ops.to_numpy(b)) or b,
+                          leaves, values, pieces)
+        assert calls == [True]
+    whole = np.concatenate([a.reshape(-1) for a in arrays]).astype("float32")
+    np.testing.assert_array_equal(sum(flats), whole)  # every element from exactly one rank, zeros elsewhere
+    assert all((np.count_nonzero(f) <= whole.size) for f in flats)
+    whole_leaf = [ember.ops.ones((4,))]
+    calls = []
+    zero.gather_owned(lambda b, donate: calls.append(donate) or b, whole_leaf, whole_leaf, [(0, 4)])
+    assert calls == [False]
+
+
+def test_only_the_sharded_optimizer_updates_without_writing_what_it_is_given():
+    """torch's copy path clones the params and slots only for an optimizer that may write them."""
+    sharded = zero_optimizer.ShardedOptimizer(optimizers.Adam(), 0, 2, lambda a, donate=False: a)
+    assert optimizers.Adam().writes_given_arrays and not sharded.writes_given_arrays
+    assert not optimizers.LossScaleOptimizer(sharded).writes_given_arrays
+    assert optimizers.LossScaleOptimizer(optimizers.SGD()).writes_given_arrays
+
+
 def test_bad_shard_optimizer_argument(backend):
     with pytest.raises(TypeError, match="shard_optimizer must be a bool, received 'yes'"):
         distribute.DataParallel(shard_optimizer="yes")
