@@ -72,6 +72,8 @@ def test_two_fully_sharded_ranks_match_one_process(tmp_path):
             assert text != "no error" and re.search(message, text), text
             assert "shard_optimizer=True" in text
             assert bool(result[f"rankonly_refusal_{name}_unchanged"])
+        assert str(result["rankonly_refusal_checkpoint"]).startswith(
+            "ModelCheckpoint: under ember.distribute with shard_optimizer=True (or fully_shard=True)")
 
     # The sharded checkpoint: rows layout, each rank's rows of Adam's slots; one process loads it whole.
     index = json.loads((tmp_path / "pair" / "ckpt" / "index.json").read_text())

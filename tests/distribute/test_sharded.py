@@ -238,10 +238,15 @@ def test_gather_builds_one_new_buffer_per_dtype_for_the_engine_to_sum_in_place(b
             make = zero.element_pieces if layout == "elements" else zero.variable_pieces
             pieces = make([a.size for a in arrays], rank, world)
         values = [zero.piece_of(leaf, piece) for leaf, piece in zip(leaves, pieces)]
-        calls = []
-        zero.gather_owned(lambda b, donate: calls.append(donate) or flats.append(ember.ops.to_numpy(b)) or b,
-                          leaves, values, pieces)
-        assert calls == [True]
+        donated = []
+
+        def record(buffer, donate, donated=donated):
+            donated.append(donate)
+            flats.append(ember.ops.to_numpy(buffer))
+            return buffer
+
+        zero.gather_owned(record, leaves, values, pieces)
+        assert donated == [True]
     whole = np.concatenate([a.reshape(-1) for a in arrays]).astype("float32")
     np.testing.assert_array_equal(sum(flats), whole)  # every element from exactly one rank, zeros elsewhere
     assert all((np.count_nonzero(f) <= whole.size) for f in flats)

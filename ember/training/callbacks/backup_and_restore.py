@@ -113,8 +113,9 @@ class BackupAndRestore(Callback):
         strategy = distribute.get_strategy()
         if strategy is not None and strategy.shard_optimizer:  # every rank raises: none waits for the others
             raise NotImplementedError(
-                "BackupAndRestore: under ember.distribute with shard_optimizer=True each rank holds only its shard of "
-                "the optimizer state, which the main rank's backup file cannot hold; back up with "
+                "BackupAndRestore: under ember.distribute with shard_optimizer=True (or fully_shard=True) each rank "
+                "holds only its shard of the optimizer state, which the main rank's backup file cannot hold; back up "
+                "with "
                 "ember.saving.save_sharded(model, directory) on every rank and resume with ember.saving.load_sharded")
         found = self._read()
         if found is None:

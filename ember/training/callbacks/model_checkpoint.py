@@ -104,8 +104,9 @@ class ModelCheckpoint(Callback):
         if strategy is not None and strategy.shard_optimizer and not self.save_weights_only:
             # Every rank raises here: the main rank alone failing in model.save would leave the others waiting.
             raise NotImplementedError(
-                "ModelCheckpoint: under ember.distribute with shard_optimizer=True each rank holds only its shard of "
-                "the optimizer state, so the main rank cannot save the whole model; use save_weights_only=True, or "
+                "ModelCheckpoint: under ember.distribute with shard_optimizer=True (or fully_shard=True) each rank "
+                "holds only its shard of the optimizer state, so the main rank cannot save the whole model; use "
+                "save_weights_only=True, or "
                 "call ember.saving.save_sharded(model, directory) on every rank (e.g. from a LambdaCallback's "
                 "on_epoch_end)")
 
