@@ -50,6 +50,7 @@ def test_two_fully_sharded_ranks_match_one_process(tmp_path):
         assert {f"{name}_{k}" for k in ("history_loss", "history_val_accuracy", "evaluate", "predict",
                                          "weight_1")} <= set(keys)
     assert 1 < len(single["dataset_history_loss"]) < 30  # EarlyStopping stopped every rank at the same epoch
+    assert "refit_weight_0" in keys  # a second fit, whose weights a callback replaces mid-run
     for rank, result in enumerate(ranks):
         assert int(result["world_size"]) == 2
         for key in keys:

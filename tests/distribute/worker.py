@@ -228,6 +228,30 @@ class ShardShapes(callbacks.Callback):
             self.out["rankonly_fsdp_global"] = np.asarray([p.numel() for p in sharded])
 
 
+class HalveWeights(callbacks.Callback):
+    """Replaces the weights at the start of epoch ``epoch`` (fit adopts the new state mid-run)."""
+
+    def __init__(self, epoch: int) -> None:
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        if epoch == self.epoch:
+            self.model.set_weights([0.5 * w for w in self.model.get_weights()])
+
+
+def refit_scenario(out: dict) -> None:
+    """Two fits of one model, the second one's weights replaced by a callback mid-run."""
+    x, y = data()
+    net = model(0.0)
+    net.compile(optimizer=optimizers.Adam(0.01), loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True),
+                seed=5)
+    net.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    net.fit(x, y, batch_size=8, epochs=3, initial_epoch=1, verbose=0, callbacks=[HalveWeights(2)])
+    for i, w in enumerate(optree.tree_leaves(net.state["params"])):
+        out[f"refit_weight_{i}"] = np.asarray(ember.ops.to_numpy(w))
+
+
 def fully_sharded_scenario(out: dict, directory: str) -> None:
     """Under DataParallel(fully_shard=True) (torch's FSDP2; one process runs the same code unsharded):
     SGD and Adam with validation, evaluate and predict; a Dataset whose last batch leaves rank 1 without
@@ -237,6 +261,7 @@ def fully_sharded_scenario(out: dict, directory: str) -> None:
     fit_scenario(out, "plainadam")  # no fused kernel for a subclass: its update comes back in new tensors
     net = fit_scenario(out, "adam", extra)
     dataset_scenario(out)
+    refit_scenario(out)
     saving.save_sharded(net, os.path.join(directory, "ckpt"))
     if not DISTRIBUTED:
         return
