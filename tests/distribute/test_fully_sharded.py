@@ -36,8 +36,9 @@ def _slots(model: ember.Model) -> dict:
 
 def test_two_fully_sharded_ranks_match_one_process(tmp_path):
     """SGD (momentum) and Adam with Dropout, shuffling, an uneven last batch, validation_split, evaluate
-    and predict; a Dataset whose last batch leaves rank 1 without rows, with EarlyStopping: every rank's
-    weights, History and results equal one process's (TOLERANCE: the data-parallel bound, derived in
+    and predict; an Adam subclass (no fused kernel); a Dataset whose last batch leaves rank 1 without rows,
+    with EarlyStopping; a second fit whose weights a callback replaces mid-run (a new FSDP2 module): every
+    rank's weights, History and results equal one process's (TOLERANCE: the data-parallel bound, derived in
     test_data_parallel.py; FSDP2 changes only where the ranks' sums are added and scales the loss by
     N * count / total, powers of 2 and one rounding each). Each rank holds its FSDP2 rows of every param
     (DTensors), and the sharded checkpoint (layout "rows") loads in one process with the one-process
