@@ -19,7 +19,8 @@ outputs are gathered in order on every rank. ``train_on_batch``, ``test_on_batch
 batch it is given, without collectives. BatchNormalization uses per-rank batch statistics
 (like torch DDP) and its moving statistics are averaged over the ranks after every step, so
 every rank holds the same buffers. Callbacks that write files (``ModelCheckpoint``,
-``BackupAndRestore``, ``CSVLogger``) write on the main process only, followed by a barrier.
+``BackupAndRestore``, ``CSVLogger``) write on the main process only, followed by a barrier; with the
+optimizer state sharded, ``BackupAndRestore`` writes every rank's shard (a sharded checkpoint).
 
 Sharded optimizer state (ZeRO-1/2): with ``initialize(shard_optimizer=True)`` each rank keeps the
 optimizer slots of 1/N of the trainable elements only (:mod:`ember.distribute.zero`): gradients are

@@ -276,9 +276,33 @@ def load_sharded(directory: Any, custom_objects: dict | None = None) -> Any:
     """
     directory = os.fspath(directory)
     index = read_index(directory)
-    index_path = os.path.join(directory, INDEX)
     model = model_io.load_model(os.path.join(directory, index["model_file"]), custom_objects=custom_objects)
-    trainer = _trainer(model, "load_sharded")
+    opt_state = _optimizer_state(directory, index, model, _trainer(model, "load_sharded"))
+    training_state.restore(model, opt_state, index["training"])
+    return model
+
+
+def read_sharded_backup(model: Any, directory: Any) -> tuple[dict, dict, dict]:
+    """``(model state, optimizer state, training document)`` of a checkpoint written by :func:`save_sharded`,
+    for ``model`` (compiled, with a state: its architecture; it is not changed): this rank's pieces of the
+    optimizer state under the current layout. What ``BackupAndRestore`` resumes from under a strategy
+    that shards the optimizer state. Call it on every rank (no collective).
+
+    Raises:
+        FileNotFoundError: no index or a missing file.
+        CheckpointError: a malformed index, a damaged file, or files that disagree with the index or the model.
+    """
+    directory = os.fspath(directory)
+    index = read_index(directory)
+    trainer = _trainer(model, "BackupAndRestore")
+    model_state, _, _ = model_io.read_training_checkpoint(model, os.path.join(directory, index["model_file"]))
+    return model_state, _optimizer_state(directory, index, model, trainer), index["training"]
+
+
+def _optimizer_state(directory: str, index: dict, model: Any, trainer: Any) -> dict:
+    """This process's optimizer state (its pieces under the current layout, or the whole state without a
+    sharding strategy) from the shard files of the checkpoint in ``directory``."""
+    index_path = os.path.join(directory, INDEX)
     leaves, treedef, paths = _trainable(model, trainer)
     _check_variables(index, leaves, paths, index_path)
     slots = list(trainer.optimizer.slot_initializers())
@@ -326,8 +350,7 @@ def load_sharded(directory: Any, custom_objects: dict | None = None) -> Any:
             values[slot][i] = ops.convert_to_tensor(array, dtype=ops.dtype(like))
     for slot in slots:
         opt_state[slot] = treedef.unflatten(values[slot])
-    training_state.restore(model, opt_state, index["training"])
-    return model
+    return opt_state
 
 
 def export_sharded(directory: Any, filepath: Any) -> None:

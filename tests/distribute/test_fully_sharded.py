@@ -37,7 +37,8 @@ def _slots(model: ember.Model) -> dict:
 def test_two_fully_sharded_ranks_match_one_process(tmp_path):
     """SGD (momentum) and Adam with Dropout, shuffling, an uneven last batch, validation_split, evaluate
     and predict; an Adam subclass (no fused kernel); a Dataset whose last batch leaves rank 1 without rows,
-    with EarlyStopping; a second fit whose weights a callback replaces mid-run (a new FSDP2 module): every
+    with EarlyStopping; a second fit whose weights a callback replaces mid-run (a new FSDP2 module); a fit
+    interrupted after epoch 1 and resumed by BackupAndRestore from each rank's shard of its backup: every
     rank's weights, History and results equal one process's (TOLERANCE: the data-parallel bound, derived in
     test_data_parallel.py; FSDP2 changes only where the ranks' sums are added and scales the loss by
     N * count / total, powers of 2 and one rounding each). Each rank holds its FSDP2 rows of every param
@@ -52,6 +53,7 @@ def test_two_fully_sharded_ranks_match_one_process(tmp_path):
                                          "weight_1")} <= set(keys)
     assert 1 < len(single["dataset_history_loss"]) < 30  # EarlyStopping stopped every rank at the same epoch
     assert "refit_weight_0" in keys  # a second fit, whose weights a callback replaces mid-run
+    np.testing.assert_array_equal(single["backup_epochs"], [2, 3])  # BackupAndRestore resumed after epoch 1
     for rank, result in enumerate(ranks):
         assert int(result["world_size"]) == 2
         for key in keys:

@@ -89,7 +89,8 @@ def _assert_weights(result: dict, prefix: str, reference: dict, err: str) -> Non
 def test_sharded_matches_unsharded_and_one_process_and_reshards_to_one(backend_name, tmp_path, worker_floatx):
     """Adam and a loss-scaled Adam, sharded over 2 ranks: the weights of the unsharded run and of one
     process; each rank holds its shard of the slots only; the sharded checkpoint loads in one process
-    (2 -> 1) with the one-process optimizer state, continues like it, and exports to one file."""
+    (2 -> 1) with the one-process optimizer state, continues like it, and exports to one file; a fit
+    interrupted after epoch 1 resumes from BackupAndRestore's sharded backup like one process."""
     _requires(backend_name)
     ember.set_backend(backend_name)
     pair = tmp_path / "pair"
@@ -97,6 +98,8 @@ def test_sharded_matches_unsharded_and_one_process_and_reshards_to_one(backend_n
     reference = _record(sharded_worker.trained("adam"))
     lso_reference = _record(sharded_worker.trained("lso"))
     clip_reference = _record(sharded_worker.trained("sgdclip"))
+    backup_reference: dict = {}
+    worker.backup_scenario(backup_reference, str(tmp_path / "one"))  # the same interruption, one process
 
     for rank, result in enumerate(ranks):
         _assert_weights(result, "zero", reference, f"rank {rank} sharded")
@@ -108,8 +111,10 @@ def test_sharded_matches_unsharded_and_one_process_and_reshards_to_one(backend_n
         assert str(result["checkpoint_error"]).startswith("ModelCheckpoint: under ember.distribute with "
                                                           "shard_optimizer=True"), result["checkpoint_error"]
         assert "save_weights_only=True" in str(result["checkpoint_error"])
-        assert str(result["backup_error"]).startswith("BackupAndRestore: under ember.distribute with "
-                                                      "shard_optimizer=True"), result["backup_error"]
+        # BackupAndRestore: interrupted after epoch 1, resumed from every rank's shard of the backup.
+        np.testing.assert_array_equal(result["backup_epochs"], [2, 3])
+        for key in [k for k in backup_reference if k.startswith("backup_")]:
+            np.testing.assert_allclose(result[key], backup_reference[key], **TOLERANCE, err_msg=f"rank {rank} {key}")
     for i in range(len(SIZES)):  # the gathered weights: the same bits on every rank
         np.testing.assert_array_equal(ranks[1][f"zero_weight_{i}"], ranks[0][f"zero_weight_{i}"])
     _assert_sharded_equals_full(ranks, "zero", reference)

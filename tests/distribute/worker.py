@@ -262,6 +262,7 @@ def fully_sharded_scenario(out: dict, directory: str) -> None:
     net = fit_scenario(out, "adam", extra)
     dataset_scenario(out)
     refit_scenario(out)
+    backup_scenario(out, directory)  # interrupted after epoch 1, resumed from each rank's shard of the backup
     saving.save_sharded(net, os.path.join(directory, "ckpt"))
     if not DISTRIBUTED:
         return

@@ -17,14 +17,16 @@ One step of ``fit`` (:meth:`FullyShardedSteps.fit_step`), on every rank:
 2. the metric states are summed and the buffers averaged over the ranks (``StepSync``);
 3. with the signals held, the optimizer updates this rank's rows in place
    (``ShardedOptimizer.update_pieces``: torch's fused kernels write the sharded params and
-   ``fit``'s own copy of the optimizer state), and FSDP2 gathers the params again (``reshard``,
-   ``unshard``: one all-gather).
+   ``fit``'s own copy of the optimizer state), and every rank's rows are all-gathered into the
+   gathered params in place (:meth:`FullyShardedSteps._gather`: one all-gather per dtype).
 
-The gathered params stay gathered between steps (``reshard_after_forward=False``,
-``set_reshard_after_backward(False)``): the next forward and backward use them without another
-all-gather, so a step costs one reduce-scatter and one all-gather, the traffic of data
-parallelism's all-reduce. ``model.state`` shows them (views: the weights callbacks, validation,
-``evaluate`` and ``predict`` see are the trained ones after every step). The memory that is
+The gathered params stay gathered, in the same tensors, for the whole fit
+(``reshard_after_forward=False``, ``set_reshard_after_backward(False)``, and no ``reshard``,
+which would free their storage: a NumPy view of the weights forbids that): the next forward and
+backward use them without another all-gather, so a step costs one reduce-scatter and one
+all-gather, the traffic of data parallelism's all-reduce. ``model.state`` shows them (views: the
+weights callbacks, validation, ``evaluate`` and ``predict`` see are the trained ones after every
+step). The memory that is
 divided by ``N`` is the optimizer state, the gradients and the sharded copy of the params; the
 gathered params are whole on every rank, as with FSDP2 applied to the root module alone.
 
@@ -51,6 +53,7 @@ from typing import Any
 
 import optree
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 
 from ember.backends._steps import advance_rng
@@ -98,6 +101,7 @@ class FullyShardedSteps(TorchSteps):
         super().__init__(core)
         self._module: Any = None  # the ShardedParams of this fit, made an FSDPModule by fully_shard
         self._sharded: list = []  # the module's sharded params (DTensors), in the order of `_moving`
+        self._gathered: list = []  # the module's gathered params (their storage), in the same order
         self._moving: list[int] = []  # the trainable leaves in the module: those with elements
         self._published: list = []  # every trainable leaf as fit shows it (views of the gathered params)
 
@@ -123,8 +127,9 @@ class FullyShardedSteps(TorchSteps):
             module.set_reshard_after_backward(False)  # gathered between steps: one all-gather per step
             self._sharded = module.held()
             module.unshard()
-            for i, param, shape in zip(self._moving, module.held(), module.shapes):
-                self._published[i] = param.detach().reshape(shape)
+            self._gathered = [param.detach() for param in module.held()]  # kept gathered for the whole fit
+            for i, param, shape in zip(self._moving, self._gathered, module.shapes):
+                self._published[i] = param.reshape(shape)
             self._module = module
         published = core.merge(spec.unflatten(self._published), frozen)
         return {"model": {"params": published, "buffers": state["model"]["buffers"]},
@@ -133,7 +138,7 @@ class FullyShardedSteps(TorchSteps):
 
     def finish_fit(self) -> None:
         super().finish_fit()
-        self._module, self._sharded = None, []  # the shown weights keep the gathered params' memory
+        self._module, self._sharded, self._gathered = None, [], []  # the shown weights keep the gathered memory
 
     # --- the step ----------------------------------------------------------------------------
     @_keeps_grad_mode
@@ -216,9 +221,40 @@ class FullyShardedSteps(TorchSteps):
         moved = [(value, new) for value, new in zip(values, new_values) if new is not value]
         if moved:  # an optimizer without a fused kernel returned new tensors
             torch._foreach_copy_([value for value, _ in moved], [new for _, new in moved])
-        self._module.reshard()  # frees the gathered params' memory; unshard refills the same tensors
-        self._module.unshard()  # with the new weights: the views fit shows hold them
+        self._gather()
         return new_state
+
+    def _gather(self) -> None:
+        """Every rank's new rows into the gathered params (the tensors ``model.state`` shows), in place:
+        one all-gather of the padded row chunks per dtype (FSDP2's layout), then one copy.
+
+        FSDP2's own ``reshard``/``unshard`` would free and refill the gathered params' storage, which
+        fails once anything else shares that storage (a NumPy view of the weights from ``get_weights``
+        or a checkpoint); the gathered tensors here stay the same, with the same storage, for the fit."""
+        world = dist.get_world_size()
+        groups: dict[torch.dtype, list[int]] = {}
+        for k, param in enumerate(self._gathered):
+            groups.setdefault(param.dtype, []).append(k)
+        targets, sources = [], []
+        for indices in groups.values():
+            chunks = [-(-self._gathered[k].shape[0] // world) * self._gathered[k][:1].numel() for k in indices]
+            buffer = self._gathered[indices[0]].new_zeros(sum(chunks))
+            offset = 0
+            for k, chunk in zip(indices, chunks):
+                local = self._sharded[k].to_local().reshape(-1)
+                buffer[offset:offset + local.numel()].copy_(local)
+                offset += chunk
+            out = buffer.new_empty(world * buffer.numel())
+            dist.all_gather_into_tensor(out, buffer)
+            out = out.view(world, -1)
+            offset = 0
+            for k, chunk in zip(indices, chunks):
+                gathered = self._gathered[k]
+                rows = out[:, offset:offset + chunk].reshape(-1)[:gathered.numel()]
+                targets.append(gathered)
+                sources.append(rows.view(gathered.shape))
+                offset += chunk
+        torch._foreach_copy_(targets, sources)
 
 
 def make_steps(core: Any, jit: Any = "auto") -> FullyShardedSteps:

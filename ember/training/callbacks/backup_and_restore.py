@@ -8,6 +8,13 @@ the saved epoch: the finished run has the same weights as an uninterrupted one. 
 that completes deletes the backup (unless ``delete_checkpoint=False``). Writes are atomic,
 so a crash while saving leaves the previous backup intact.
 
+Under an ``ember.distribute`` strategy that shards the optimizer state (``shard_optimizer=True``
+or ``fully_shard=True``) every rank backs up its own shard: the backup is a sharded checkpoint
+(:func:`ember.saving.save_sharded`) written into ``backup_dir/writing`` and then renamed to
+``backup_dir/latest`` by the main rank, and on restart each rank reads its pieces of it under the
+current layout (any number of processes). ``backup_dir`` must then be one directory every rank
+sees (a shared file system on several machines).
+
 Example:
     >>> import os, tempfile
     >>> import numpy as np
@@ -36,11 +43,13 @@ from __future__ import annotations
 import contextlib
 import numbers
 import os
+import shutil
 from typing import Any
 
 from ember import distribute
 from ember.saving import CheckpointError
 from ember.saving.model_io import read_training_checkpoint
+from ember.saving.sharded import INDEX, read_sharded_backup, save_sharded
 from ember.saving.training_state import step_rng
 from ember.training.callbacks.callback import Callback
 
@@ -81,6 +90,7 @@ class BackupAndRestore(Callback):
         self.delete_checkpoint = bool(delete_checkpoint)
         self.restored_epoch: int | None = None
         self._batches = 0
+        self._sharded = False  # this fit's optimizer state is sharded over the ranks: sharded backups
 
     @property
     def latest_path(self) -> str:
@@ -90,13 +100,24 @@ class BackupAndRestore(Callback):
     def previous_path(self) -> str:
         return os.path.join(self.backup_dir, "previous.h5")
 
+    def _sharded_path(self, name: str) -> str:
+        """A sharded backup's directory: ``writing`` (being written), ``latest``, ``previous``, ``old``."""
+        return os.path.join(self.backup_dir, name)
+
     def _read(self) -> Any:
-        candidates = [self.latest_path] + ([self.previous_path] if self.double_checkpoint else [])
+        if self._sharded:  # a complete "writing" (its index is written last) is newer than "latest"
+            names = ["writing", "latest"] + (["previous"] if self.double_checkpoint else [])
+            candidates = [self._sharded_path(name) for name in names
+                          if os.path.exists(os.path.join(self._sharded_path(name), INDEX))]
+        else:
+            candidates = [self.latest_path] + ([self.previous_path] if self.double_checkpoint else [])
         errors = []
         for path in candidates:
             if not os.path.exists(path):
                 continue
             try:
+                if self._sharded:
+                    return read_sharded_backup(self.model, path)
                 return read_training_checkpoint(self.model, path)
             except CheckpointError as error:
                 errors.append(error)
@@ -111,12 +132,7 @@ class BackupAndRestore(Callback):
         if live is None:
             raise RuntimeError("BackupAndRestore works inside model.fit only")
         strategy = distribute.get_strategy()
-        if strategy is not None and strategy.shard_optimizer:  # every rank raises: none waits for the others
-            raise NotImplementedError(
-                "BackupAndRestore: under ember.distribute with shard_optimizer=True (or fully_shard=True) each rank "
-                "holds only its shard of the optimizer state, which the main rank's backup file cannot hold; back up "
-                "with "
-                "ember.saving.save_sharded(model, directory) on every rank and resume with ember.saving.load_sharded")
+        self._sharded = strategy is not None and strategy.shard_optimizer
         found = self._read()
         if found is None:
             return
@@ -141,6 +157,9 @@ class BackupAndRestore(Callback):
         self._backup()
 
     def _backup(self) -> None:
+        if self._sharded:
+            self._backup_sharded()
+            return
         if not distribute.is_main_process():  # ember.distribute: the main rank writes, fit's barrier follows
             return
         os.makedirs(self.backup_dir, exist_ok=True)
@@ -148,11 +167,32 @@ class BackupAndRestore(Callback):
             os.replace(self.latest_path, self.previous_path)
         self.model.save(self.latest_path)
 
+    def _backup_sharded(self) -> None:
+        """Every rank writes its shard into ``writing``; the main rank then renames it to ``latest`` (the
+        previous one kept as ``previous`` or removed). A crash leaves a complete ``latest`` or ``writing``."""
+        main = distribute.is_main_process()
+        writing, latest = self._sharded_path("writing"), self._sharded_path("latest")
+        if main:
+            shutil.rmtree(writing, ignore_errors=True)  # an incomplete one from a crash
+            os.makedirs(self.backup_dir, exist_ok=True)
+        distribute.barrier()
+        save_sharded(self.model, writing)  # every rank's shard, then the index (barriers inside)
+        if main:
+            if os.path.exists(latest):
+                kept = self._sharded_path("previous" if self.double_checkpoint else "old")
+                shutil.rmtree(kept, ignore_errors=True)
+                os.replace(latest, kept)
+            os.replace(writing, latest)
+            shutil.rmtree(self._sharded_path("old"), ignore_errors=True)
+        distribute.barrier()
+
     def on_train_end(self, logs: Any = None) -> None:
         if not self.delete_checkpoint or not distribute.is_main_process():
             return
         for path in (self.latest_path, self.previous_path):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
+        for name in ("writing", "latest", "previous", "old"):
+            shutil.rmtree(self._sharded_path(name), ignore_errors=True)
         with contextlib.suppress(OSError):
             os.rmdir(self.backup_dir)  # only when empty
