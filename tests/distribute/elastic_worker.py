@@ -1,7 +1,8 @@
 """One rank of the elastic-restart test (started by torchrun from tests/distribute/test_elastic.py).
 
-``python elastic_worker.py BACKEND OUT_DIR KILL_AT`` trains a small model data-parallel with
-``BackupAndRestore`` (a backup each epoch). On torchrun's first attempt, rank 1 dies (``os._exit``)
+``python elastic_worker.py BACKEND OUT_DIR KILL_AT [SHARDING]`` trains a small model data-parallel with
+``BackupAndRestore`` (a backup each epoch); SHARDING ``shard_optimizer`` or ``fully_shard`` shards the
+training state (each rank then backs up its shard). On torchrun's first attempt, rank 1 dies (``os._exit``)
 at global batch KILL_AT (-1: never); ``torchrun --max-restarts`` then restarts the group (under
 mlx.launch, which has no restarts, the launch is run again: ``EMBER_TEST_ATTEMPT`` numbers the
 attempts), and ``BackupAndRestore`` resumes from the last epoch's backup. Rank 0 writes the final weights to
@@ -41,9 +42,11 @@ def _attempt() -> str:
 
 def main() -> None:
     backend, out, kill_at = sys.argv[1], pathlib.Path(sys.argv[2]), int(sys.argv[3])
+    sharding = sys.argv[4] if len(sys.argv) > 4 else "none"
     ember.set_backend(backend)
     ember.backend.set_floatx("float64")  # ranks differ from one process by float64 rounding only
-    distribute.initialize(timeout=float(os.environ.get("EMBER_TEST_TIMEOUT", "60")))
+    distribute.initialize(timeout=float(os.environ.get("EMBER_TEST_TIMEOUT", "60")),
+                          shard_optimizer=sharding == "shard_optimizer", fully_shard=sharding == "fully_shard")
     rank = distribute.get_strategy().rank
     with open(out / "attempts.txt", "a") as attempts:
         attempts.write(f"rank {rank} attempt {_attempt()}\n")

@@ -29,11 +29,11 @@ def _torchrun() -> pathlib.Path:
     return torchrun
 
 
-def _run(backend: str, out: pathlib.Path, kill_at: int, max_restarts: int) -> tuple[int, str]:
+def _run(backend: str, out: pathlib.Path, kill_at: int, max_restarts: int, sharding: str = "none") -> tuple[int, str]:
     out.mkdir()
     command = [str(_torchrun()), "--nproc-per-node", "2", "--max-restarts", str(max_restarts),
                "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{launch.free_ports(1)[0]}",
-               str(ELASTIC_WORKER), backend, str(out), str(kill_at)]
+               str(ELASTIC_WORKER), backend, str(out), str(kill_at), sharding]
     # torchrun in its own session (it signals its process group when it ends).
     process = subprocess.Popen(command, env=launch.base_env(20), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, cwd=out, start_new_session=True)
@@ -46,15 +46,17 @@ def _weights(out: pathlib.Path) -> list[np.ndarray]:
         return [saved[f"arr_{i}"] for i in range(len(saved.files))]
 
 
-@pytest.mark.parametrize("backend", ["torch", "numpy"])
-def test_a_rank_killed_mid_fit_restarts_and_resumes_to_the_uninterrupted_weights(backend, tmp_path):
+@pytest.mark.parametrize(("backend", "sharding"), [("torch", "none"), ("numpy", "none"), ("numpy", "shard_optimizer"),
+                                                   ("torch", "fully_shard")])
+def test_a_rank_killed_mid_fit_restarts_and_resumes_to_the_uninterrupted_weights(backend, sharding, tmp_path):
     # 48 samples, global batches of 8: 6 steps per epoch; rank 1 dies at global batch 8 (epoch 1,
-    # batch 1), after epoch 0's backup: the restart resumes at epoch 1.
-    code, output = _run(backend, tmp_path / "killed", kill_at=8, max_restarts=1)
+    # batch 1), after epoch 0's backup: the restart resumes at epoch 1. Sharded: each rank resumes
+    # from its own shard of the backup.
+    code, output = _run(backend, tmp_path / "killed", kill_at=8, max_restarts=1, sharding=sharding)
     assert code == 0, output[-4000:]
     attempts = sorted((tmp_path / "killed" / "attempts.txt").read_text().split("\n")[:-1])
     assert attempts == ["rank 0 attempt 0", "rank 0 attempt 1", "rank 1 attempt 0", "rank 1 attempt 1"], output[-3000:]
-    code, output = _run(backend, tmp_path / "whole", kill_at=-1, max_restarts=0)
+    code, output = _run(backend, tmp_path / "whole", kill_at=-1, max_restarts=0, sharding=sharding)
     assert code == 0, output[-4000:]
     # The resumed run restores the weights, the optimizer state and the epoch from the backup (float64
     # HDF5, exact) and then takes the uninterrupted run's steps on the same shards in the same order:
