@@ -291,6 +291,20 @@ def read_sharded_backup(model: Any, directory: Any) -> tuple[dict, dict, dict]:
     Raises:
         FileNotFoundError: no index or a missing file.
         CheckpointError: a malformed index, a damaged file, or files that disagree with the index or the model.
+
+    Example:
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> import ember
+        >>> ember.set_backend("numpy")
+        >>> model = ember.Sequential([ember.Input((2,)), ember.layers.Dense(1)])
+        >>> model.compile(optimizer="adam", loss="mse", seed=0)
+        >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=2, verbose=0)
+        >>> directory = os.path.join(tempfile.mkdtemp(), "backup")
+        >>> save_sharded(model, directory)
+        >>> weights, opt_state, progress = read_sharded_backup(model, directory)
+        >>> progress["epoch"], int(ops.to_numpy(opt_state["iterations"]))
+        (2, 2)
     """
     directory = os.fspath(directory)
     index = read_index(directory)
