@@ -11,6 +11,13 @@ What you learn:
     * only the main process (``ember.distribute.is_main_process()``) prints and writes files;
       ``ember.distribute.barrier()`` makes the others wait until a file is complete.
 
+When the model outgrows one device: ``distribute.initialize(shard_optimizer=True)`` keeps 1/N of
+the optimizer state on each process (every backend), and ``initialize(fully_shard=True)`` trains
+through torch's FSDP2 (each process keeps its rows of every parameter, their gradients and their
+optimizer state). Both give the weights of this script; save with
+``ember.saving.save_sharded(model, directory)`` on every rank instead of ``model.save`` (which
+refuses a rank's partial optimizer state), and ``BackupAndRestore`` backs up each rank's shard.
+
 Run it (one host, two processes)::
 
     torchrun --nproc-per-node 2 tutorials/08_data_parallel.py --backend torch
