@@ -183,3 +183,23 @@ def test_fully_shard_is_refused_on_numpy_and_mlx_naming_the_alternative(backend)
     with pytest.raises(TypeError, match="fully_shard must be a bool, received 1"):
         distribute.DataParallel(fully_shard=1)
     assert distribute.get_strategy() is None
+
+
+def test_fully_sharded_steps_refuse_what_rows_cannot_do_naming_the_alternative(torch_backend):
+    """Constraints, a LossScaleOptimizer and jit_compile=True are refused when fit's FSDP2 steps are made
+    (before any state is touched); the launched test sees the last two from a real fit."""
+    from ember.backends.torch import fsdp  # the torch backend's module: this test runs on torch only
+
+    def core_of(optimizer, constraint=None):
+        model = ember.Sequential([ember.Input((3,)), ember.layers.Dense(2, kernel_constraint=constraint)])
+        model.build(seed=0)
+        model.compile(optimizer=optimizer, loss="mse", seed=0)
+        return model._training.trainer.core
+
+    with pytest.raises(NotImplementedError, match="constraints act on whole variables.*shard_optimizer=True"):
+        fsdp.make_steps(core_of(optimizers.Adam(), "max_norm"))
+    with pytest.raises(NotImplementedError, match="a LossScaleOptimizer checks every gradient.*shard_optimizer=True"):
+        fsdp.make_steps(core_of(optimizers.LossScaleOptimizer(optimizers.Adam())))
+    with pytest.raises(NotImplementedError, match="jit_compile=True is not implemented.*shard_optimizer=True"):
+        fsdp.make_steps(core_of(optimizers.Adam()), jit=True)
+    assert type(fsdp.make_steps(core_of(optimizers.Adam()))).__name__ == "FullyShardedSteps"
