@@ -171,7 +171,9 @@ def test_stack_mismatched_shapes_is_value_error(backend):
 @pytest.mark.parametrize(
     ("shape", "sections", "axis"),
     [((6,), 3, 0), ((6,), [1, 4], 0), ((4, 6), 2, 1), ((4, 6), [2], -1), ((4, 6), [0, 5, 5], 1),
-     ((3, 4), 1, 0), ((4, 6), (2, 3), 0), ((6,), [], 0)],
+     ((3, 4), 1, 0), ((4, 6), (2, 3), 0), ((6,), [], 0),
+     # NumPy's slicing rules for points that are negative, past the end or decreasing
+     ((6,), [-2], 0), ((6,), [4, 2], 0), ((6,), [2, 9], 0), ((4, 6), [-7, 3], 1)],
 )
 def test_split(backend, shape, sections, axis):
     x = _arange(shape)
@@ -180,6 +182,25 @@ def test_split(backend, shape, sections, axis):
     assert isinstance(got, (list, tuple)) and len(got) == len(expected)
     for g, e in zip(got, expected):
         assert_equal(g, e, dtype="float32")
+
+
+@pytest.mark.parametrize("points", [[1, 4], [0, 6, 6], [-2], [4, 2], [2, 9]])
+def test_split_gradient_is_each_piece_s_own(backend, points):
+    """Each piece's cotangent lands on its own span of ``x`` (float64 NumPy reference: piece ``i``
+    weighted by ``i + 1``; cells in no piece, or in two overlapping ones, sum accordingly)."""
+    import ember
+
+    x = np.linspace(-1.0, 1.0, 6)
+    expected = np.zeros(6)
+    bounds = [0, *points, 6]
+    for i in range(len(bounds) - 1):
+        expected[slice(bounds[i], bounds[i + 1])] += i + 1
+
+    def loss(v):
+        pieces = ops.split(v, points, axis=0)
+        return sum(ops.sum(piece) * (i + 1) for i, piece in enumerate(pieces))
+
+    assert_equal(ember.grad(loss)(native(x.astype(np.float32))), expected, dtype="float32")
 
 
 def test_split_unequal_sections_is_value_error(backend):

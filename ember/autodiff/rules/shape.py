@@ -70,10 +70,35 @@ def stack(g, out, xs, axis=0):
     return (pieces,)
 
 
+def _split_spans(n: int, indices_or_sections: Any) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each piece of ``split`` along an axis of size ``n`` (NumPy's slicing rules)."""
+    if np.ndim(indices_or_sections) == 0:
+        size = n // int(indices_or_sections)
+        return [(i * size, (i + 1) * size) for i in range(int(indices_or_sections))]
+    points = [0, *(int(p) for p in plain(indices_or_sections).reshape(-1)), n]
+    spans = []
+    for a, b in zip(points, points[1:]):
+        start, stop, _ = slice(a, b).indices(n)
+        spans.append((start, max(start, stop)))
+    return spans
+
+
 @register("split")
 def split(g, out, x, indices_or_sections, axis=0):
     parts = [fill_zeros(c, o) for c, o in zip(g, out)]
-    return (ops.concatenate(parts, axis=axis),)
+    axis = int(axis) % x.ndim
+    n = x.shape[axis]
+    spans = _split_spans(n, indices_or_sections)
+    if all(stop == next_start for (_, stop), (next_start, _) in zip(spans, spans[1:])) and spans[-1][1] == n:
+        return (ops.concatenate(parts, axis=axis),)  # the pieces tile x in order
+    # Points out of order or out of range: pieces overlap or skip cells; each adds onto its span.
+    total = None
+    for part, (start, stop) in zip(parts, spans):
+        widths = [(0, 0)] * x.ndim
+        widths[axis] = (start, n - stop)
+        placed = ops.pad(part, widths)
+        total = placed if total is None else ops.add(total, placed)
+    return (total,)
 
 
 @register("tile")

@@ -118,6 +118,11 @@ def split(x, indices_or_sections, axis=0):
             raise ValueError(f"split: {sections} sections do not divide axis {axis} of size {n} equally")
         return list(torch.split(x, n // sections, dim=axis_)) if n else [x] * sections
     points = [0] + list(_int_tuple(indices_or_sections, "indices_or_sections")) + [n]
+    sizes = [b - a for a, b in zip(points, points[1:])]
+    if _b.all(0 <= point <= n for point in points) and _b.all(size >= 0 for size in sizes):
+        # The usual case: one autograd node whose backward is one concatenation (slices each
+        # scatter their gradient into a zero tensor the size of ``x``, then sum the pieces).
+        return list(torch.split(x, sizes, dim=axis_))
     lead = (_b.slice(None),) * axis_
     # Python slicing per piece gives NumPy's exact semantics for negative/out-of-range points.
     return [x[lead + (_b.slice(points[i], points[i + 1]),)] for i in range(len(points) - 1)]
