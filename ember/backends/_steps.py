@@ -42,6 +42,21 @@ _RNG_MULTIPLIER = 48271
 _RNG_MODULUS = 2147483647
 
 
+def one_label_per_row(label_shape: tuple, logits_shape: tuple) -> bool:
+    """Whether integer labels of ``label_shape`` name one class for each row of logits ``(batch,
+    *positions, classes)``: the shape of the logits less their class axis, or that with a trailing 1
+    (what a fused sparse cross-entropy may take; anything else goes to the generic loss).
+
+    Example:
+        >>> one_label_per_row((16, 128), (16, 128, 2048)), one_label_per_row((4, 1), (4, 10))
+        (True, True)
+        >>> one_label_per_row((16,), (16, 128, 2048))
+        False
+    """
+    rows = tuple(logits_shape[:-1])
+    return tuple(label_shape) in (rows, rows + (1,))
+
+
 def initial_rng(seed: int) -> int:
     """The first step seed for an int ``seed`` (in [1, 2^31 - 2], never the fixed point 0)."""
     return int(seed) % (_RNG_MODULUS - 1) + 1

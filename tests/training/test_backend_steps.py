@@ -33,7 +33,43 @@ def test_numpy_fused_sparse_crossentropy_equals_the_loss_and_its_tape_gradient()
         sparse_crossentropy_from_logits(np.array([0, 7] * 8), logits)
 
 
-def test_torch_fused_loss_equals_the_generic_loss(torch_backend):
+# Logits (16, 5) as rows, or as (4 sequences, 4 positions, 5 classes); labels per row, or with a trailing 1.
+FUSED_CASES = [((16, 5), (16,)), ((16, 5), (16, 1)), ((4, 4, 5), (4, 4)), ((4, 4, 5), (4, 4, 1))]
+
+
+@pytest.mark.parametrize(("logits_shape", "labels_shape"), FUSED_CASES)
+def test_torch_fused_loss_equals_the_generic_loss(torch_backend, monkeypatch, logits_shape, labels_shape):
+    import torch
+
+    from ember.backends.torch import training as torch_training
+    from ember.backends.torch.training import _FusedLoss
+    from ember.training.compile_utils import CompileLoss
+    from ember.training.steps import fusable_sparse_crossentropy
+
+    logits, labels = _logits_labels()
+    logits, labels = logits.reshape(logits_shape), labels.reshape(labels_shape)
+    generic = CompileLoss(ember.losses.SparseCategoricalCrossentropy(from_logits=True), None, ["out"])
+    fused = _FusedLoss(generic, fusable_sparse_crossentropy(generic))
+    assert fused.fused
+    kernel_calls = []
+    cross_entropy = torch_training.F.cross_entropy
+    monkeypatch.setattr(torch_training.F, "cross_entropy",
+                        lambda *args, **kwargs: kernel_calls.append(1) or cross_entropy(*args, **kwargs))
+    results = []
+    for fn in (fused, generic):
+        z = torch.tensor(logits, requires_grad=True)
+        value, _ = fn([torch.tensor(labels)], [z], [None])
+        (grad,) = torch.autograd.grad(value, [z])
+        results.append((float(value.detach()), grad.numpy()))
+    assert kernel_calls == [1]  # the fused call went through the kernel, the generic one did not
+    np.testing.assert_allclose(results[0][0], results[1][0], **FLOAT32_PAIR)
+    # as in the NumPy test above: (softmax - onehot) / 16 element by element
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-7)
+    assert not fusable_sparse_crossentropy(CompileLoss("sparse_categorical_crossentropy", None, ["out"]))  # probs
+
+
+def test_torch_fused_loss_leaves_labels_of_another_shape_to_the_generic_loss(torch_backend):
+    """Labels that do not name one class per row of the logits get the generic loss's own answer."""
     import torch
 
     from ember.backends.torch.training import _FusedLoss
@@ -43,21 +79,14 @@ def test_torch_fused_loss_equals_the_generic_loss(torch_backend):
     logits, labels = _logits_labels()
     generic = CompileLoss(ember.losses.SparseCategoricalCrossentropy(from_logits=True), None, ["out"])
     fused = _FusedLoss(generic, fusable_sparse_crossentropy(generic))
-    assert fused.fused
-    results = []
+    z = torch.tensor(logits.reshape(4, 4, 5))
     for fn in (fused, generic):
-        z = torch.tensor(logits, requires_grad=True)
-        value, _ = fn([torch.tensor(labels)], [z], [None])
-        (grad,) = torch.autograd.grad(value, [z])
-        results.append((float(value.detach()), grad.numpy()))
-    np.testing.assert_allclose(results[0][0], results[1][0], **FLOAT32_PAIR)
-    # as in the NumPy test above: (softmax - onehot) / 16 element by element
-    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-7)
-    assert not fusable_sparse_crossentropy(CompileLoss("sparse_categorical_crossentropy", None, ["out"]))  # probs
+        with pytest.raises(ValueError):
+            fn([torch.tensor(labels)], [z], [None])
 
 
-@pytest.mark.parametrize("labels_shape", [(16,), (16, 1)])
-def test_mlx_fused_loss_equals_the_generic_loss(labels_shape):
+@pytest.mark.parametrize(("logits_shape", "labels_shape"), FUSED_CASES)
+def test_mlx_fused_loss_equals_the_generic_loss(logits_shape, labels_shape):
     """MLX's sparse cross-entropy from logits as ``mean(logsumexp - picked logit)``: the generic loss's
     value and gradient; anything it does not take (float labels, sample weights) goes to the generic one."""
     mx = pytest.importorskip("mlx.core")
@@ -67,6 +96,7 @@ def test_mlx_fused_loss_equals_the_generic_loss(labels_shape):
 
     with ember.using_backend("mlx"):
         logits, labels = _logits_labels()
+        logits = logits.reshape(logits_shape)
         generic = CompileLoss(ember.losses.SparseCategoricalCrossentropy(from_logits=True), None, ["out"])
         fused = _FusedLoss(generic, fusable_sparse_crossentropy(generic))
         assert fused.fused
@@ -86,8 +116,8 @@ def test_mlx_fused_loss_equals_the_generic_loss(labels_shape):
         z = mx.array(logits)
         # exact: the same gather of the same (clamped) indices
         assert float(fused([mx.array(bad)], [z], [None])[0]) == float(fused([mx.array(clamped)], [z], [None])[0])
-        weights = mx.array(np.linspace(0.5, 1.5, 16, dtype=np.float32))
-        for args in (([mx.array(labels.astype(np.float32))], [None]), ([y], [weights])):
+        weights = mx.array(np.linspace(0.5, 1.5, 16, dtype=np.float32).reshape(logits_shape[:-1]))
+        for args in (([mx.array(labels.reshape(labels_shape).astype(np.float32))], [None]), ([y], [weights])):
             z = mx.array(logits)
             # exact: the fused loss hands these to the generic one
             assert float(fused(args[0], [z], args[1])[0]) == float(generic(args[0], [z], args[1])[0])

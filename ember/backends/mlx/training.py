@@ -39,7 +39,7 @@ from typing import Any
 
 import mlx.core as mx
 
-from ember.backends._steps import GenericSteps, initial_rng
+from ember.backends._steps import GenericSteps, initial_rng, one_label_per_row
 
 _LABEL_DTYPES = (mx.int32, mx.int64, mx.uint8, mx.int8, mx.int16, mx.uint16, mx.uint32, mx.uint64)
 
@@ -48,7 +48,7 @@ class _FusedLoss:
     """The compiled loss, with the most common case written as MLX's own cross-entropy.
 
     ``SparseCategoricalCrossentropy(from_logits=True)`` (mean reduction, no ``ignore_class``, no
-    sample weights, one output) on float32 logits ``(batch, classes)`` and integer labels is
+    sample weights, one output) on float32 logits ``(batch, *positions, classes)`` and integer labels is
     ``mean(logsumexp(logits) - logits[label])``: the math of the generic loss in a third of its
     operations (``mlx.nn.losses.cross_entropy``'s form), so the compiled step has fewer to run.
     Labels out of range are the loops' business (``ember.training.label_check`` checks them before
@@ -67,9 +67,10 @@ class _FusedLoss:
             entry = self.entries[0]
             labels, logits = y_true[entry.index], y_pred[entry.index]
             if (sample_weight[entry.index] is None and isinstance(logits, mx.array) and isinstance(labels, mx.array)
-                    and logits.ndim == 2 and logits.dtype == mx.float32 and labels.dtype in _LABEL_DTYPES
-                    and labels.shape[0] == logits.shape[0]
-                    and (labels.ndim == 1 or (labels.ndim == 2 and labels.shape[1] == 1))):
+                    and logits.ndim >= 2 and logits.dtype == mx.float32 and labels.dtype in _LABEL_DTYPES
+                    and one_label_per_row(labels.shape, logits.shape)):
+                if logits.ndim > 2:  # (batch, *positions, classes): the mean over every position
+                    logits = logits.reshape(-1, logits.shape[-1])
                 # Clamped: a gather reads no memory outside the row whatever the labels (the loops check
                 # them before the step and raise; a clamp costs one fused elementwise op).
                 index = mx.clip(labels.reshape(-1, 1), 0, logits.shape[1] - 1)

@@ -46,7 +46,7 @@ import torch
 import torch.nn.functional as F
 
 from ember.backends._held_signals import HeldSignals
-from ember.backends._steps import GenericSteps, advance_rng
+from ember.backends._steps import GenericSteps, advance_rng, one_label_per_row
 from ember.backends.torch import _base, optim
 from ember.backends.torch.compiled_step import CompiledSteps
 
@@ -57,7 +57,8 @@ class _FusedLoss:
     ``SparseCategoricalCrossentropy(from_logits=True)`` (mean reduction, no ``ignore_class``,
     no sample weights, one output) runs as ``torch.nn.functional.cross_entropy``: one kernel
     forward and one backward instead of a chain of small ops; the math is the same (mean of
-    ``-log_softmax(logits)[label]``). Every other case, and any input the fused kernel would
+    ``-log_softmax(logits)[label]``, over the batch and any positions: logits ``(batch, *positions,
+    classes)`` go to the kernel as rows). Every other case, and any input the fused kernel would
     not take as is, goes to the generic losses (which also give the error messages). Mean squared
     error (one output, mean reduction, no sample weights, ``y_true`` of ``y_pred``'s shape) runs as
     ``torch.nn.functional.mse_loss`` likewise: the mean of every squared difference is the mean of
@@ -85,12 +86,12 @@ class _FusedLoss:
             entry = self.entries[0]
             labels, logits = y_true[entry.index], y_pred[entry.index]
             if (sample_weight[entry.index] is None and isinstance(logits, torch.Tensor)
-                    and isinstance(labels, torch.Tensor) and logits.ndim == 2
+                    and isinstance(labels, torch.Tensor) and logits.ndim >= 2
                     and logits.dtype in (torch.float32, torch.float64) and not labels.is_floating_point()
-                    and labels.dtype is not torch.bool and labels.shape[0] == logits.shape[0]
-                    and (labels.ndim == 1 or (labels.ndim == 2 and labels.shape[1] == 1))):
-                if labels.ndim == 2:
-                    labels = labels.reshape(-1)
+                    and labels.dtype is not torch.bool and one_label_per_row(labels.shape, logits.shape)):
+                if logits.ndim > 2:  # (batch, *positions, classes): the mean over every position
+                    logits = logits.reshape(-1, logits.shape[-1])
+                labels = labels.reshape(-1)
                 if labels.dtype is not torch.int64:
                     labels = labels.long()
                 if not _base.host_reads_free(labels.device):
