@@ -17,14 +17,24 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-_local = threading.local()
+
+class _PerThread(threading.local):
+    """Each thread's stack of collectors, made when the thread first reads it.
+
+    Always present, never created lazily by a forward pass: ``torch.compile`` guards a compiled step
+    on what it read here, and an attribute that the first step itself creates fails that guard on
+    every later step (which then ran uncompiled).
+    """
+
+    def __init__(self) -> None:
+        self.collectors: list[list] = []
+
+
+_local = _PerThread()
 
 
 def _collectors() -> list[list]:
-    collectors = getattr(_local, "collectors", None)
-    if collectors is None:
-        collectors = _local.collectors = []
-    return collectors
+    return _local.collectors
 
 
 class collect_losses:  # noqa: N801  (lower case: used like a function, ``with collect_losses() as losses``)

@@ -75,10 +75,11 @@ def _dynamo_counters():
     yield torch._dynamo.utils.counters
 
 
-def _assert_one_graph(counters, steps):
+def _assert_one_graph(counters, steps, eager_batches=0):
     assert dict(counters["graph_break"]) == {}, f"graph breaks: {dict(counters['graph_break'])}"
     assert counters["stats"]["unique_graphs"] == 1  # the last, smaller batch reused the graph
     assert steps.fallback_reason is None and steps.compile_seconds > 0
+    assert steps.eager_batches == eager_batches  # every other step after the first ran through it
 
 
 def test_compiled_fit_matches_the_eager_fit_with_one_graph(torch_backend):
@@ -99,6 +100,70 @@ def test_compiled_fit_matches_the_eager_fit_with_one_graph(torch_backend):
     np.testing.assert_allclose(history.history["loss"], eager.history.history["loss"], **FLOAT32_PAIR)
     np.testing.assert_allclose(compiled.predict(X, verbose=0), eager.predict(X, verbose=0), rtol=FLOAT32_PAIR["rtol"],
                                atol=FLOAT32_PAIR["atol"] + 10 * 4.5e-6)
+
+
+def test_a_compiled_fit_in_a_fresh_thread_runs_every_step_compiled(torch_backend):
+    """The first compiled fit of a thread (nothing run in it before): the graph's guards hold for every
+    later step. (Its first step once created a thread-local list the guards then found on every later
+    step, and all but the first step ran uncompiled, silently.)"""
+    import threading
+
+    compiled = _mlp(True)
+    outcome: dict = {}
+
+    def fit() -> None:
+        with _dynamo_counters() as counters:
+            compiled.fit(X, Y, batch_size=BATCH, epochs=EPOCHS, verbose=0)
+            outcome["counters"] = counters
+
+    worker = threading.Thread(target=fit)
+    worker.start()
+    worker.join()
+    _assert_one_graph(outcome["counters"], compiled._training.trainer.steps)
+
+
+SCALE = 1.0  # read by _ScaledByAGlobal: torch.compile guards the compiled step on its value
+
+
+class _ScaledByAGlobal(layers.Layer):
+    """Multiplies its inputs by the module's SCALE (a guard that fails when SCALE changes)."""
+
+    def call(self, inputs):
+        return inputs * SCALE
+
+
+class _SetScale(ember.callbacks.Callback):
+    def __init__(self, after_batch: int, value: float) -> None:
+        super().__init__()
+        self.after_batch, self.value = after_batch, value
+
+    def on_train_batch_end(self, batch, logs=None):
+        global SCALE
+        if batch == self.after_batch:
+            SCALE = self.value
+
+
+def _scaled_model(jit_compile):
+    model = ember.Sequential([ember.Input((12,)), layers.Dense(8), _ScaledByAGlobal(), layers.Dense(4)])
+    model.build(seed=0)
+    model.compile(optimizer=ember.optimizers.SGD(0.05), loss=_loss(), jit_compile=jit_compile, seed=5)
+    return model
+
+
+def test_a_batch_the_guards_refuse_runs_eagerly_with_a_warning_naming_the_guard(torch_backend, monkeypatch):
+    """A step whose guards fail (here a global the model reads changed after step 2) runs eagerly, with the new
+    value: the weights of an eager fit given the same change, and one warning naming the guard."""
+    monkeypatch.setattr(sys.modules[__name__], "SCALE", 1.0)
+    eager = _scaled_model(False)
+    eager.fit(X, Y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[_SetScale(1, 3.0)])
+    monkeypatch.setattr(sys.modules[__name__], "SCALE", 1.0)
+    compiled = _scaled_model(True)
+    refused = r"a batch of 16 rows, as many as the compiled train step's, failed its guards.*SCALE"
+    with pytest.warns(RuntimeWarning, match=refused):
+        compiled.fit(X, Y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[_SetScale(1, 3.0)])
+    steps = compiled._training.trainer.steps
+    assert steps.fallback_reason is None and steps.eager_batches == 3  # steps 3-5 of 5
+    _assert_close(compiled.state, eager.state)
 
 
 def _tokens_model(jit_compile):
@@ -177,7 +242,9 @@ def test_cnn_with_dropout_compiled_equals_its_eager_fallback(torch_backend, monk
     compiled = _cnn(True)
     with _dynamo_counters() as counters:
         compiled.fit(IMAGES, Y, batch_size=BATCH, epochs=EPOCHS, verbose=0)
-    _assert_one_graph(counters, compiled._training.trainer.steps)
+    # Inductor's CPU reductions here hold for 16-256 rows (it guards on that): each epoch's last batch of 6
+    # rows runs eagerly, with no warning (a batch-size guard).
+    _assert_one_graph(counters, compiled._training.trainer.steps, eager_batches=EPOCHS)
     _assert_close(compiled.state, fallback.state)
 
 

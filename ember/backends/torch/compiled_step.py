@@ -23,6 +23,9 @@ backward), so recurrent models take the eager fallback.
   specialises sizes 0 and 1), a batch outside it runs the same step eagerly
   (``torch.compiler.set_stance("eager_on_recompile")``): one graph per model, never a second
   compile in the middle of a run.
+  :attr:`CompiledSteps.eager_batches` counts the batches run so. A refused batch with as many
+  rows as the compiling one means a guard on something else failed (something the step reads
+  changed between steps), and a ``RuntimeWarning`` (once) names it.
 * **Randomness.** The step seed is a 0-d int64 tensor on the device (as on MLX), so a new
   seed per step does not recompile; Dropout draws its mask from that seed with the torch
   backend's counter-based generator (:func:`ember.backends.torch.random.counter_draws`), the same
@@ -94,6 +97,12 @@ def _fresh_function(fn: Callable) -> Callable:
     return fresh.__get__(fn.__self__)  # type: ignore[attr-defined]
 
 
+def _rows(x: Any) -> int | None:
+    """The batch's rows: the first axis of its first input (None for a scalar)."""
+    leaves = optree.tree_leaves(x)
+    return int(leaves[0].shape[0]) if leaves and getattr(leaves[0], "ndim", 0) else None
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
@@ -121,6 +130,10 @@ class CompiledSteps:
         super().__init__(core)  # type: ignore[call-arg]  # the eager TorchSteps after this mixin
         self.compile_seconds: float | None = None  # the first (compiling) call's wall time
         self.fallback_reason: str | None = None  # why the step runs eagerly, once it does
+        self.eager_batches = 0  # batches the compiled graph's guards refused (run eagerly)
+        self._python_runs = 0  # pure_step's runs as Python (eagerly), not as the compiled graph
+        self._compiled_rows: int | None = None  # the rows of the batch the graph was compiled for
+        self._warned_refusal = False
         self._step_fn = _fresh_function(self.pure_step)
         self._compiled = torch.compile(self._step_fn, backend=_BACKEND, fullgraph=True)
 
@@ -148,6 +161,8 @@ class CompiledSteps:
     # --- the step -------------------------------------------------------------------------------
     def pure_step(self, state: dict, x: Any, y: Any, sw: Any) -> dict:
         """One whole training step as a pure function (what ``torch.compile`` traces)."""
+        if not torch.compiler.is_compiling():  # a constant False in the graph: counts only runs as Python
+            self._python_runs += 1
         core = self.core
         model_state = state["model"]
         trainable, frozen = core.split(model_state["params"])
@@ -195,15 +210,47 @@ class CompiledSteps:
                 return self._eager(state, x, y, sw)
             _mark_batch_dynamic((x, y, sw))
             if self.compile_seconds is not None:  # compiled: a batch its guards refuse runs eagerly
+                before = self._python_runs
                 with torch.compiler.set_stance("eager_on_recompile"):
-                    return self._compiled(state, x, y, sw)
+                    new = self._compiled(state, x, y, sw)
+                if self._python_runs != before:  # the guards refused the batch: the step ran as Python
+                    self._note_refused_batch(state, x, y, sw)
+                return new
+            # One eager run first (pure: its result is dropped). Memo caches that a step's first run fills
+            # (which layer classes take a mask, ...) are then full when Dynamo traces; traced empty, the
+            # graph would guard on their emptiness and refuse every later step.
+            self._eager(state, x, y, sw)
             start = time.perf_counter()
+            self._compiled_rows = _rows(x)
             try:
                 new = self._compiled(state, x, y, sw)
             except Exception as error:  # noqa: BLE001 - any compiler failure: the eager step decides
                 return self._fall_back(error, state, x, y, sw)
             self.compile_seconds = time.perf_counter() - start
             return new
+
+    def _note_refused_batch(self, state: dict, x: Any, y: Any, sw: Any) -> None:
+        """Count a batch the compiled graph's guards refused; warn (once) when it has as many rows as the
+        batch the graph was compiled for (a guard on something other than the batch size failed)."""
+        self.eager_batches += 1
+        if _rows(x) == self._compiled_rows and not self._warned_refusal:
+            self._warned_refusal = True
+            guard = "; ".join(line.strip() for line in self._refusal(state, x, y, sw).splitlines()[1:4])
+            warnings.warn(
+                f"jit_compile=True: a batch of {self._compiled_rows} rows, as many as the compiled train step's, "
+                f"failed its guards and ran eagerly ({guard[:500]}); later such batches run eagerly too (an Ember "
+                "bug if the model and the batch's dtypes did not change: please report it)",
+                RuntimeWarning, stacklevel=4)
+
+    def _refusal(self, state: dict, x: Any, y: Any, sw: Any) -> str:
+        """torch's account of the guards that refuse this batch: the same call under the stance that raises
+        on a recompile, which stops at the guards (nothing runs)."""
+        try:
+            with torch.compiler.set_stance("fail_on_recompile"):
+                self._compiled(state, x, y, sw)
+        except RuntimeError as refusal:
+            return str(refusal)
+        return "the guards passed on a second look"
 
     def _eager(self, state: dict, x: Any, y: Any, sw: Any) -> dict:
         with torch.enable_grad():
