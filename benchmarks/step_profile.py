@@ -43,7 +43,9 @@ def _synchronize() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--workload", default="W1", choices=("W1", "W3"))
+    parser.add_argument("--workload", default="W1", choices=("W1", "W3", "W4", "W5", "W5V"))
+    parser.add_argument("--host-table", action="store_true",
+                        help="also print torch.profiler's host time by operator on the CPU")
     parser.add_argument("--top", type=int, default=25, help="rows of the operator and cProfile tables")
     args = parser.parse_args()
     os.environ["EMBER_BENCH_DEVICE"] = args.device
@@ -55,7 +57,7 @@ def main() -> None:
     ember.backends.set_default_device(args.device)
     x, y, batch = bench.make_data(args.workload, "torch")
     x, y = bench.native_data("torch", x, y)
-    steps = bench.STEPS["torch"]
+    steps = bench.steps_of(args.workload, "torch")
     sides = {"raw": bench.torch_runner(args.workload, x, y, batch),
              "ember": bench.ember_runner(args.workload, "torch", x, y, batch)}
     for run in sides.values():
@@ -72,6 +74,11 @@ def main() -> None:
         _synchronize()
         wall = (time.perf_counter() - start) / (2 * steps) * 1e3
         line = f"{name:6} {sum(counter.ops.values()) / steps:6.1f} aten ops/step, {wall:.3f} ms/step"
+        if args.host_table and not args.device.startswith("cuda"):
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+                run(1)
+            tables.append(f"\n{name}: host time by operator (one epoch)\n"
+                          + profile.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.top))
         if torch.cuda.is_available() and args.device.startswith("cuda"):
             activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
             with torch.profiler.profile(activities=activities) as profile:
