@@ -54,6 +54,7 @@ from ember.backends.torch._base import (
 )
 from ember.backends.torch._elementwise import add, float_unary
 from ember.backends.torch._normalization import fused_batch_norm, layer_norm  # noqa: F401  (the ops: fused kernels)
+from ember.backends.torch._padded_conv import padded_conv
 from ember.backends.torch._products import matmul
 
 # ------------------------------------------------------------------------ activations
@@ -228,15 +229,19 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format="channels_last"
     # Keras kernel (*k, in/groups, out) -> torch weight (out, in/groups, *k).
     wt = w.permute(nd + 1, nd, *range(nd))
     pad_arg: int | tuple[int, ...] = 0
+    padded = None
     if mode == "same":
         effective = [(k - 1) * d + 1 for k, d in zip(wt.shape[2:], dilation)]
         pads = _same_pads(xc.shape[2:], effective, strides)
         if all(a == b for a, b in pads):
             pad_arg = tuple(a for a, _ in pads)
-        else:
-            xc = F.pad(xc, _fpad(pads))
+        else:  # the odd pixel on the right: padded first, and the padded copy not kept for the backward
+            padded = (_fpad(pads), strides, dilation, groups)
     try:
-        y = _CONV[nd](xc, wt, None, strides, pad_arg, dilation, groups)
+        if padded is not None:
+            y = padded_conv(xc, wt, *padded)
+        else:
+            y = _CONV[nd](xc, wt, None, strides, pad_arg, dilation, groups)
     except RuntimeError as error:
         raise ValueError(f"conv: input {tuple(x.shape)} and kernel {tuple(w.shape)} do not fit ({error})") from None
     return y if first else _to_nlc(y, nd)
