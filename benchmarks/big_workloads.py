@@ -22,6 +22,7 @@ backend). ``training.py`` times them side by side in one process, as W1-W3.
 from __future__ import annotations
 
 import functools
+import sys
 
 import numpy as np
 
@@ -385,13 +386,15 @@ def keras_model(workload: str):
 
 
 # ------------------------------------------------------------- W4's activation memory on torch
-def saved_activation_mib() -> dict:
-    """MiB of tensors autograd keeps for the backward pass of one W4 forward on torch (weights excluded).
+def saved_activation_mib(workload: str = "W4") -> dict:
+    """MiB of tensors autograd keeps for the backward pass of one training-mode forward on torch (weights
+    excluded): W4, W5 or W5V.
 
     Counted with ``torch.autograd.graph.saved_tensors_hooks`` (each storage once): the raw
-    ``nn.Module``, Ember, and Ember with every decoder block under ``ember.remat`` (the
+    ``nn.Module``, Ember, and for W4 Ember with every decoder block under ``ember.remat`` (the
     checkpoint's own hooks keep only each block's inputs; the backward recomputes one block at a
-    time, adding about one block's activations, ``(plain - remat) / blocks``, at its peak).
+    time, adding about one block's activations, ``(plain - remat) / blocks``, at its peak). A fixed
+    count, unlike peak RSS, which moves by tens of MiB between fresh processes of the same code.
     """
     import optree
     import torch
@@ -399,8 +402,8 @@ def saved_activation_mib() -> dict:
     import ember
 
     ember.set_backend("torch")
-    x, y, _ = make_data("W4", "torch", 1)
-    tokens, labels = torch.from_numpy(x), torch.from_numpy(y)
+    x, y, _ = make_data(workload, "torch", 1)
+    inputs, labels = torch.from_numpy(x), torch.from_numpy(y)
 
     def saved(run, weights) -> float:
         weight_storages = {w.untyped_storage().data_ptr() for w in weights}
@@ -416,20 +419,22 @@ def saved_activation_mib() -> dict:
         return sum(storages.values()) / 2 ** 20
 
     out = {}
-    model, forward, flat = torch_model("W4")
-    out["raw"] = saved(lambda: torch.nn.functional.cross_entropy(forward(tokens), flat(labels)),
+    model, forward, flat = torch_model(workload)
+    model.train()
+    out["raw"] = saved(lambda: torch.nn.functional.cross_entropy(forward(inputs), flat(labels)),
                        list(model.parameters()))
     loss = ember.losses.SparseCategoricalCrossentropy(from_logits=True)
-    for name, remat in (("ember", False), ("ember remat", True)):
-        model = ember_model("W4", "torch", remat=remat)
+    for name, remat in (("ember", False), ("ember remat", True)) if workload == "W4" else (("ember", False),):
+        model = ember_model(workload, "torch", remat=remat)
         state = model.build(seed=0)
         weights = optree.tree_leaves(state["params"])
         for w in weights:
             w.requires_grad_(True)
-        out[name] = saved(lambda m=model, s=state: loss(labels, m.apply(s, tokens, training=True)[0]), weights)
+        out[name] = saved(lambda m=model, s=state: loss(labels, m.apply(s, inputs, training=True)[0]), weights)
     return out
 
 
 if __name__ == "__main__":
-    for label, mib in saved_activation_mib().items():
-        print(f"W4 on torch, {label:12}: {mib:7.1f} MiB saved for the backward pass")
+    for workload in sys.argv[1:] or ["W4"]:
+        for label, mib in saved_activation_mib(workload).items():
+            print(f"{workload} on torch, {label:12}: {mib:7.1f} MiB saved for the backward pass")

@@ -24,8 +24,8 @@ cross-entropy on logits):
   (a "Keras" table), and W4 runs Ember with every decoder block under ``ember.remat`` (a "remat"
   table: step time and peak RSS against plain Ember). ``EMBER_BENCH_BIG_STEPS`` (torch steps per
   epoch, default 3) and ``EMBER_BENCH_BIG_REPEAT`` (timed calls, default 3) size them for a CPU;
-  ``python benchmarks/big_workloads.py`` prints W4's activation memory (bytes autograd saves for
-  the backward pass) for raw torch, Ember and Ember with remat;
+  ``python benchmarks/big_workloads.py [W4 W5 W5V]`` prints the activation memory (bytes autograd
+  saves for the backward pass) for raw torch, Ember and, on W4, Ember with remat;
 * C1: W1's MLP as a model class overriding ``train_step`` with the standard step of the Keras
   guide (``GradientTape`` over ``self(x, training=True)``, ``compute_loss``,
   ``optimizer.apply``, the loss tracker); the "raw" column is the built-in ``fit`` of the
