@@ -19,11 +19,11 @@ from typing import Any
 
 
 class _PerThread(threading.local):
-    """Each thread's stack of collectors, made when the thread first reads it.
+    """Each thread's stack of collectors (``threading.local`` runs ``__init__`` once per thread).
 
-    Always present, never created lazily by a forward pass: ``torch.compile`` guards a compiled step
-    on what it read here, and an attribute that the first step itself creates fails that guard on
-    every later step (which then ran uncompiled).
+    The list exists before any forward pass reads it, rather than being made by the first one:
+    ``torch.compile`` guards a compiled step on what it read here, and an attribute that the first
+    step itself created failed that guard on every later step (which then ran uncompiled).
     """
 
     def __init__(self) -> None:
