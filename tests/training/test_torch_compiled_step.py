@@ -166,6 +166,20 @@ def test_a_batch_the_guards_refuse_runs_eagerly_with_a_warning_naming_the_guard(
     _assert_close(compiled.state, eager.state)
 
 
+def test_a_refusal_torch_cannot_explain_is_still_reported(torch_backend, monkeypatch):
+    """When the second look at the guards passes (an interrupt landed in Dynamo's guard evaluation, which
+    treats it as a failed guard), the warning carries that one line instead of an empty account."""
+    steps = _mlp(True)._training.trainer.steps
+    steps._compiled_rows = 16
+    monkeypatch.setattr(steps, "_refusal", lambda *args: "the guards passed on a second look")
+    second_look = r"failed its guards and ran eagerly \(the guards passed on a second look\)"
+    with pytest.warns(RuntimeWarning, match=second_look):
+        steps._note_refused_batch(None, X[:16], None, None)
+    assert steps.eager_batches == 1
+    steps._note_refused_batch(None, X[:6], None, None)  # another batch size: counted, no second warning
+    assert steps.eager_batches == 2
+
+
 def _tokens_model(jit_compile):
     """W4's input side: token indices through an Embedding and causal attention (no host read may remain)."""
     inputs = ember.Input((5,), dtype="int64")

@@ -235,7 +235,8 @@ class CompiledSteps:
         self.eager_batches += 1
         if _rows(x) == self._compiled_rows and not self._warned_refusal:
             self._warned_refusal = True
-            guard = "; ".join(line.strip() for line in self._refusal(state, x, y, sw).splitlines()[1:4])
+            lines = self._refusal(state, x, y, sw).splitlines()
+            guard = "; ".join(line.strip() for line in lines[1:4] or lines[:1])  # the guards, else the one line
             warnings.warn(
                 f"jit_compile=True: a batch of {self._compiled_rows} rows, as many as the compiled train step's, "
                 f"failed its guards and ran eagerly ({guard[:500]}); later such batches run eagerly too (an Ember "
