@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import optree
 import pytest
@@ -479,3 +481,40 @@ def test_torch_loss_tracker_equals_the_generic_one(torch_backend):
             assert native[key].dtype == torch.float32
             assert float(native[key]) == float(generic[key])
     assert float(tracker["total"]) == 1.5  # not written in place
+
+
+class _RecordedOutput(layers.Layer):
+    """The model's last layer: a copy of its input, weakly referenced (the predictions of the step)."""
+
+    refs: list = []
+
+    def call(self, inputs):
+        out = ops.add(inputs, 0.0)
+        type(self).refs.append(weakref.ref(out))
+        return out
+
+
+@pytest.mark.parametrize(("metrics", "held"), [([], False), (["accuracy"], True)])
+def test_torch_step_keeps_the_predictions_through_backward_only_for_metrics(torch_backend, monkeypatch, metrics,
+                                                                            held):
+    """With no metric to read them, the predictions (a language model's logits) are not held while the
+    backward pass runs; the fused cross-entropy keeps its own softmax, not the logits."""
+    from ember.backends.torch import training as torch_training
+
+    alive = []
+    gradients_of_scalar = torch_training.gradients_of_scalar
+
+    def checked(loss, leaves):
+        alive.append(_RecordedOutput.refs[-1]() is not None)
+        return gradients_of_scalar(loss, leaves)
+
+    model = ember.Sequential([ember.Input((6,)), layers.Dense(5), _RecordedOutput()])
+    model.build(seed=0)
+    model.compile(optimizer=optimizers.SGD(0.1), metrics=metrics,
+                  loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True))
+    monkeypatch.setattr(torch_training, "gradients_of_scalar", checked)
+    monkeypatch.setattr(_RecordedOutput, "refs", [])
+    x = np.random.default_rng(0).normal(size=(8, 6)).astype(np.float32)
+    history = model.fit(x, np.arange(8) % 5, batch_size=8, epochs=1, verbose=0)
+    assert alive == [held]
+    assert ("accuracy" in history.history) is held

@@ -482,6 +482,8 @@ class TorchSteps(GenericSteps):
         torch._C._set_grad_enabled(True)
         try:
             scaled, aux = self.core.objective(trainable, frozen, buffers, x, y, sw, rng, scale)
+            if not self.core.compile_metrics.entries:  # no metric reads the predictions: not kept through
+                aux = (aux[0], aux[1], None, aux[3])   # the backward pass (a language model's logits: 17 MiB)
             grads = gradients_of_scalar(scaled, leaves)
         finally:
             torch._C._set_grad_enabled(mode)
