@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import weakref
 
 import numpy as np
 import optree
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ember import backends, dtypes, ops
+from ember import backends, dtypes, layers, ops
 from tests.tolerances import FLOAT32
 
 # Modest property-test budget (the whole suite must stay fast on 2 cores). The
@@ -249,3 +250,16 @@ def same_padding(size, kernel, stride, dilation=1):
     out = -(-size // stride)
     total = max((out - 1) * stride + effective - size, 0)
     return total // 2, total - total // 2
+
+
+class WeaklyRecorded(layers.Layer):
+    """Returns its input plus one (a new array only the caller references) and keeps a weak reference to
+    it in the class's ``refs``, so a test can tell when the framework let it go (give ``refs`` a fresh
+    list first, e.g. with ``monkeypatch.setattr``)."""
+
+    refs: list = []
+
+    def call(self, inputs):
+        out = ops.add(inputs, 1.0)
+        type(self).refs.append(weakref.ref(out))
+        return out

@@ -8,7 +8,6 @@ float64 NumPy forward pass written out here from that state.
 from __future__ import annotations
 
 import json
-import weakref
 
 import numpy as np
 import optree
@@ -17,7 +16,7 @@ import pytest
 import ember
 from ember import layers, ops
 from ember.autodiff import value_and_grad
-from tests.helpers import assert_close
+from tests.helpers import WeaklyRecorded, assert_close
 
 RNG = np.random.default_rng(7)
 XA = RNG.uniform(-1, 1, size=(3, 4)).astype(np.float32)
@@ -408,24 +407,13 @@ def test_unregistered_subclass_is_not_saved_as_its_parent():
         deserialize(data)
 
 
-class _Recorded(layers.Layer):
-    """Passes its input on and keeps a weak reference to what it returned (a copy it alone made)."""
-
-    refs: list = []
-
-    def call(self, inputs):
-        out = ops.add(inputs, 1.0)
-        type(self).refs.append(weakref.ref(out))
-        return out
-
-
 class _AliveCheck(layers.Layer):
     """Passes its input on, noting which of the recorded outputs are still alive when it runs."""
 
     alive: list = []
 
     def call(self, inputs):
-        type(self).alive.append([ref() is not None for ref in _Recorded.refs])
+        type(self).alive.append([ref() is not None for ref in WeaklyRecorded.refs])
         return inputs
 
 
@@ -433,8 +421,8 @@ def test_a_forward_pass_drops_each_value_after_the_node_that_reads_it_last(backe
     """A value is held only while a later node (or the output) still reads it: in a -> b -> (c, skip from a)
     -> add, a's output lives until the add, b's is gone by then; outputs are never dropped."""
     inputs = ember.Input((4,))
-    a = _Recorded(name="a")(inputs)
-    b = _Recorded(name="b")(a)
+    a = WeaklyRecorded(name="a")(inputs)
+    b = WeaklyRecorded(name="b")(a)
     c = _AliveCheck(name="check_after_b")(b)          # a's output still read by the add below; b's read here
     d = _AliveCheck(name="check_before_add")(layers.Dense(4, name="dense")(c))
     total = layers.Add(name="add")([d, a])
@@ -442,11 +430,11 @@ def test_a_forward_pass_drops_each_value_after_the_node_that_reads_it_last(backe
     state = model.build(seed=0)
     plain = ember.Model(inputs, total)               # b is not an output: gone once check_after_b has run
     plain_state = plain.build(seed=0)
-    monkeypatch.setattr(_Recorded, "refs", [])      # what the calls while building recorded, forgotten
+    monkeypatch.setattr(WeaklyRecorded, "refs", [])      # what the calls while building recorded, forgotten
     monkeypatch.setattr(_AliveCheck, "alive", [])
     outputs, _ = model.apply(state, ops.convert_to_tensor(XA))
     assert _AliveCheck.alive == [[True, True], [True, True]]  # a (the add reads it), b (an output)
-    monkeypatch.setattr(_Recorded, "refs", [])
+    monkeypatch.setattr(WeaklyRecorded, "refs", [])
     monkeypatch.setattr(_AliveCheck, "alive", [])
     plain.apply(plain_state, ops.convert_to_tensor(XA))
     assert _AliveCheck.alive == [[True, True], [True, False]]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import optree
 import pytest
 
 import ember
 from ember import layers, ops, optimizers
+from tests.helpers import WeaklyRecorded
 from tests.tolerances import FLOAT32_PAIR
 from tests.training.step_paths import force_copy_path
 
@@ -483,17 +482,6 @@ def test_torch_loss_tracker_equals_the_generic_one(torch_backend):
     assert float(tracker["total"]) == 1.5  # not written in place
 
 
-class _RecordedOutput(layers.Layer):
-    """The model's last layer: a copy of its input, weakly referenced (the predictions of the step)."""
-
-    refs: list = []
-
-    def call(self, inputs):
-        out = ops.add(inputs, 0.0)
-        type(self).refs.append(weakref.ref(out))
-        return out
-
-
 @pytest.mark.parametrize(("metrics", "held"), [([], False), (["accuracy"], True)])
 def test_torch_step_keeps_the_predictions_through_backward_only_for_metrics(torch_backend, monkeypatch, metrics,
                                                                             held):
@@ -505,15 +493,15 @@ def test_torch_step_keeps_the_predictions_through_backward_only_for_metrics(torc
     gradients_of_scalar = torch_training.gradients_of_scalar
 
     def checked(loss, leaves):
-        alive.append(_RecordedOutput.refs[-1]() is not None)
+        alive.append(WeaklyRecorded.refs[-1]() is not None)
         return gradients_of_scalar(loss, leaves)
 
-    model = ember.Sequential([ember.Input((6,)), layers.Dense(5), _RecordedOutput()])
+    model = ember.Sequential([ember.Input((6,)), layers.Dense(5), WeaklyRecorded()])
     model.build(seed=0)
     model.compile(optimizer=optimizers.SGD(0.1), metrics=metrics,
                   loss=ember.losses.SparseCategoricalCrossentropy(from_logits=True))
     monkeypatch.setattr(torch_training, "gradients_of_scalar", checked)
-    monkeypatch.setattr(_RecordedOutput, "refs", [])
+    monkeypatch.setattr(WeaklyRecorded, "refs", [])
     x = np.random.default_rng(0).normal(size=(8, 6)).astype(np.float32)
     history = model.fit(x, np.arange(8) % 5, batch_size=8, epochs=1, verbose=0)
     assert alive == [held]
