@@ -67,6 +67,12 @@ def _is_symbolic_tensor(value: Any) -> bool:
     return isinstance(value, SymbolicTensor)
 
 
+def _symbolic_leaves(tree: Any) -> list[SymbolicTensor]:
+    """The symbolic tensors in a structure (a node's inputs and call keywords, a model's outputs)."""
+    return [leaf for leaf in optree.tree_leaves(tree, is_leaf=_is_symbolic_tensor, none_is_leaf=False)
+            if isinstance(leaf, SymbolicTensor)]
+
+
 def _flat_tensors(structure: Any, argument: str) -> list[SymbolicTensor]:
     leaves = optree.tree_leaves(structure, is_leaf=lambda v: isinstance(v, SymbolicTensor), none_is_leaf=False)
     for leaf in leaves:
@@ -1096,12 +1102,6 @@ def _check_compatible(model_name: str | None, tensor: _NamedShape, shape: tuple)
 # takes a ``mask`` argument (RNN, LSTM, GRU, Bidirectional, TimeDistributed, ...).
 # Nested models do not take one, so masks stop at a nested model's boundary. Symbolic tensors
 # carry theirs as ``_keras_mask`` (ember.layers.keras_mask).
-def _symbolic_leaves(tree: Any) -> list[SymbolicTensor]:
-    """The symbolic tensors in a structure (a node's inputs and call keywords, a model's outputs)."""
-    return [leaf for leaf in optree.tree_leaves(tree, is_leaf=_is_symbolic_tensor, none_is_leaf=False)
-            if isinstance(leaf, SymbolicTensor)]
-
-
 def _input_mask(node: Node, masks: dict) -> Any:
     """The masks of ``node``'s inputs in the inputs' structure, or None when none has one."""
     if isinstance(node.inputs, SymbolicTensor):
